@@ -1,0 +1,79 @@
+"""The attention implementation the bounded cache registers with transformers.
+
+`bounded_sdpa` computes attention exactly as transformers' SDPA does and, only while a `BoundedCache` is
+recording (see `BoundedCache.recording`), also hands each layer's queries and keys to that cache so it
+can score the cached tokens. Decode steps outside a recording pay nothing extra. The vision towers of
+VLMs keep plain `sdpa`.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Protocol
+
+import torch
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+ATTENTION_NAME = "bounded_sdpa"
+
+
+class AttentionObserver(Protocol):
+    def observe(
+        self,
+        layer_idx: int,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        scaling: float,
+    ) -> None: ...
+
+
+ACTIVE_OBSERVER: ContextVar[AttentionObserver | None] = ContextVar("bounded_cache_observer", default=None)
+
+
+def bounded_sdpa_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,  # [B, H_q, T, D]
+    key: torch.Tensor,  # [B, H_kv, N, D], cached + new tokens
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    **kwargs,
+) -> tuple[torch.Tensor, None]:
+    """SDPA attention; reports queries and keys to the recording cache, if any."""
+    output = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+    observer = ACTIVE_OBSERVER.get()
+    if observer is not None:
+        scale = scaling if scaling is not None else module.scaling
+        observer.observe(module.layer_idx, query, key, attention_mask, scale)
+    return output
+
+
+def register_attention() -> str:
+    """Registers `bounded_sdpa` (attention and its mask function); returns the name. Idempotent."""
+    AttentionInterface.register(ATTENTION_NAME, bounded_sdpa_attention)
+    # Without a mask function the model passes attention_mask=None, and SDPA's causal flag then aligns to
+    # the wrong corner when a prompt is prefilled onto a non-empty cache.
+    AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
+    return ATTENTION_NAME
+
+
+def attention_probs(
+    query: torch.Tensor,  # [B, H_q, R, D], the last R query rows of a forward of T rows
+    key: torch.Tensor,  # [B, H_kv, N, D]
+    mask_rows: torch.Tensor | None,  # [B, 1, R, N] bool (True = attend) or additive float; None = no mask
+    scaling: float,
+) -> torch.Tensor:
+    """Softmax attention of the given query rows over all keys, in fp32: [B, H_q, R, N]."""
+    batch, q_heads, rows, _ = query.shape
+    kv_heads, n = key.shape[1], key.shape[2]
+    q = query.float().view(batch, kv_heads, q_heads // kv_heads, rows, -1)
+    logits = torch.einsum("bhgrd,bhnd->bhgrn", q, key.float()) * scaling
+    logits = logits.reshape(batch, q_heads, rows, n)
+    if mask_rows is not None and mask_rows.dtype == torch.bool:
+        logits = logits.masked_fill(~mask_rows, float("-inf"))
+    elif mask_rows is not None:
+        logits = logits + mask_rows.float()
+    return torch.softmax(logits, dim=-1)

@@ -1,0 +1,50 @@
+"""Settings of the bounded KV cache, validated once when built."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+POSITION_MODES = ("rerotate", "original")
+
+
+@dataclass
+class CacheConfig:
+    """How many tokens the cache keeps and how it chooses them.
+
+    budget:    tokens per layer after every eviction point (the paper keeps 2K).
+    window:    `l`, the retrieval window: the newest tokens of a prompt, always kept, whose attention
+               scores the older tokens.
+    bias:      `b`, Inf-MLLM's attention bias; larger = shorter memory (paper: 1e-4 .. 0.1 by model).
+    sinks:     first tokens that `streaming-llm` always keeps.
+    positions: "rerotate" re-rotates kept keys to compact positions at each eviction, so an endless stream
+               never leaves the trained position range (default); "original" keeps every token's first
+               position, so positions grow with the stream.
+    """
+
+    policy: str = "inf-mllm"
+    budget: int = 2048
+    window: int = 32
+    bias: float = 1e-3
+    sinks: int = 4
+    positions: str = "rerotate"
+
+    def __post_init__(self) -> None:
+        from cache.policies import POLICIES  # late import: policies import this module
+
+        if self.policy not in POLICIES:
+            raise ValueError(f"unknown cache policy {self.policy!r}; allowed: {', '.join(POLICIES)}")
+        if self.window < 1:
+            raise ValueError(f"window must be >= 1 token, got {self.window}")
+        if self.budget <= self.window:
+            raise ValueError(
+                f"budget ({self.budget}) must be larger than the window ({self.window}): "
+                "the window's tokens are always kept"
+            )
+        if self.bias < 0:
+            raise ValueError(f"bias must be >= 0 (0 disables the attention bias), got {self.bias}")
+        if self.sinks < 0:
+            raise ValueError(f"sinks must be >= 0, got {self.sinks}")
+        if self.sinks + self.window >= self.budget:
+            raise ValueError(f"sinks + window ({self.sinks} + {self.window}) must be below the budget ({self.budget})")
+        if self.positions not in POSITION_MODES:
+            raise ValueError(f"unknown positions mode {self.positions!r}; allowed: {', '.join(POSITION_MODES)}")

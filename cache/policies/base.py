@@ -1,0 +1,60 @@
+"""The eviction-policy interface and the shared top-k selection every policy goes through.
+
+A policy only scores tokens; it never holds tensors. The cache gathers the kept indices itself.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+
+from cache.config import CacheConfig
+
+KEEP = float("inf")  # score of a token a policy must keep (recent window, sinks)
+
+
+class EvictionPolicy:
+    """Scores cached tokens: higher = keep. Tokens scored `KEEP` are never evicted.
+
+    `capture` says what attention the cache must record for this policy:
+    None (nothing), "window" (mean attention of a prompt's last `window` rows, prefill only) or
+    "accumulate" (attention summed over every query row, prefill and decode: H2O).
+    """
+
+    name: ClassVar[str]
+    capture: ClassVar[str | None] = None
+    evicts: ClassVar[bool] = True
+    per_head: ClassVar[bool] = False  # True when different KV heads may keep different tokens
+
+    def __init__(self, config: CacheConfig) -> None:
+        self.config = config
+
+    def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
+        """Scores of `n` cached tokens, broadcastable to [L, B, H_kv, n].
+
+        attention: [L, B, H_kv, n] recorded attention (see `capture`), or None when not captured.
+        """
+        raise NotImplementedError
+
+    def _recency(self, n: int, device: torch.device) -> torch.Tensor:
+        # [1, 1, 1, n]: token i scores i, so the newest tokens win.
+        return torch.arange(n, device=device, dtype=torch.float32).view(1, 1, 1, n)
+
+    def _protect_recent(self, scores: torch.Tensor, n: int) -> torch.Tensor:
+        scores = scores.clone()
+        scores[..., max(n - self.config.window, 0) :] = KEEP
+        return scores
+
+
+def select_keep(
+    policy: EvictionPolicy, n: int, target: int, attention: torch.Tensor | None, shape: tuple[int, ...]
+) -> torch.Tensor:
+    """Indices of the tokens to keep, in their original order: [L, B, H_kv, target] (int64).
+
+    One top-k over every layer and head at once; `shape` is [L, B, H_kv].
+    """
+    device = attention.device if attention is not None else torch.device("cpu")
+    scores = policy.score(n, attention, device).expand(*shape, n)
+    keep = torch.topk(scores, k=target, dim=-1, sorted=False).indices
+    return keep.sort(dim=-1).values

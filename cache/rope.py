@@ -1,0 +1,48 @@
+"""Re-rotation of cached keys: moves a key stored at RoPE position p to position p + delta.
+
+Keys are cached after RoPE. Rotating by delta multiplies each frequency pair by the rotation of angle
+delta * inv_freq, which is the same for RoPE and for M-RoPE when all of a token's components move by
+the same delta (what `compact_positions` produces).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+class KeyRotator:
+    """Rotates keys in the rotate_half layout used by Llama, Qwen2 and Qwen2-VL style models."""
+
+    def __init__(self, inv_freq: torch.Tensor) -> None:
+        self.inv_freq = inv_freq.detach().float()  # [D/2]
+
+    @classmethod
+    def from_model(cls, model: torch.nn.Module) -> KeyRotator:
+        """Finds the text decoder's rotary embedding (`rotary_emb.inv_freq`) of a transformers model."""
+        decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
+        rotary = getattr(decoder, "rotary_emb", None)
+        if rotary is None or not hasattr(rotary, "inv_freq"):
+            raise ValueError(
+                f"{type(model).__name__}: no rotary embedding found on its text decoder; "
+                "use positions='original' for this model"
+            )
+        rope_type = getattr(rotary, "rope_type", "default")
+        if rope_type not in ("default", "linear", "llama3", "yarn", "longrope"):
+            raise ValueError(
+                f"rope type {rope_type!r} changes its frequencies with length; "
+                "re-rotation is not supported, use positions='original'"
+            )
+        return cls(rotary.inv_freq)
+
+    def rotate(self, keys: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
+        """keys: [B, H_kv, N, D]; delta: [B, H_kv, N] (positions to move by). Returns rotated keys."""
+        head_dim = keys.shape[-1]
+        if self.inv_freq.numel() * 2 != head_dim:
+            raise ValueError(f"rotary size {self.inv_freq.numel() * 2} != head dim {head_dim} (partial RoPE)")
+        angle = delta.float()[..., None] * self.inv_freq.to(keys.device)  # [B, H_kv, N, D/2]
+        cos = torch.cat([angle.cos(), angle.cos()], dim=-1)
+        sin = torch.cat([angle.sin(), angle.sin()], dim=-1)
+        k = keys.float()
+        half = head_dim // 2
+        rotated_half = torch.cat([-k[..., half:], k[..., :half]], dim=-1)
+        return (k * cos + rotated_half * sin).to(keys.dtype)

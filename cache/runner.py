@@ -1,0 +1,111 @@
+"""The model loop over a bounded cache, as small named steps: prefill (chunked, then evict) and decode."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from cache.bounded_cache import BoundedCache, EvictionStats
+
+logger = logging.getLogger(__name__)
+
+
+def chunk_bounds(length: int, chunk_size: int, min_last: int) -> list[tuple[int, int]]:
+    """Splits [0, length) into chunks of at most `chunk_size`, the last holding at least `min_last`.
+
+    The last chunk carries the prompt's retrieval window, so it must contain the whole window.
+    """
+    if length <= 0:
+        raise ValueError("cannot prefill an empty prompt")
+    if chunk_size < min_last:
+        raise ValueError(f"chunk size {chunk_size} is smaller than the window {min_last}")
+    starts = list(range(0, length, chunk_size))
+    bounds = [(s, min(s + chunk_size, length)) for s in starts]
+    if len(bounds) > 1 and bounds[-1][1] - bounds[-1][0] < min_last:
+        cut = length - min_last
+        bounds[-2] = (bounds[-2][0], cut)
+        bounds[-1] = (cut, length)
+    return bounds
+
+
+class CachedRunner:
+    """Runs a transformers causal LM (or VLM) with a `BoundedCache`, one batch-1 stream at a time.
+
+    position_dims: 1 for RoPE models, 3 for M-RoPE (Qwen2-VL family).
+    """
+
+    def __init__(
+        self, model: torch.nn.Module, cache: BoundedCache, position_dims: int = 1, chunk_size: int = 512
+    ) -> None:
+        self.model = model
+        self.cache = cache
+        self.position_dims = position_dims
+        self.chunk_size = max(chunk_size, cache.config.window)
+        self.last_evictions: list[EvictionStats] = []
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def text_positions(self, length: int, start: int | None = None) -> torch.Tensor:
+        """Positions of `length` text tokens appended after the cache: [1, T] or [P, 1, T]."""
+        first = self.cache.next_position if start is None else start
+        pos = torch.arange(first, first + length, device=self.device)[None]
+        return pos if self.position_dims == 1 else pos[None].expand(self.position_dims, 1, length)
+
+    @torch.inference_mode()
+    def prefill(
+        self,
+        *,
+        input_ids: torch.Tensor | None = None,  # [1, T]
+        inputs_embeds: torch.Tensor | None = None,  # [1, T, hidden]
+        position_ids: torch.Tensor | None = None,  # [1, T] or [P, 1, T]; text positions when None
+        evict_to: int | None = None,
+        **model_inputs,
+    ) -> torch.Tensor:
+        """Adds a prompt to the cache and returns the logits after its last token: [1, vocab].
+
+        The prompt goes in chunks; after each chunk the cache is cut to its budget, and after the last one
+        to `evict_to` (default: the budget; pass budget - headroom before decoding an answer). Extra
+        `model_inputs` (pixel tensors) force a single chunk: pass `inputs_embeds` to chunk visual prompts.
+        """
+        tokens = input_ids if input_ids is not None else inputs_embeds
+        length = tokens.shape[1]
+        if position_ids is None:
+            position_ids = self.text_positions(length)
+        budget = self.cache.config.budget
+        target = budget if evict_to is None else evict_to
+        chunk = length if model_inputs else self.chunk_size
+        bounds = chunk_bounds(length, chunk, min(self.cache.config.window, length))
+        self.last_evictions = []
+        logits = None
+        for start, stop in bounds:
+            is_last = stop == length
+            piece = (
+                {"input_ids": input_ids[:, start:stop]}
+                if input_ids is not None
+                else {"inputs_embeds": inputs_embeds[:, start:stop]}
+            )
+            logits = self._forward(position_ids[..., start:stop], self.cache.policy.capture, **piece, **model_inputs)
+            self.last_evictions.append(self.cache.evict(target if is_last else budget))
+        return logits
+
+    @torch.inference_mode()
+    def decode_step(self, token_id: int) -> torch.Tensor:
+        """Feeds one generated token; returns the logits for the next: [1, vocab]."""
+        ids = torch.tensor([[token_id]], device=self.device)
+        capture = "accumulate" if self.cache.policy.capture == "accumulate" else None
+        logits = self._forward(self.text_positions(1), capture, input_ids=ids)
+        if self.cache.get_seq_length() > self.cache.config.budget:
+            logger.warning("answer outgrew the cache's headroom; evicting during decoding")
+            self.cache.evict(self.cache.config.budget)
+        return logits
+
+    def _forward(self, position_ids: torch.Tensor, capture: str | None, **inputs) -> torch.Tensor:
+        self.cache.stage_positions(position_ids)
+        with self.cache.recording(capture):
+            out = self.model(
+                position_ids=position_ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1, **inputs
+            )
+        return out.logits[:, -1]

@@ -1,0 +1,75 @@
+"""Tiny random-weight decoders built in-process for the cache tests (no downloads).
+
+Two architectures: Llama with grouped-query attention (1-D RoPE) and Qwen2-VL (3-D M-RoPE), the latter
+driven text-only. Each is built once with the plain `sdpa` attention (the reference) and once with the
+cache's `bounded_sdpa`, sharing the same weights.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+from cache.attention import register_attention
+
+VOCAB = 128
+
+
+def llama_config(layers: int = 2, kv_heads: int = 2) -> LlamaConfig:
+    return LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=8192,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
+
+
+def qwen2_vl_config(layers: int = 2, kv_heads: int = 2) -> Qwen2VLConfig:
+    return Qwen2VLConfig(
+        text_config=dict(
+            vocab_size=VOCAB,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=layers,
+            num_attention_heads=4,
+            num_key_value_heads=kv_heads,
+            max_position_embeddings=8192,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=0,
+        ),
+        vision_config=dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2),
+        image_token_id=VOCAB - 3,
+        video_token_id=VOCAB - 2,
+        vision_start_token_id=VOCAB - 1,
+    )
+
+
+ARCHITECTURES = {
+    "llama-gqa": (llama_config, LlamaForCausalLM, 1),
+    "qwen2-vl": (qwen2_vl_config, Qwen2VLForConditionalGeneration, 3),
+}
+
+
+def build_pair(arch: str, seed: int = 0, **config_kwargs) -> tuple[torch.nn.Module, torch.nn.Module, int]:
+    """(reference model on plain sdpa, same weights on bounded_sdpa, position dims)."""
+    make_config, model_class, position_dims = ARCHITECTURES[arch]
+    torch.manual_seed(seed)
+    reference = model_class(make_config(**config_kwargs)).eval()
+    reference.set_attn_implementation("sdpa")
+    bounded = copy.deepcopy(reference)
+    name = register_attention()
+    if arch == "qwen2-vl":
+        bounded.set_attn_implementation({"text_config": name, "vision_config": "sdpa"})
+    else:
+        bounded.set_attn_implementation(name)
+    return reference, bounded, position_dims
