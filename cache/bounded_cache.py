@@ -98,6 +98,12 @@ class BoundedCache(DynamicCache):
         self._recording: str | None = None
         self.evictions = 0
 
+    @classmethod
+    def for_model(cls, model: torch.nn.Module, config: CacheConfig) -> BoundedCache:
+        """A cache for `model` (its re-rotation frequencies are read from the model when needed)."""
+        needs_rotator = config.positions == "rerotate" and POLICIES[config.policy].evicts
+        return cls(model.config, config, KeyRotator.from_model(model) if needs_rotator else None)
+
     # -- bookkeeping ------------------------------------------------------------------------------
 
     def stage_positions(self, position_ids: torch.Tensor) -> None:

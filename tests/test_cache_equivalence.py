@@ -7,7 +7,6 @@ from transformers import DynamicCache
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
 from cache.policies import POLICIES
-from cache.rope import KeyRotator
 from cache.runner import CachedRunner
 from tests.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
 
@@ -21,7 +20,7 @@ ANSWER_TOKENS = 6
 def test_multi_round_logits_equal_plain_dynamic_cache(arch, policy, positions):
     reference, bounded, dims = build_pair(arch)
     config = CacheConfig(policy=policy, budget=4096, window=8, positions=positions)
-    cache = BoundedCache(bounded.config, config, KeyRotator.from_model(bounded))
+    cache = BoundedCache.for_model(bounded, config)
     runner = CachedRunner(bounded, cache, position_dims=dims, chunk_size=16)
     ref_cache = DynamicCache(config=reference.config)
     gen = torch.Generator().manual_seed(1)
