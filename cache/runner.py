@@ -97,7 +97,7 @@ class CachedRunner:
         ids = torch.tensor([[token_id]], device=self.device)
         capture = "accumulate" if self.cache.policy.capture == "accumulate" else None
         logits = self._forward(self.text_positions(1), capture, input_ids=ids)
-        if self.cache.get_seq_length() > self.cache.config.budget:
+        if self.cache.policy.evicts and self.cache.get_seq_length() > self.cache.config.budget:
             logger.warning("answer outgrew the cache's headroom; evicting during decoding")
             self.cache.evict(self.cache.config.budget)
         return logits
