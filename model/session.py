@@ -1,0 +1,223 @@
+"""The streaming session: a video LLM's conversation with one stream, held in a bounded KV cache.
+
+    session.ingest_clip(frames, t_start, t_end)   # visual tokens -> chunked prefill -> evict over budget
+    for piece in session.ask("What is happening?"):  # question -> prefill -> evict -> streamed answer
+        print(piece, end="")
+    session.last_answer                            # AnswerMetrics of that round
+
+Every answer stays in the cache, so later rounds remember earlier ones. Only one thread may use a session.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from cache.bounded_cache import BoundedCache
+from cache.config import CacheConfig
+from cache.runner import CachedRunner
+from model.adapters.base import Segment
+from model.loading import LoadedModel
+from model.resources import device_memory_bytes, process_rss_bytes
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SessionConfig:
+    """max_new_tokens: answer length cap, also the headroom kept free in the cache at each question.
+    chunk_size: tokens per prefill forward; bounds peak activation memory whatever the clip length."""
+
+    max_new_tokens: int = 64
+    chunk_size: int = 512
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
+
+
+@dataclass
+class ClipMetrics:
+    index: int
+    t_start: float
+    t_end: float
+    frames: int
+    visual_tokens: int
+    prefill_tokens: int
+    prefill_s: float
+    cache_tokens: int  # after the clip's eviction point
+    evict_ms: float
+    kv_bytes: int
+
+
+@dataclass
+class AnswerMetrics:
+    round: int
+    question: str
+    answer: str
+    answer_tokens: int
+    prefill_tokens: int
+    ttft_s: float  # from the question to its first answer token
+    decode_tokens_per_s: float
+    cache_tokens_before: int  # cache + question tokens, what the eviction saw
+    cache_tokens_after: int  # after the question's eviction point, before decoding
+    cache_tokens_end: int  # after the answer was added
+    evict_ms: float
+    kv_bytes: int
+    device_mem_bytes: int | None
+    process_rss_bytes: int
+
+
+class StreamingSession:
+    """Feeds clips and questions of one stream to a loaded model through a `BoundedCache`."""
+
+    def __init__(self, loaded: LoadedModel, cache_config: CacheConfig, config: SessionConfig | None = None):
+        self.loaded = loaded
+        self.adapter = loaded.adapter
+        self.config = config or SessionConfig()
+        self.cache_config = cache_config
+        if cache_config.budget - self.config.max_new_tokens <= cache_config.window:
+            raise ValueError(
+                f"budget ({cache_config.budget}) must exceed max_new_tokens ({self.config.max_new_tokens}) "
+                f"+ window ({cache_config.window}): the answer's headroom and the question's window must fit"
+            )
+        self.cache = BoundedCache.for_model(loaded.model, cache_config)
+        self.runner = CachedRunner(
+            loaded.model, self.cache, position_dims=self.adapter.position_dims, chunk_size=self.config.chunk_size
+        )
+        self._eos = set(self.adapter.eos_token_ids())
+        self.reset()
+
+    # -- public steps -------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forgets the whole stream: empty cache, round counters back to zero."""
+        self.cache.reset()
+        self.clips = 0
+        self.rounds = 0
+        self.last_answer: AnswerMetrics | None = None
+        self._started = False
+
+    def ingest_clip(self, frames: np.ndarray, t_start: float, t_end: float) -> ClipMetrics:
+        """Adds a clip ([F, H, W, 3] uint8 RGB, stream seconds) to the cache; evicts over budget."""
+        if not t_end >= t_start:
+            raise ValueError(f"clip end {t_end} is before its start {t_start}")
+        segment = self.adapter.clip_segment(frames, t_start, t_end)  # validates frames, touches nothing
+        self._start()
+        started = time.perf_counter()
+        self._prefill(segment, evict_to=None)
+        self.clips += 1
+        return ClipMetrics(
+            index=self.clips,
+            t_start=t_start,
+            t_end=t_end,
+            frames=int(len(frames)),
+            visual_tokens=segment.num_visual_tokens,
+            prefill_tokens=segment.num_tokens,
+            prefill_s=time.perf_counter() - started,
+            cache_tokens=self.cache.get_seq_length(),
+            evict_ms=sum(s.evict_ms for s in self.runner.last_evictions),
+            kv_bytes=self.cache.kv_bytes(),
+        )
+
+    def ask(self, question: str) -> Iterator[str]:
+        """Prefills the question, evicts, and returns an iterator of answer text pieces.
+
+        Bad questions raise ValueError here, before the cache changes. Metrics of the round are in
+        `last_answer` once the iterator is exhausted.
+        """
+        segment = self.adapter.question_segment(question)
+        room = self.cache_config.budget - self.config.max_new_tokens
+        if segment.num_tokens > room:
+            raise ValueError(
+                f"the question is {segment.num_tokens} tokens; at most {room} fit in the cache budget "
+                f"({self.cache_config.budget}) minus the answer's headroom ({self.config.max_new_tokens})"
+            )
+        return self._answer(question.strip(), segment)
+
+    # -- steps of a round ---------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        if not self._started:
+            prefix = self.adapter.conversation_prefix()
+            if prefix.num_tokens:
+                self._prefill(prefix, evict_to=None)
+            self._started = True
+
+    def _prefill(self, segment: Segment, evict_to: int | None) -> torch.Tensor:
+        """Prefills a segment at the cache's next positions; returns the last token's logits [1, vocab]."""
+        model = self.loaded.model
+        embeds = self.adapter.segment_embeddings(model, segment)  # [1, T, hidden]
+        positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
+        return self.runner.prefill(
+            inputs_embeds=embeds, position_ids=positions.to(self.runner.device), evict_to=evict_to
+        )
+
+    def _answer(self, question: str, segment: Segment) -> Iterator[str]:
+        self._start()
+        self.rounds += 1
+        started = time.perf_counter()
+        before = self.cache.get_seq_length() + segment.num_tokens
+        logits = self._prefill(segment, evict_to=self.cache_config.budget - self.config.max_new_tokens)
+        after = self.cache.get_seq_length()
+        evict_ms = sum(s.evict_ms for s in self.runner.last_evictions)
+        answer_ids: list[int] = []
+        text = ""
+        ttft = None
+        decode_started = time.perf_counter()
+        fed_last = True
+        try:
+            while len(answer_ids) < self.config.max_new_tokens:
+                token = int(logits.argmax(dim=-1))  # greedy
+                if ttft is None:
+                    ttft = time.perf_counter() - started
+                    decode_started = time.perf_counter()
+                if token in self._eos:
+                    break
+                answer_ids.append(token)
+                fed_last = False
+                piece, text = self._new_text(answer_ids, text)
+                if piece:
+                    yield piece
+                if len(answer_ids) < self.config.max_new_tokens:
+                    logits = self.runner.decode_step(token)
+                    fed_last = True
+        finally:
+            self._close_turn(answer_ids, fed_last)
+        decode_s = time.perf_counter() - decode_started
+        self.last_answer = AnswerMetrics(
+            round=self.rounds,
+            question=question,
+            answer=self.adapter.tokenizer.decode(answer_ids, skip_special_tokens=True),
+            answer_tokens=len(answer_ids),
+            prefill_tokens=segment.num_tokens,
+            ttft_s=ttft if ttft is not None else time.perf_counter() - started,
+            decode_tokens_per_s=(len(answer_ids) / decode_s) if decode_s > 0 and answer_ids else 0.0,
+            cache_tokens_before=before,
+            cache_tokens_after=after,
+            cache_tokens_end=self.cache.get_seq_length(),
+            evict_ms=evict_ms,
+            kv_bytes=self.cache.kv_bytes(),
+            device_mem_bytes=device_memory_bytes(self.loaded.device),
+            process_rss_bytes=process_rss_bytes(),
+        )
+
+    def _close_turn(self, answer_ids: list[int], fed_last: bool) -> None:
+        """Puts what of the answer is not yet in the cache, plus the end-of-turn tokens, into the cache."""
+        tail = answer_ids[-1:] if answer_ids and not fed_last else []
+        ids = torch.cat([torch.tensor([tail], dtype=torch.long), self.adapter.answer_end_ids()], dim=1)
+        self._prefill(Segment(input_ids=ids, model_inputs=self.adapter.text_model_inputs(ids), kind="answer"), None)
+
+    def _new_text(self, answer_ids: list[int], previous: str) -> tuple[str, str]:
+        """The text the latest token adds (held back while it ends in an incomplete character)."""
+        text = self.adapter.tokenizer.decode(answer_ids, skip_special_tokens=True)
+        if text.endswith("\ufffd"):
+            return "", previous
+        return text[len(previous) :], text
