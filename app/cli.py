@@ -1,0 +1,130 @@
+"""`python -m app`: watch a video file, a network stream or a camera and answer questions about it."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from app.scheduler import DEFAULT_QUESTION
+from cache.policies import POLICIES
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
+    import tomli as tomllib
+
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m app",
+        description="Edge streaming video assistant: a video LLM watches a stream with a bounded KV cache "
+        "and answers questions about it, asked by you (type them, one per line) or every --every seconds.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    src = p.add_argument_group("source (one of)")
+    src.add_argument("--video", metavar="PATH|URL", help="video file, or http(s)/rtsp stream URL")
+    src.add_argument("--camera", metavar="INDEX", help="camera index (V4L2), or gst:PIPELINE for a CSI camera")
+    src.add_argument("--fps", type=float, default=1.0, help="frames sampled per second of stream time")
+    src.add_argument("--clip-seconds", type=float, default=4.0, help="stream seconds per clip fed to the model")
+    src.add_argument(
+        "--realtime",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="play files at their real speed (--no-realtime: as fast as the model goes)",
+    )
+    src.add_argument("--loop", action="store_true", help="restart a video file at its end")
+
+    mdl = p.add_argument_group("model")
+    mdl.add_argument(
+        "--model",
+        default="Qwen/Qwen2-VL-2B-Instruct",
+        help="Hugging Face id, local directory, or 'tiny' (random weights, gibberish answers, offline)",
+    )
+    mdl.add_argument("--device", default="auto", help="auto (CUDA when present), cuda, cuda:N or cpu")
+    mdl.add_argument("--dtype", default="auto", help="auto (bf16/fp16 on GPU, fp32 on CPU), bfloat16, float16, float32")
+    mdl.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with the model")
+    mdl.add_argument("--max-new-tokens", type=int, default=64, help="answer length cap (also the cache headroom)")
+    mdl.add_argument("--chunk-size", type=int, default=512, help="tokens per prefill step (bounds peak memory)")
+
+    kv = p.add_argument_group("bounded KV cache")
+    kv.add_argument("--policy", choices=list(POLICIES), default="inf-mllm", help="eviction policy")
+    kv.add_argument("--budget", type=int, default=2048, help="tokens kept per layer after every eviction")
+    kv.add_argument("--window", type=int, default=32, help="retrieval window l: newest prompt tokens, always kept")
+    kv.add_argument("--bias", type=float, default=1e-3, help="Inf-MLLM attention bias b (larger = shorter memory)")
+    kv.add_argument("--sinks", type=int, default=4, help="sink tokens kept by streaming-llm")
+    kv.add_argument(
+        "--positions",
+        choices=["rerotate", "original"],
+        default="rerotate",
+        help="rerotate: compact positions after eviction (runs forever); original: keep first positions",
+    )
+
+    ask = p.add_argument_group("questions and run")
+    ask.add_argument("--question", default=DEFAULT_QUESTION, help="the standing question")
+    ask.add_argument("--every", type=float, default=30.0, help="ask it every N seconds of stream time (0 = never)")
+    ask.add_argument("--max-rounds", type=int, default=0, help="stop after N answers (0 = no limit)")
+    ask.add_argument("--duration", type=float, default=0.0, help="stop after N seconds of stream time (0 = no limit)")
+    ask.add_argument("--log-jsonl", type=Path, help="append every event to this JSON-lines file")
+    ask.add_argument("--quiet", action="store_true", help="do not print a line per clip")
+    ask.add_argument("--config", type=Path, help="TOML file setting any of these options (flags win)")
+    ask.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+    web = p.add_argument_group("web demo")
+    web.add_argument("--ui", action="store_true", help="serve the Gradio page instead of the terminal mode")
+    web.add_argument("--host", default="127.0.0.1", help="address the page listens on")
+    web.add_argument("--port", type=int, default=7860, help="port of the page")
+    web.add_argument("--share", action="store_true", help="also publish a temporary public Gradio link")
+    web.add_argument("--auth", metavar="USER:PASSWORD", help="require this login on the page")
+    web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
+    return p
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Parses flags on top of the --config file's values. Bad input exits with code 2 and a message."""
+    parser = build_parser()
+    pre, _ = parser.parse_known_args(argv)
+    if pre.config is not None:
+        parser.set_defaults(**_read_config_file(parser, pre.config))
+    return parser.parse_args(argv)
+
+
+def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
+    try:
+        values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        parser.error(f"cannot read --config {path}: {err}")
+    known = {a.dest for a in parser._actions}
+    settings = {}
+    for key, value in values.items():
+        dest = key.replace("-", "_")
+        if dest not in known or dest in ("help", "config"):
+            parser.error(f"--config {path}: unknown setting {key!r}")
+        settings[dest] = Path(value) if dest == "log_jsonl" else value
+    return settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from app.config import AppConfig  # heavy imports (torch, transformers) after --help
+
+    try:
+        config = AppConfig.from_args(args)
+    except ValueError as err:
+        build_parser().error(str(err))
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    for noisy in ("httpx", "httpcore", "urllib3", "gradio"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    if config.ui is not None:
+        from ui.server import serve
+
+        return serve(config)
+    from app.terminal import run_terminal
+
+    return run_terminal(config)

@@ -1,0 +1,102 @@
+"""The whole run's settings: one dataclass per component, built once from the command line."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.assistant import RunLimits
+from app.scheduler import StandingQuestion
+from cache.config import CacheConfig
+from capture import CaptureConfig
+from model.config import ModelConfig
+from model.session import SessionConfig
+
+
+@dataclass
+class UIConfig:
+    """The web page: where it listens and who may use it."""
+
+    host: str = "127.0.0.1"
+    port: int = 7860
+    share: bool = False
+    auth: tuple[str, str] | None = None
+    max_upload_mb: int = 500
+
+    def __post_init__(self) -> None:
+        if not 0 < self.port < 65536:
+            raise ValueError(f"--port must be 1..65535, got {self.port}")
+        if self.max_upload_mb < 1:
+            raise ValueError(f"--max-upload-mb must be >= 1, got {self.max_upload_mb}")
+
+
+@dataclass
+class AppConfig:
+    model: ModelConfig
+    cache: CacheConfig
+    session: SessionConfig
+    schedule: StandingQuestion
+    limits: RunLimits
+    capture: CaptureConfig | None  # None: the web page picks the source
+    ui: UIConfig | None = None  # None: terminal mode
+    log_jsonl: Path | None = None
+    show_clips: bool = True
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> AppConfig:
+        """Builds and validates every component; raises ValueError naming the flag at fault."""
+        if args.video is not None and args.camera is not None:
+            raise ValueError("give either --video or --camera, not both")
+        if not args.ui and args.video is None and args.camera is None:
+            raise ValueError("nothing to watch: give --video PATH|URL or --camera INDEX (or --ui to pick in the page)")
+        source = args.video if args.video is not None else _camera_source(args.camera)
+        capture = None
+        if source is not None:
+            capture = CaptureConfig(
+                source=source,
+                fps=args.fps,
+                clip_seconds=args.clip_seconds,
+                realtime=args.realtime,
+                loop=args.loop,
+            )
+        auth = None
+        if args.auth:
+            user, sep, password = args.auth.partition(":")
+            if not sep or not user or not password:
+                raise ValueError("--auth must look like user:password")
+            auth = (user, password)
+        return cls(
+            model=ModelConfig(
+                model=args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code
+            ),
+            cache=CacheConfig(
+                policy=args.policy,
+                budget=args.budget,
+                window=args.window,
+                bias=args.bias,
+                sinks=args.sinks,
+                positions=args.positions,
+            ),
+            session=SessionConfig(max_new_tokens=args.max_new_tokens, chunk_size=args.chunk_size),
+            schedule=StandingQuestion(question=args.question, every_s=args.every),
+            limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
+            capture=capture,
+            ui=UIConfig(host=args.host, port=args.port, share=args.share, auth=auth, max_upload_mb=args.max_upload_mb)
+            if args.ui
+            else None,
+            log_jsonl=args.log_jsonl,
+            show_clips=not args.quiet,
+        )
+
+
+def _camera_source(camera: str | None) -> int | str | None:
+    if camera is None:
+        return None
+    if camera.strip().lstrip("-").isdigit():
+        index = int(camera)
+        if index < 0:
+            raise ValueError(f"--camera must be a camera index >= 0 or a gst: pipeline, got {camera}")
+        return index
+    return camera  # "gst:..." pipelines and device paths are checked by the capture

@@ -1,0 +1,47 @@
+"""Reads questions typed on stdin (one per line) and hands them to the assistant, on a joinable thread."""
+
+from __future__ import annotations
+
+import logging
+import select
+import sys
+import threading
+from collections.abc import Callable
+from typing import TextIO
+
+logger = logging.getLogger(__name__)
+
+
+class StdinQuestions:
+    """Polls `stream` with select() so that `stop()` is honoured within `poll_s` seconds."""
+
+    def __init__(self, ask: Callable[[str], None], stream: TextIO = sys.stdin, poll_s: float = 0.2) -> None:
+        self._ask = ask
+        self._stream = stream
+        self._poll_s = poll_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stdin-questions", daemon=True)
+
+    def start(self) -> None:
+        if self._stream is None or self._stream.closed:
+            return
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([self._stream], [], [], self._poll_s)
+            except (OSError, ValueError):  # stdin closed or not selectable
+                return
+            if not ready:
+                continue
+            line = self._stream.readline()
+            if line == "":  # end of input: no more questions, the stream goes on
+                return
+            if line.strip():
+                self._ask(line.strip())
