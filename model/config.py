@@ -24,7 +24,8 @@ class ModelConfig:
     model: a Hugging Face id, a local directory, or "tiny" / "tiny-qwen2-vl" / "tiny-qwen2.5-vl" /
         "tiny-smolvlm2" (random weights built locally; "tiny" is the Qwen2-VL one).
     device: "auto" (CUDA when present, else CPU), "cpu", "cuda" or "cuda:N".
-    dtype: "auto" (bf16 on GPU, fp16 where bf16 is unsupported, fp32 on CPU), "bfloat16", "float16", "float32".
+    dtype: "auto" (bf16 on GPU, fp16 where bf16 is unsupported, fp32 on CPU), "bfloat16", "float16" or
+        "float32".
     trust_remote_code: passed to transformers; only needed for families outside the supported ones.
     """
 
@@ -35,7 +36,9 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
-            raise ValueError("model must be a Hugging Face id, a local directory or 'tiny'; got an empty value")
+            raise ValueError(
+                "model must be a Hugging Face id, a local directory or 'tiny'; got an empty value"
+            )
         if not _DEVICE_RE.match(str(self.device)):
             raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
         if self.dtype not in DTYPES:

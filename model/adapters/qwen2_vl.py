@@ -129,8 +129,9 @@ class Qwen2VLAdapter(VideoAdapter):
         """
         _, height, width, _ = frames.shape
         h, w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
-        x = rescale_normalize(resize_frames(frames, h, w, self.resample), self.rescale_factor,
-                              self.image_mean, self.image_std)  # [F, 3, h, w]
+        x = rescale_normalize(
+            resize_frames(frames, h, w, self.resample), self.rescale_factor, self.image_mean, self.image_std
+        )  # [F, 3, h, w]
         if pad := -x.shape[0] % self.temporal_patch_size:
             x = np.concatenate([x, np.repeat(x[-1:], pad, axis=0)], axis=0)
         p, m, tps = self.patch_size, self.merge_size, self.temporal_patch_size

@@ -58,7 +58,9 @@ class SmolVLM2Adapter(VideoAdapter):
         patch = int(model_config.vision_config.patch_size)
         scale = int(model_config.scale_factor)
         if self.side % (patch * scale):
-            raise ValueError(f"frame side {self.side} is not a multiple of patch {patch} x scale factor {scale}")
+            raise ValueError(
+                f"frame side {self.side} is not a multiple of patch {patch} x scale factor {scale}"
+            )
         self.tokens_per_frame = (self.side // patch) ** 2 // scale**2
         self.image_token_id = int(model_config.image_token_id)
 
