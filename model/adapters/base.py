@@ -5,8 +5,8 @@ A stream conversation is a list of segments, prefilled one after another into th
     conversation_prefix()            system prompt / start marker (may be empty)
     clip_segment(frames, t0, t1)     one user turn per clip: a stream-time marker + the visual tokens
     question_segment(question)       a user turn with the question + the assistant header
-    <generated answer tokens>        decoded by the session (the stop token itself is not kept)
-    answer_end_ids()                 closes the assistant turn, so the answer stays in the conversation
+    answer_segment(answer_ids)       the decoded answer (stop token dropped) + answer_end_ids(), which closes
+                                     the assistant turn, so the answer stays in the conversation
     clip_segment(...) / question_segment(...) ...
 
 `merge_for_generate(segments)` turns the same list into the inputs of a plain `model.generate(**inputs)`
@@ -34,7 +34,7 @@ class Segment:
     model_inputs: extra kwargs for a forward over exactly these tokens (family-specific: pixel tensors,
         grids, token types); CPU tensors.
     num_visual_tokens: how many of the T tokens are visual placeholders.
-    kind: "prefix" | "clip" | "question" | "answer_end" | "text".
+    kind: "prefix" | "clip" | "question" | "answer" | "text".
     """
 
     input_ids: torch.Tensor
@@ -105,6 +105,12 @@ class VideoAdapter(ABC):
         n = segment.num_tokens
         return torch.arange(start, start + n, dtype=torch.long).unsqueeze(0), start + n
 
+    def answer_segment(self, answer_ids: torch.Tensor) -> Segment:
+        """The generated answer [1, k] (stop token excluded) followed by answer_end_ids(): what stays in the
+        conversation after an answer."""
+        ids = torch.cat([answer_ids.reshape(1, -1).to(torch.long).cpu(), self.answer_end_ids()], dim=1)
+        return Segment(input_ids=ids, model_inputs=self.text_model_inputs(ids), kind="answer")
+
     # ---- shared helpers ----
     def text_segment(self, text: str, kind: str = "text") -> Segment:
         """Tokenize text (special-token strings allowed, nothing added around it)."""
@@ -128,6 +134,15 @@ class VideoAdapter(ABC):
         if tid is None or tid == self.tokenizer.unk_token_id:
             raise ValueError(f"tokenizer has no token {token!r}")
         return int(tid)
+
+    @abstractmethod
+    def placeholder_tokens(self) -> list[str]:
+        """Token strings that mark visual inputs; a generated one would be taken for a visual placeholder."""
+
+    def suppressed_token_ids(self) -> list[int]:
+        """Ids decoding must never produce (visual placeholders and their delimiters): mask their logits,
+        or pass `suppress_tokens=` to `generate`."""
+        return [self.token_id(t) for t in self.placeholder_tokens()]
 
     def eos_token_ids(self) -> list[int]:
         """Ids that stop decoding: the family's end-of-turn tokens, the tokenizer's eos, the generation

@@ -75,6 +75,9 @@ class Qwen2VLAdapter(VideoAdapter):
     def stop_tokens(self) -> list[str]:
         return ["<|im_end|>"]
 
+    def placeholder_tokens(self) -> list[str]:
+        return ["<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]
+
     def conversation_prefix(self) -> Segment:
         return self.text_segment(f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n", kind="prefix")
 

@@ -68,6 +68,9 @@ class SmolVLM2Adapter(VideoAdapter):
     def stop_tokens(self) -> list[str]:
         return [END_OF_TURN]
 
+    def placeholder_tokens(self) -> list[str]:
+        return [IMAGE_TOKEN, "<fake_token_around_image>", "<global-img>"]
+
     def conversation_prefix(self) -> Segment:
         return self.text_segment("<|im_start|>", kind="prefix")
 
