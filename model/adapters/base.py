@@ -111,6 +111,11 @@ class VideoAdapter(ABC):
         ids = torch.cat([answer_ids.reshape(1, -1).to(torch.long).cpu(), self.answer_end_ids()], dim=1)
         return Segment(input_ids=ids, model_inputs=self.text_model_inputs(ids), kind="answer")
 
+    def decode(self, ids: torch.Tensor | list[int]) -> str:
+        """Answer text of generated ids (special tokens dropped)."""
+        ids = ids.reshape(-1).tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
     # ---- shared helpers ----
     def text_segment(self, text: str, kind: str = "text") -> Segment:
         """Tokenize text (special-token strings allowed, nothing added around it)."""
