@@ -1,10 +1,12 @@
 """Frame preprocessing (numpy + PIL) against transformers' own PIL image processors, and input checks."""
 
+import copy
+
 import numpy as np
 import pytest
 from model_fixtures import ALL_FAMILIES, QWEN_FAMILIES, random_frames, smooth_frame, tiny
 
-from model.adapters import Qwen2VLAdapter
+from model.adapters import Qwen2VLAdapter, SmolVLM2Adapter
 from model.processor import VisionTextProcessor
 
 
@@ -105,3 +107,19 @@ def test_bad_times_and_questions_raise_value_error(family):
     for question in ["", "   \n", None]:
         with pytest.raises(ValueError, match="question"):
             adapter.question_segment(question)
+
+
+@pytest.mark.parametrize(
+    ("side", "patch", "scale", "tokens"),
+    [(512, 16, 4, 64), (384, 14, 3, 81), (64, 8, 2, 16)],  # SmolVLM2-256M/500M, SmolVLM2-2.2B, tiny
+)
+def test_smolvlm_tokens_per_frame_for_real_geometries(side, patch, scale, tokens):
+    model, processor, _ = tiny("smolvlm")
+    config = copy.deepcopy(model.config)
+    config.vision_config.patch_size, config.vision_config.image_size, config.scale_factor = patch, side, scale
+    image_processor = copy.deepcopy(processor.image_processor)
+    image_processor.max_image_size = {"longest_edge": side}
+    bundle = VisionTextProcessor(processor.tokenizer, image_processor, {})
+    adapter = SmolVLM2Adapter(config, bundle)
+    assert adapter.tokens_per_frame == tokens
+    assert adapter.frame_size() == (side, side)

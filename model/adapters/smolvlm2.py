@@ -9,7 +9,9 @@ Conversation layout (SmolVLM2's chat template, one user turn per clip, frames as
     User: What happened?<end_of_utterance>\\nAssistant: ...answer...<end_of_utterance>\\n
 
 Each frame is resized like SmolVLM's video processor (longest edge to the video size, then to the square
-the vision encoder takes, max_image_size) and never split into tiles: S = (side / patch)^2 / scale^2 tokens.
+the vision encoder takes, max_image_size) and never split into tiles: S = (side // patch / scale)^2
+tokens per frame (64 for SmolVLM2-256M/500M: 512 px, patch 16, scale 4; 81 for 2.2B: 384 px,
+patch 14, scale 3).
 """
 
 from __future__ import annotations
@@ -57,11 +59,10 @@ class SmolVLM2Adapter(VideoAdapter):
         self.image_mean, self.image_std = list(ip.image_mean), list(ip.image_std)
         patch = int(model_config.vision_config.patch_size)
         scale = int(model_config.scale_factor)
-        if self.side % (patch * scale):
-            raise ValueError(
-                f"frame side {self.side} is not a multiple of patch {patch} x scale factor {scale}"
-            )
-        self.tokens_per_frame = (self.side // patch) ** 2 // scale**2
+        per_side = self.side // patch  # the patch conv drops a remainder (384 / 14 -> 27)
+        if per_side % scale:
+            raise ValueError(f"{per_side} patches per side do not pixel-shuffle by scale factor {scale}")
+        self.tokens_per_frame = (per_side // scale) ** 2
         self.image_token_id = int(model_config.image_token_id)
 
     # ---- layout ----
