@@ -86,3 +86,12 @@ def test_segment_embeddings_reproduce_the_full_forward(family):
             last = model(inputs_embeds=emb, position_ids=pos, past_key_values=cache, use_cache=True).logits
         assert cache.get_seq_length() == merged["input_ids"].shape[1]
         torch.testing.assert_close(last[:, -1], ref[:, -1], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("family", ALL_FAMILIES)
+def test_text_positions_match_segment_positions_of_text(family):
+    _, _, adapter = tiny(family)
+    seg = adapter.question_segment("Where is the dog?")
+    pos, _ = adapter.segment_position_ids(seg, 30)
+    torch.testing.assert_close(adapter.text_position_ids(30, seg.num_tokens), pos, rtol=0, atol=0)
+    assert adapter.text_position_ids(7).shape == ((3, 1, 1) if family in QWEN_FAMILIES else (1, 1))

@@ -116,6 +116,12 @@ class VideoAdapter(ABC):
         ids = ids.reshape(-1).tolist() if isinstance(ids, torch.Tensor) else list(ids)
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
+    def text_position_ids(self, start: int, length: int = 1) -> torch.Tensor:
+        """Positions of `length` plain text tokens from `start` (e.g. decoded tokens): [1, length], or
+        [3, 1, length] (the same value on every axis) for M-RoPE."""
+        pos = torch.arange(start, start + length, dtype=torch.long).unsqueeze(0)  # [1, length]
+        return pos.unsqueeze(0).expand(self.position_dims, 1, length) if self.position_dims > 1 else pos
+
     # ---- shared helpers ----
     def text_segment(self, text: str, kind: str = "text") -> Segment:
         """Tokenize text (special-token strings allowed, nothing added around it)."""
