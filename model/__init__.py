@@ -1,0 +1,13 @@
+"""Which model and how to talk to it.
+
+config.py     ModelConfig (model / device / dtype / trust_remote_code), resolve_device, resolve_dtype
+loading.py    load_model(config, text_attention) -> LoadedModel; ModelLoadError
+families.py   the supported families (model_type -> model class, image processor class, adapter class)
+adapters/     one adapter per family: prompt layout, frame preprocessing, positions, embeddings
+processor.py  VisionTextProcessor: tokenizer + PIL image processor + video settings (no torchvision)
+tiny.py       build_tiny(family, seed): random-weight tiny models for tests and `--model tiny`
+session.py    the streaming session (chunked prefill, eviction, decoding), on top of the adapters
+
+Submodules are imported explicitly (`from model.loading import load_model`) so that importing
+`model.config` stays cheap.
+"""

@@ -1,0 +1,73 @@
+"""Which model to load, on which device, in which precision."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+DEVICES = ("auto", "cpu", "cuda", "cuda:N")
+DTYPES = {
+    "auto": None,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float32": torch.float32,
+}
+_DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
+
+
+@dataclass
+class ModelConfig:
+    """Model selection.
+
+    model: a Hugging Face id, a local directory, or "tiny" / "tiny-qwen2-vl" / "tiny-qwen2.5-vl" /
+        "tiny-smolvlm2" (random weights built locally; "tiny" is the Qwen2-VL one).
+    device: "auto" (CUDA when present, else CPU), "cpu", "cuda" or "cuda:N".
+    dtype: "auto" (bf16 on GPU, fp16 where bf16 is unsupported, fp32 on CPU), "bfloat16", "float16" or
+        "float32".
+    trust_remote_code: passed to transformers; only needed for families outside the supported ones.
+    """
+
+    model: str = "Qwen/Qwen2-VL-2B-Instruct"
+    device: str = "auto"
+    dtype: str = "auto"
+    trust_remote_code: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ValueError(
+                "model must be a Hugging Face id, a local directory or 'tiny'; got an empty value"
+            )
+        if not _DEVICE_RE.match(str(self.device)):
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
+
+
+def resolve_device(name: str) -> torch.device:
+    """'auto' -> cuda when available, else cpu; anything else as given ('cuda' means the current GPU)."""
+    if not _DEVICE_RE.match(str(name)):
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {name!r}")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} was asked for but CUDA is not available; use --device cpu")
+    return device
+
+
+def resolve_dtype(name: str, device: torch.device | str) -> torch.dtype:
+    """'auto' -> bfloat16 on a GPU that supports it, float16 on one that does not (some Jetson builds),
+    float32 on CPU. Explicit names map to the torch dtype."""
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
+    explicit = DTYPES[name]
+    if explicit is not None:
+        return explicit
+    device = torch.device(device)
+    if device.type == "cuda":
+        # emulated bf16 (pre-Ampere GPUs) is slow: prefer fp16 there
+        native_bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
+        return torch.bfloat16 if native_bf16 else torch.float16
+    return torch.float32
