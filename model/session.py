@@ -93,6 +93,7 @@ class StreamingSession:
             loaded.model, self.cache, position_dims=self.adapter.position_dims, chunk_size=self.config.chunk_size
         )
         self._eos = set(self.adapter.eos_token_ids())
+        self._suppressed = torch.tensor(self.adapter.suppressed_token_ids(), dtype=torch.long)
         self.reset()
 
     # -- public steps -------------------------------------------------------------------------------
@@ -103,6 +104,7 @@ class StreamingSession:
         self.clips = 0
         self.rounds = 0
         self.last_answer: AnswerMetrics | None = None
+        self.last_answer_ids: list[int] = []
         self._started = False
 
     def ingest_clip(self, frames: np.ndarray, t_start: float, t_end: float) -> ClipMetrics:
@@ -175,7 +177,7 @@ class StreamingSession:
         fed_last = True
         try:
             while len(answer_ids) < self.config.max_new_tokens:
-                token = int(logits.argmax(dim=-1))  # greedy
+                token = self._pick(logits)
                 if ttft is None:
                     ttft = time.perf_counter() - started
                     decode_started = time.perf_counter()
@@ -189,9 +191,13 @@ class StreamingSession:
                 if len(answer_ids) < self.config.max_new_tokens:
                     logits = self.runner.decode_step(token)
                     fed_last = True
+            rest = self.adapter.tokenizer.decode(answer_ids, skip_special_tokens=True)[len(text) :]
+            if rest:  # characters held back as incomplete when the answer ended
+                yield rest
         finally:
             self._close_turn(answer_ids, fed_last)
         decode_s = time.perf_counter() - decode_started
+        self.last_answer_ids = answer_ids
         self.last_answer = AnswerMetrics(
             round=self.rounds,
             question=question,
@@ -214,6 +220,13 @@ class StreamingSession:
         tail = answer_ids[-1:] if answer_ids and not fed_last else []
         ids = torch.cat([torch.tensor([tail], dtype=torch.long), self.adapter.answer_end_ids()], dim=1)
         self._prefill(Segment(input_ids=ids, model_inputs=self.adapter.text_model_inputs(ids), kind="answer"), None)
+
+    def _pick(self, logits: torch.Tensor) -> int:
+        """Greedy choice over [1, vocab] logits; visual placeholder tokens are never produced."""
+        if self._suppressed.numel():
+            logits = logits.clone()
+            logits[:, self._suppressed.to(logits.device)] = float("-inf")
+        return int(logits.argmax(dim=-1))
 
     def _new_text(self, answer_ids: list[int], previous: str) -> tuple[str, str]:
         """The text the latest token adds (held back while it ends in an incomplete character)."""
