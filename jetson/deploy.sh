@@ -135,7 +135,9 @@ done_already() { printf '    ok: %s (nothing to do)\n' "$*"; }
 # run CMD...: the one place commands that change the system go through.
 run() {
   if ((DRY_RUN)); then
-    printf '    would run: %s\n' "$*"
+    printf '    would run:'
+    printf ' %q' "$@" # copy-pasteable
+    printf '\n'
   else
     printf '    + %s\n' "$*"
     "$@"

@@ -262,6 +262,18 @@ def test_monitor_on_a_jetson_with_tegrastats(tmp_path: Path, monkeypatch: pytest
     assert not backend.running
 
 
+def test_jetson_with_a_silent_tegrastats_falls_back_to_meminfo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "tegrastats").write_text("#!/bin/sh\necho 'tegrastats: permission denied' >&2\nexit 1\n")
+    (bin_dir / "tegrastats").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    backend = pick_backend(root=fake_root(tmp_path / "root", jetson=True), interval_s=0.05)
+    assert backend.name == "meminfo"
+
+
 # --- the CPU backend, for real -------------------------------------------------------------------
 
 

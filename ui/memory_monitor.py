@@ -121,9 +121,15 @@ def pick_backend(
     if is_jetson(root):
         if which("tegrastats") is not None:
             try:
-                return TegrastatsBackend(interval_s=interval_s)
+                tegrastats = TegrastatsBackend(interval_s=interval_s)
             except OSError as exc:
                 logger.warning("tegrastats did not start (%s); using /proc/meminfo", exc)
+            else:
+                if tegrastats.latest_fields() is not None:
+                    return tegrastats
+                # e.g. in a container where the bind-mounted tool cannot read what it needs
+                tegrastats.close()
+                logger.warning("tegrastats printed no usable line; using /proc/meminfo")
         return MeminfoBackend(meminfo_path)
     nvml = _nvml_backend()
     return nvml if nvml is not None else CpuBackend()

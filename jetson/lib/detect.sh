@@ -18,7 +18,7 @@ l4t_version() {
 read_dt_string() {
   local file=$1
   [[ -r $file ]] || return 0
-  tr '\0' ' ' <"$file" | sed 's/ *$//'
+  printf '%s\n' "$(tr '\0' ' ' <"$file" | sed 's/ *$//')"
 }
 
 # Board family from the device-tree model ("NVIDIA Jetson Orin Nano Developer Kit", carrier boards
