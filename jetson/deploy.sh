@@ -124,6 +124,7 @@ if [[ -n $SANDBOX ]]; then
 elif ((!DRY_RUN)); then
   [[ $ETC_ROOT == /etc && $PROC_ROOT == /proc ]] || die "--etc-root/--proc-root only go with --dry-run" 2
   ((EUID == 0)) || die "run as root (sudo $0 ...), or add --dry-run to see the plan" 2
+  ((UNINSTALL)) || id -u "$SERVICE_USER" >/dev/null 2>&1 || die "no user '$SERVICE_USER' (--user NAME)" 2
 fi
 
 # --- output helpers -----------------------------------------------------------------------------
@@ -358,8 +359,10 @@ app_args() {
   [[ $MODE == ui ]] && args+=(--ui --host "$HOST" --port "$PORT")
   if [[ $SOURCE =~ ^camera:([0-9]+)$ ]]; then
     args+=(--camera "${BASH_REMATCH[1]}")
-  else
+  elif [[ $SOURCE == *://* ]]; then
     args+=(--video "$SOURCE")
+  else
+    args+=(--video "$(realpath -m "$SOURCE")") # the service does not run from the current directory
   fi
   args+=(--model "$MODEL" --policy "$POLICY" --budget "$BUDGET" --fps "$FPS" --dtype "$DTYPE" --device cuda)
   [[ -n $QUESTION ]] && args+=(--question "$QUESTION")
