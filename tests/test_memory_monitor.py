@@ -146,6 +146,71 @@ def test_nvml_process_bytes() -> None:
     assert process_bytes_from([SimpleNamespace(pid=7, usedGpuMemory=None)], 7) is None
 
 
+NVML_NAMES = (
+    "nvmlInit",
+    "nvmlShutdown",
+    "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetGraphicsRunningProcesses",
+    "NVMLError",
+)
+
+
+def fake_pynvml(*, init_error: bool = False, compute: list | None = None) -> SimpleNamespace:
+    """A stand-in for the pynvml module (no NVIDIA driver here); records init/shutdown."""
+
+    class NVMLError(Exception):
+        pass
+
+    calls: list[str] = []
+
+    def init() -> None:
+        calls.append("init")
+        if init_error:
+            raise NVMLError("Driver Not Loaded")
+
+    def graphics(handle: object) -> list:
+        raise NVMLError("Not Supported")
+
+    return SimpleNamespace(
+        calls=calls,
+        NVMLError=NVMLError,
+        nvmlInit=init,
+        nvmlShutdown=lambda: calls.append("shutdown"),
+        nvmlDeviceGetHandleByIndex=lambda i: f"gpu{i}",
+        nvmlDeviceGetName=lambda h: b"NVIDIA H200",
+        nvmlDeviceGetMemoryInfo=lambda h: SimpleNamespace(used=30 * MIB, total=140_000 * MIB, free=0),
+        nvmlDeviceGetComputeRunningProcesses=lambda h: compute or [],
+        nvmlDeviceGetGraphicsRunningProcesses=graphics,
+    )
+
+
+def test_the_real_pynvml_has_the_calls_the_backend_uses() -> None:
+    pynvml = pytest.importorskip("pynvml")
+    assert all(hasattr(pynvml, name) for name in NVML_NAMES)
+
+
+def test_nvml_backend_reads_device_and_process_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = fake_pynvml(compute=[SimpleNamespace(pid=os.getpid(), usedGpuMemory=12 * MIB)])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    with MemoryMonitor("nvml") as monitor:
+        sample = monitor.sample()
+    assert (monitor.backend, sample.label) == ("nvml", "GPU memory (NVML)")
+    assert (sample.device_used_bytes, sample.device_total_bytes) == (30 * MIB, 140_000 * MIB)
+    assert sample.process_device_bytes == 12 * MIB  # the graphics query's error was skipped
+    assert fake.calls == ["init", "shutdown"]
+
+
+def test_pc_whose_nvml_fails_falls_back_to_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EDGE_ASSISTANT_MEMORY_BACKEND", raising=False)
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error=True))
+    assert pick_backend(root=fake_root(tmp_path / "pc", jetson=False)).name == "cpu"
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+    assert pick_backend(root=fake_root(tmp_path / "gpu", jetson=False)).name == "nvml"
+
+
 # --- which backend a machine gets ---------------------------------------------------------------
 
 
@@ -174,6 +239,7 @@ def test_jetson_without_tegrastats_uses_meminfo(tmp_path: Path) -> None:
 
 def test_pc_without_gpu_uses_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EDGE_ASSISTANT_MEMORY_BACKEND", raising=False)
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml(init_error=True))  # as without a driver
     assert pick_backend(root=fake_root(tmp_path, jetson=False)).name == "cpu"
 
 
