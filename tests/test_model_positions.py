@@ -95,3 +95,32 @@ def test_text_positions_match_segment_positions_of_text(family):
     pos, _ = adapter.segment_position_ids(seg, 30)
     torch.testing.assert_close(adapter.text_position_ids(30, seg.num_tokens), pos, rtol=0, atol=0)
     assert adapter.text_position_ids(7).shape == ((3, 1, 1) if family in QWEN_FAMILIES else (1, 1))
+
+
+@pytest.mark.parametrize("family", ALL_FAMILIES)
+def test_cached_greedy_decoding_matches_generate(family):
+    """Prefill segment by segment, then decode with text_position_ids: the same tokens as generate()."""
+    model, _, adapter = tiny(family)
+    segments = _conversation(adapter)
+    n_new, suppressed = 8, adapter.suppressed_token_ids()
+    with torch.no_grad():
+        inputs = adapter.merge_for_generate(segments)
+        ref = model.generate(**inputs, max_new_tokens=n_new, do_sample=False,
+                             suppress_tokens=suppressed)[0, inputs["input_ids"].shape[1] :]  # fmt: skip
+        cache, start, ours = DynamicCache(config=model.config), 0, []
+        for seg in segments:
+            pos, start = adapter.segment_position_ids(seg, start)
+            emb = adapter.segment_embeddings(model, seg)
+            logits = model(inputs_embeds=emb, position_ids=pos, past_key_values=cache, use_cache=True).logits
+        for _ in range(n_new):
+            logits = logits[0, -1].clone()
+            logits[suppressed] = float("-inf")
+            token = int(logits.argmax())
+            ours.append(token)
+            if token in adapter.eos_token_ids():
+                break
+            step = model.get_input_embeddings()(torch.tensor([[token]]))
+            pos = adapter.text_position_ids(start)
+            start += 1
+            logits = model(inputs_embeds=step, position_ids=pos, past_key_values=cache, use_cache=True).logits
+    assert ours == ref.tolist() and len(ours) > 1
