@@ -41,7 +41,7 @@ class StreamClock:
         self._offset: float | None = None
         self._last_raw: float | None = None
         self._last: float | None = None
-        self._interval = 1.0 / 30.0
+        self._interval: float | None = None  # estimated frame interval, seconds
         self._check_next = False
 
     @property
@@ -62,14 +62,15 @@ class StreamClock:
             self._last = 0.0
             self._check_next = False
             return 0.0
-        raw = self._last_raw + self._interval if raw_t is None else raw_t
+        interval = self._interval if self._interval is not None else 1.0 / 30.0
+        raw = self._last_raw + interval if raw_t is None else raw_t
         step = raw - self._last_raw
         jumped = step <= -1.0 or step > self.max_jump_s
         if jumped or (self._check_next and step <= 0):
-            self._offset = self._last + self._interval - raw
+            self._offset = self._last + interval - raw
         elif not self._check_next and 0 < step < 1.0:
             # Running estimate of the frame interval, used to place frames after a rebase.
-            self._interval = 0.9 * self._interval + 0.1 * step
+            self._interval = step if self._interval is None else 0.9 * self._interval + 0.1 * step
         self._check_next = False
         self._last_raw = raw
         t = raw + self._offset
