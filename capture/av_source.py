@@ -190,9 +190,12 @@ class AvSource:
             except StopIteration:
                 break
             except _DROP_ERRORS as err:
+                why = f"read failed: {err}"
+                if isinstance(err, av.error.ExitError):
+                    why = f"no data for {self.config.read_timeout_s:g} s (read timeout)"
                 if self.is_live:
-                    raise StreamDropped(f"{self.description}: read failed: {err}") from err
-                raise SourceError(f"{self.description}: read failed: {err}") from err
+                    raise StreamDropped(f"{self.description}: {why}") from err
+                raise SourceError(f"{self.description}: {why}") from err
             except av.error.FFmpegError as err:
                 consecutive += 1
                 self._bad_packet(err, consecutive)
