@@ -95,7 +95,7 @@ class AvSource:
         self._stream = container.streams.video[0]
         self._last_time: float | None = None
         self._interpolation = "AREA"
-        self._decoded = self._decode()
+        self._decoded: Iterator[RawFrame] = self._decode()
         self._first: RawFrame | None = None
 
     @classmethod
@@ -245,6 +245,14 @@ class AvSource:
         return RawFrame(time=t, width=frame.width, height=frame.height, to_rgb=to_rgb)
 
     def close(self) -> None:
-        """Close the decoder generator and the container (idempotent)."""
+        """Close the decoder generator and the container, and drop the codec context (idempotent).
+
+        FFmpeg's decoder threads end when the codec context is freed, i.e. when the last reference
+        to the stream goes; so none is kept here after closing.
+        """
+        if self._stream is None:
+            return
         self._decoded.close()
         self._container.close()
+        self._first = None
+        self._stream = None

@@ -95,6 +95,8 @@ class CaptureThread:
 
     def start(self) -> None:
         """Start capturing (once)."""
+        if self.finished.is_set():
+            raise RuntimeError(f"capture of {self.description} was closed; make a new CaptureThread")
         self._started = True
         self._thread.start()
 
@@ -113,8 +115,11 @@ class CaptureThread:
         self.stop_event.set()
         if self._started:
             self._thread.join()
-        else:
-            self._source.close()
+        elif not self.finished.is_set():
+            self._retire_source()
+            self._end = EndOfStream("stopped", f"{self.description}: closed before it started")
+            self._clips.close()
+            self.finished.set()
 
     def __enter__(self) -> CaptureThread:
         self.start()
@@ -179,7 +184,7 @@ class CaptureThread:
             logger.exception("capture of %s failed", self.description)
             end = EndOfStream("error", f"capture of {self.description} failed: {err}")
         finally:
-            self._close_source()
+            self._retire_source()  # also drops the decoder, so its worker threads exit now
             if end.reason != "stopped":
                 last = self._assembler.flush()
                 if last is not None:
