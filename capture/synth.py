@@ -8,7 +8,7 @@ can read back which source frame a sampled frame came from (``read_marker``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 
@@ -60,13 +60,32 @@ def read_marker(img: np.ndarray) -> int:
     return index
 
 
+def make_texture(width: int, height: int, seed: int = 0) -> np.ndarray:
+    """A ``[height, width]`` int16 zero-mean grain pattern (blurred noise), like camera detail."""
+    rng = np.random.default_rng(seed)
+    noise = rng.integers(0, 256, (height, width), dtype=np.uint8)
+    return cv2.GaussianBlur(noise, (0, 0), 1.5).astype(np.int16) - 128
+
+
 def render_frame(
-    index: int, t: float, width: int, height: int, scene_seconds: float = 5.0, marker: bool = False
+    index: int,
+    t: float,
+    width: int,
+    height: int,
+    scene_seconds: float = 5.0,
+    marker: bool = False,
+    texture: np.ndarray | None = None,
 ) -> np.ndarray:
-    """One ``[height, width, 3]`` uint8 RGB frame of the synthetic scene at time ``t`` seconds."""
+    """One ``[height, width, 3]`` uint8 RGB frame of the synthetic scene at time ``t`` seconds.
+
+    ``texture`` (from ``make_texture``) adds moving detail, so encoded files have a realistic bitrate.
+    """
     caption, background, shape, color = SCENES[int(t // scene_seconds) % len(SCENES)]
     img = np.empty((height, width, 3), np.uint8)
     img[:] = background
+    if texture is not None:
+        shifted = np.roll(texture, (int(t * 40), int(t * 90)), axis=(0, 1))[..., None]
+        img[:] = np.clip(img.astype(np.int16) + shifted, 0, 255).astype(np.uint8)
     u = (t % scene_seconds) / scene_seconds  # progress through the scene, 0..1
     size = max(3, min(width, height) // 8)
     x = int(size + u * (width - 2 * size))
@@ -112,6 +131,8 @@ def write_video(
     container_format: str | None = None,
     scene_seconds: float = 5.0,
     marker: bool = True,
+    textured: bool = False,
+    progress: Callable[[int], object] | None = None,
 ) -> list[float]:
     """Encode a synthetic video; returns the presentation time of each frame written, seconds.
 
@@ -124,6 +145,8 @@ def write_video(
         frame_times: explicit increasing presentation times in seconds (variable frame rate).
         options: encoder options (e.g. ``{"preset": "ultrafast"}``).
         marker: draw the frame index strip (see ``read_marker``).
+        textured: add moving grain (realistic bitrate and decode cost; used for benchmarks and demos).
+        progress: called with 1 after each frame is encoded (e.g. ``tqdm.update``).
     """
     width, height = size
     if frame_times is None:
@@ -137,6 +160,7 @@ def write_video(
         rate = Fraction(fps).limit_denominator(1001)
     opts = {**_QUIET.get(codec, {}), **(options or {})}
     times: list[float] = []
+    texture = make_texture(width, height) if textured else None
     with av.open(str(path), mode="w", format=container_format) as container:
         stream = container.add_stream(codec, rate=rate, options=opts)
         stream.width, stream.height = width, height
@@ -144,13 +168,15 @@ def write_video(
         stream.codec_context.time_base = time_base
         for i, p in enumerate(pts):
             t = float(p * time_base)
-            img = render_frame(i, t, width, height, scene_seconds, marker)
+            img = render_frame(i, t, width, height, scene_seconds, marker, texture)
             frame = av.VideoFrame.from_ndarray(img, format="rgb24")
             frame.pts = p
             frame.time_base = time_base
             times.append(t)
             for packet in stream.encode(frame):
                 container.mux(packet)
+            if progress is not None:
+                progress(1)
         for packet in stream.encode():
             container.mux(packet)
     logger.debug("wrote %s: %s %dx%d, %d frames", path, codec, width, height, len(times))
