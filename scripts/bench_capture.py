@@ -37,6 +37,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--out", type=Path, default=Path("out"), help="folder for the CSV, PNG and generated video"
     )
     p.add_argument("--duration", type=float, default=20.0, help="seconds of generated video")
+    p.add_argument("--crf", type=int, default=18, help="x264 quality of the generated video (18: ~4 Mbit/s)")
     p.add_argument("--fps-list", type=float, nargs="+", default=[0.5, 1, 2, 4, 30], help="sampling rates")
     p.add_argument("--max-size", type=int, nargs=2, default=[448, 448], metavar=("W", "H"), help="resize box")
     p.add_argument("--threads", type=int, nargs="+", default=[0, 1], help="decoder threads (0 = auto)")
@@ -47,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def ensure_video(args: argparse.Namespace) -> Path:
     if args.video is not None:
         return args.video
-    path = args.out / "bench_1080p_h264.mp4"
+    path = args.out / f"bench_1080p_h264_crf{args.crf}_{args.duration:g}s.mp4"
     if not path.exists():
         frames = round(args.duration * 30)
         with tqdm(total=frames, desc="encoding 1080p test video", unit="frame") as bar:
@@ -58,7 +59,7 @@ def ensure_video(args: argparse.Namespace) -> Path:
                 30,
                 args.duration,
                 textured=True,
-                options={"preset": "veryfast", "crf": "23"},
+                options={"preset": "veryfast", "crf": str(args.crf)},
                 progress=bar.update,
             )
     return path
