@@ -149,7 +149,7 @@ class CaptureThread:
         """A snapshot of the counters."""
         with self._lock:
             counts = dict(self._counts)
-        counts["bad_packets"] = self._closed_bad_packets + self._source.bad_packets
+            counts["bad_packets"] = self._closed_bad_packets + self._source.bad_packets
         counts["dropped_events"] = self.events.dropped
         return CaptureStats(**counts)
 
@@ -282,9 +282,10 @@ class CaptureThread:
 
     def _retire_source(self) -> None:
         """Close the current source, keep its counters, and leave a closed stand-in."""
-        self._closed_bad_packets += self._source.bad_packets
         self._close_source()
-        self._source = _ClosedSource(self.description)
+        with self._lock:
+            self._closed_bad_packets += self._source.bad_packets
+            self._source = _ClosedSource(self.description)
 
     def _close_source(self) -> None:
         try:

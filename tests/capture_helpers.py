@@ -91,13 +91,17 @@ class TsServer:
     is not sent again), or from the start when ``restart`` is True. ``plan[i]`` says how connection i
     ends: an int cuts it abruptly after that many bytes, ``"stall"`` sends half of the rest and then
     goes silent (until ``close``), None sends everything. Connections after the last one (or once all
-    data was sent, in live mode) get 404.
+    data was sent, in live mode) get 404. Live streams have no Content-Length (FFmpeg then reports
+    any end of the body as an I/O error); ``content_length=True`` serves a finite file.
     """
 
-    def __init__(self, data: bytes, plan: list[int | str | None], restart: bool = False) -> None:
+    def __init__(
+        self, data: bytes, plan: list[int | str | None], restart: bool = False, content_length: bool = False
+    ) -> None:
         self.data = data
         self.plan = plan
         self.restart = restart
+        self.content_length = content_length
         self.position = 0
         self.requests = 0
         self.released = threading.Event()
@@ -126,13 +130,16 @@ class TsServer:
             return
         handler.send_response(200)
         handler.send_header("Content-Type", "video/mp2t")
-        handler.end_headers()
+        handler.send_header("Connection", "close")
         action = self.plan[i]
         end = len(self.data)
         if isinstance(action, int):
             end = min(end, start + action)
         elif action == "stall":
             end = start + (end - start) // 2
+        if self.content_length:  # a finite file: FFmpeg can tell a complete body from a cut one
+            handler.send_header("Content-Length", str(len(self.data) - start))
+        handler.end_headers()
         try:
             for pos in range(start, end, 188 * 16):
                 handler.wfile.write(self.data[pos : min(end, pos + 188 * 16)])

@@ -121,3 +121,13 @@ def test_silent_server_times_out_at_open():
 def test_http_404_names_the_problem(ts_bytes):
     with TsServer(ts_bytes, plan=[]) as server, pytest.raises(SourceError, match="404"):
         CaptureThread(CaptureConfig(server.url), threading.Event())
+
+
+def test_finite_file_over_http_ends_without_reconnecting(tmp_path_factory):
+    media = Media(tmp_path_factory.mktemp("capture_http_file"))
+    data = media.video("clip.mkv", "libx264", (160, 120), fps=FPS, duration_s=3.0).read_bytes()
+    with TsServer(data, plan=[None], content_length=True) as server:
+        cap = CaptureThread(stream_config(server.url), threading.Event())
+        out = drain(cap)
+    assert out.end.reason == "eof" and server.requests == 1
+    assert cap.stats().reconnects == 0 and len(out.timestamps) == 6
