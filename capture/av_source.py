@@ -1,0 +1,258 @@
+"""Video files and network streams decoded with PyAV (FFmpeg).
+
+Bad packets (demux or decode errors) are skipped and counted; decoding goes on. A live stream that
+stops delivering (timeout, reset, closed by the server) raises ``StreamDropped`` for the thread to
+reconnect. Opening decodes the first frame, so an unreadable source fails before the stream starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import av
+import av.error
+import numpy as np
+
+from capture.config import CaptureConfig, SourceSpec
+from capture.errors import SourceError, StreamDropped
+from capture.source import RawFrame
+
+logger = logging.getLogger(__name__)
+
+# Errors that mean "the connection is gone" rather than "this packet is bad".
+_DROP_ERRORS = (
+    av.error.ExitError,  # PyAV's read timeout fired
+    av.error.TimeoutError,
+    av.error.ConnectionResetError,
+    av.error.ConnectionAbortedError,
+    av.error.BrokenPipeError,
+    av.error.HTTPError,
+    av.error.OSError,
+    av.error.EOFError,
+)
+_MAX_PACKETS_BEFORE_FIRST_FRAME = 2000
+
+
+def _open_hint(spec: SourceSpec, config: CaptureConfig, err: Exception) -> str:
+    """What went wrong opening ``spec`` and what to try, in one message."""
+    desc = spec.describe()
+    if spec.kind == "url":
+        if isinstance(err, av.error.ConnectionRefusedError):
+            return (
+                f"cannot open {desc}: connection refused; check the host and port, and that the server runs"
+            )
+        if isinstance(err, (av.error.ExitError, av.error.TimeoutError)):
+            return (
+                f"cannot open {desc}: no answer within {config.open_timeout_s:g} s; check the URL and the "
+                "network, or raise the open timeout"
+            )
+        if isinstance(err, av.error.HTTPNotFoundError):
+            return f"cannot open {desc}: the server answered 404 Not Found; check the path in the URL"
+        if isinstance(err, (av.error.HTTPUnauthorizedError, av.error.HTTPForbiddenError)):
+            return f"cannot open {desc}: access denied ({err}); put credentials in the URL (user:pass@host)"
+        if isinstance(err, av.error.ProtocolNotFoundError):
+            return f"cannot open {desc}: this FFmpeg build does not support the protocol; try http or rtsp"
+        if isinstance(err, av.error.InvalidDataError):
+            return f"cannot open {desc}: the server sent data that is not a video stream FFmpeg can read"
+        return f"cannot open {desc}: {err}; check the URL, the network and that the stream is live"
+    if isinstance(err, av.error.InvalidDataError):
+        return (
+            f"cannot open {desc}: not a video FFmpeg can read, or truncated/corrupt ({err}); give a "
+            "complete video file (mp4, mkv, webm, avi, mov). An mp4 cut off while recording has no index "
+            "and cannot be opened: re-download or re-record it (.mkv/.ts stay readable when cut)"
+        )
+    if isinstance(err, av.error.PermissionError):
+        return f"cannot open {desc}: permission denied; check the file's permissions"
+    return f"cannot open {desc}: {err}; check that it is a readable video file"
+
+
+def _check_path(spec: SourceSpec) -> None:
+    path = Path(str(spec.target)).expanduser()
+    if not path.exists():
+        raise SourceError(
+            f"cannot open {spec.describe()}: no such file (working directory: {os.getcwd()}); check the "
+            "path, or use --camera INDEX for a camera or a URL (http://, rtsp://) for a stream"
+        )
+    if path.is_dir():
+        raise SourceError(f"cannot open {spec.describe()}: it is a directory; give a video file inside it")
+    if path.stat().st_size == 0:
+        raise SourceError(f"cannot open {spec.describe()}: the file is empty; give a complete video file")
+
+
+class AvSource:
+    """An opened file or network stream; ``frames()`` yields its decoded video frames."""
+
+    def __init__(self, container: av.container.InputContainer, config: CaptureConfig) -> None:
+        self.config = config
+        self.spec = config.spec
+        self.description = config.spec.describe()
+        self.is_live = config.spec.kind == "url"
+        self.bad_packets = 0
+        self._container = container
+        self._stream = container.streams.video[0]
+        self._last_time: float | None = None
+        self._interpolation = "AREA"
+        self._decoded: Iterator[RawFrame] = self._decode()
+        self._first: RawFrame | None = None
+
+    @classmethod
+    def open(cls, config: CaptureConfig) -> AvSource:
+        """Open ``config.source`` and decode its first frame.
+
+        Raises:
+            SourceError: naming the source and what to try.
+        """
+        spec = config.spec
+        options: dict[str, str] = {}
+        timeout = None
+        if spec.kind == "url":
+            timeout = (config.open_timeout_s, config.read_timeout_s)
+            if str(spec.target).lower().startswith(("rtsp://", "rtsps://")):
+                options["rtsp_transport"] = config.rtsp_transport
+        else:
+            _check_path(spec)
+        target = str(Path(str(spec.target)).expanduser()) if spec.kind == "file" else str(spec.target)
+        try:
+            container = av.open(target, mode="r", options=options, timeout=timeout)
+        except (av.error.FFmpegError, OSError) as err:
+            raise SourceError(_open_hint(spec, config, err)) from err
+        if not container.streams.video:
+            kinds = sorted({s.type for s in container.streams}) or ["none"]
+            container.close()
+            raise SourceError(
+                f"cannot open {spec.describe()}: it has no video stream (streams found: {', '.join(kinds)}); "
+                "give a file or URL with video"
+            )
+        source = cls(container, config)
+        try:
+            source._first = source._first_frame()
+        except BaseException:
+            source.close()
+            raise
+        return source
+
+    def _first_frame(self) -> RawFrame:
+        codec = self._stream.codec_context
+        codec.thread_type = "AUTO"
+        codec.thread_count = self.config.decoder_threads
+        try:
+            frame = next(self._decoded, None)
+        except (StreamDropped, av.error.FFmpegError) as err:
+            raise SourceError(
+                f"cannot read {self.description}: {err}; check that the source is a complete, working video"
+            ) from err
+        if frame is None:
+            raise SourceError(
+                f"cannot read {self.description}: no video frame could be decoded "
+                f"({self.bad_packets} bad packets); the video is empty, corrupt or uses an unsupported codec"
+            )
+        logger.info(
+            "opened %s: %s %dx%d, %s fps",
+            self.description,
+            codec.name,
+            self._stream.width,
+            self._stream.height,
+            self._stream.average_rate,
+        )
+        return frame
+
+    def frames(self) -> Iterator[RawFrame]:
+        """Yield frames from the first (decoded at open) to the end.
+
+        Raises:
+            StreamDropped: a network stream stopped delivering.
+            SourceError: a file became unreadable (too many bad packets in a row).
+        """
+        if self._first is not None:
+            first, self._first = self._first, None
+            yield first
+        yield from self._decoded
+
+    def _bad_packet(self, err: Exception, consecutive: int) -> None:
+        self.bad_packets += 1
+        logger.debug("%s: skipped a bad packet: %s", self.description, err)
+        if consecutive >= self.config.max_consecutive_errors:
+            msg = f"{self.description}: {consecutive} bad packets in a row (last: {err})"
+            if self.is_live:
+                raise StreamDropped(msg) from err
+            raise SourceError(msg + "; the rest of the file is unreadable") from err
+
+    def _decode(self) -> Iterator[RawFrame]:
+        consecutive = 0
+        packets_without_frame = 0
+        demux = self._container.demux(self._stream)
+        while True:
+            try:
+                packet = next(demux)
+            except StopIteration:
+                break
+            except _DROP_ERRORS as err:
+                why = f"read failed: {err}"
+                if isinstance(err, av.error.ExitError):
+                    why = f"no data for {self.config.read_timeout_s:g} s (read timeout)"
+                if self.is_live:
+                    raise StreamDropped(f"{self.description}: {why}") from err
+                raise SourceError(f"{self.description}: {why}") from err
+            except av.error.FFmpegError as err:
+                consecutive += 1
+                self._bad_packet(err, consecutive)
+                demux = self._container.demux(self._stream)  # a failed generator is finished: resume
+                continue
+            if packet.is_corrupt:
+                consecutive += 1
+                self._bad_packet(ValueError("packet flagged corrupt by the demuxer"), consecutive)
+                continue
+            try:
+                decoded = packet.decode()
+            except (av.error.InvalidDataError, av.error.UndefinedError) as err:
+                consecutive += 1
+                self._bad_packet(err, consecutive)
+                continue
+            consecutive = 0
+            packets_without_frame = 0 if decoded else packets_without_frame + 1
+            if self._last_time is None and packets_without_frame > _MAX_PACKETS_BEFORE_FIRST_FRAME:
+                raise SourceError(f"{self.description}: no frame decoded from the first packets")
+            for frame in decoded:
+                yield self._raw(frame)
+        self._end_of_input()
+
+    def _end_of_input(self) -> None:
+        """The demuxer reached its end: fine for a file; for a live stream it is a drop unless it was
+        a finite stream (known duration) played to its end."""
+        if not self.is_live:
+            return
+        duration = self._container.duration
+        if duration and self._last_time is not None:
+            start = (self._container.start_time or 0) / av.time_base
+            if self._last_time >= start + duration / av.time_base - 1.0:
+                return
+        raise StreamDropped(f"{self.description}: the server closed the stream")
+
+    def _raw(self, frame: av.VideoFrame) -> RawFrame:
+        t = frame.time
+        self._last_time = t if t is not None else self._last_time
+        interp = self._interpolation
+
+        def to_rgb(width: int, height: int) -> np.ndarray:
+            scale = width != frame.width or height != frame.height
+            return frame.to_ndarray(
+                format="rgb24", width=width, height=height, interpolation=interp if scale else None
+            )
+
+        return RawFrame(time=t, width=frame.width, height=frame.height, to_rgb=to_rgb)
+
+    def close(self) -> None:
+        """Close the decoder generator and the container, and drop the codec context (idempotent).
+
+        FFmpeg's decoder threads end when the codec context is freed, i.e. when the last reference
+        to the stream goes; so none is kept here after closing.
+        """
+        if self._stream is None:
+            return
+        self._decoded.close()
+        self._container.close()
+        self._first = None
+        self._stream = None

@@ -1,0 +1,18 @@
+"""Errors raised by capture: ``SourceError`` before streaming starts, ``StreamDropped`` inside the thread."""
+
+from __future__ import annotations
+
+
+class SourceError(Exception):
+    """A source could not be opened. The message names the source and says what to try.
+
+    Raised by ``open_source`` (and so by ``CaptureThread(...)``) before any thread starts; a CLI
+    catches it and exits with code 2.
+    """
+
+
+class StreamDropped(Exception):
+    """A live source (network stream or camera) stopped delivering mid-stream; the thread reconnects.
+
+    Internal to the capture thread: it becomes a "reconnect" or "error" event, never reaches the consumer.
+    """

@@ -1,0 +1,60 @@
+"""The interface every backend implements, and ``open_source`` which picks the backend for a config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from capture.config import CaptureConfig
+
+
+@dataclass
+class RawFrame:
+    """A decoded frame, not yet converted: conversion costs time, so only sampled frames pay it.
+
+    Attributes:
+        time: presentation time in the source's own clock, seconds (None if the source has none).
+        width: source width, pixels.
+        height: source height, pixels.
+        to_rgb: ``to_rgb(width, height)`` returns ``[height, width, 3]`` uint8 RGB, resized.
+    """
+
+    time: float | None
+    width: int
+    height: int
+    to_rgb: Callable[[int, int], np.ndarray]
+
+
+class FrameSource(Protocol):
+    """An opened source. ``frames()`` yields decoded frames until the end of the source.
+
+    Implementations count skipped bad packets in ``bad_packets``; they raise ``StreamDropped`` when a
+    live source stops delivering, and ``SourceError`` when a file turns out unreadable mid-way.
+    """
+
+    description: str
+    bad_packets: int
+    is_live: bool
+
+    def frames(self) -> Iterator[RawFrame]: ...
+
+    def close(self) -> None: ...
+
+
+def open_source(config: CaptureConfig) -> FrameSource:
+    """Open the source of ``config`` and decode its first frame, so failures surface now.
+
+    Raises:
+        SourceError: with a message naming the source and what to try.
+    """
+    kind = config.spec.kind
+    if kind in ("camera", "gstreamer"):
+        from capture.camera_source import CameraSource
+
+        return CameraSource.open(config)
+    from capture.av_source import AvSource
+
+    return AvSource.open(config)
