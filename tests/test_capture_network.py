@@ -131,3 +131,9 @@ def test_finite_file_over_http_ends_without_reconnecting(tmp_path_factory):
         out = drain(cap)
     assert out.end.reason == "eof" and server.requests == 1
     assert cap.stats().reconnects == 0 and len(out.timestamps) == 6
+
+
+def test_unreachable_rtsp_url_fails_at_open():
+    url = closed_port_url().replace("http://", "rtsp://")
+    with pytest.raises(SourceError, match="connection refused"):
+        CaptureThread(CaptureConfig(url, rtsp_transport="tcp", open_timeout_s=2.0), threading.Event())
