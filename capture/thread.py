@@ -136,6 +136,10 @@ class CaptureThread:
         except EOFError:
             return self._end or EndOfStream("stopped")
 
+    def queued_clips(self) -> int:
+        """Clips waiting for the consumer now (at most ``config.queue_size``)."""
+        return self._clips.qsize()
+
     def poll_events(self) -> list[CaptureEvent]:
         """Every event not yet read, oldest first (never waits)."""
         return self.events.drain()
