@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
-from capture_helpers import Media, SilentServer, TsServer, closed_port_url, drain
 
 from capture import CaptureConfig, CaptureThread, EndOfStream, ReconnectPolicy, SourceError
 from capture.synth import read_marker
+from tests.capture_helpers import Media, SilentServer, TsServer, closed_port_url, drain
 
 FPS = 10  # source frame rate of the test stream
 FAST_RETRY = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.1, max_attempts=2)

@@ -8,9 +8,9 @@ import time
 
 import psutil
 import pytest
-from capture_helpers import Media, drain
 
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
+from tests.capture_helpers import Media, drain
 
 
 @pytest.fixture(scope="module")
