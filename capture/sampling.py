@@ -162,3 +162,11 @@ class ClipAssembler:
         if partial:
             clip.t_end = min(clip.t_end, clip.timestamps[-1] + 1.0 / self.fps)
         return clip
+
+
+def pacing_delay(t: float, t0: float, wall0: float, now: float) -> float:
+    """Seconds to wait so that stream time ``t`` is shown at wall time ``wall0 + (t - t0)`` (>= 0).
+
+    ``(t0, wall0)`` pairs the first paced frame's stream time with the wall clock when it was shown.
+    """
+    return max(0.0, wall0 + (t - t0) - now)

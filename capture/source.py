@@ -44,6 +44,23 @@ class FrameSource(Protocol):
     def close(self) -> None: ...
 
 
+class ClosedSource:
+    """Stands in for a source that was closed (while reopening, or after the end), so counters and
+    ``close()`` stay valid without keeping the old decoder alive."""
+
+    is_live = True
+    bad_packets = 0
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+
+    def frames(self) -> Iterator[RawFrame]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
 def open_source(config: CaptureConfig) -> FrameSource:
     """Open the source of ``config`` and decode its first frame, so failures surface now.
 

@@ -24,7 +24,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict
 
 import numpy as np
@@ -32,18 +32,13 @@ import numpy as np
 from capture.config import CaptureConfig
 from capture.drop_queue import DropOldestQueue
 from capture.errors import SourceError, StreamDropped
-from capture.sampling import ClipAssembler, FrameSampler, PendingClip, StreamClock, fit_size
-from capture.source import FrameSource, RawFrame, open_source
+from capture.sampling import ClipAssembler, FrameSampler, PendingClip, StreamClock, fit_size, pacing_delay
+from capture.source import ClosedSource, FrameSource, open_source
 from capture.types import CaptureEvent, CaptureStats, Clip, EndOfStream, EventType
 
 logger = logging.getLogger(__name__)
 
 _BAD_PACKET_EVENT_INTERVAL_S = 1.0
-
-
-def pacing_delay(t: float, t0: float, wall0: float, now: float) -> float:
-    """Seconds to wait so that stream time ``t`` is shown at wall time ``wall0 + (t - t0)`` (>= 0)."""
-    return max(0.0, wall0 + (t - t0) - now)
 
 
 class CaptureThread:
@@ -140,6 +135,10 @@ class CaptureThread:
             return None
         except EOFError:
             return self._end or EndOfStream("stopped")
+
+    def queued_clips(self) -> int:
+        """Clips waiting for the consumer now (at most ``config.queue_size``)."""
+        return self._clips.qsize()
 
     def poll_events(self) -> list[CaptureEvent]:
         """Every event not yet read, oldest first (never waits)."""
@@ -285,7 +284,7 @@ class CaptureThread:
         self._close_source()
         with self._lock:
             self._closed_bad_packets += self._source.bad_packets
-            self._source = _ClosedSource(self.description)
+            self._source = ClosedSource(self.description)
 
     def _close_source(self) -> None:
         try:
@@ -317,19 +316,3 @@ class CaptureThread:
             down = time.monotonic() - down_since
             self._event("reconnect", f"reconnected to {self.description} after {down:.1f} s down")
             return source
-
-
-class _ClosedSource:
-    """Stands in while a dropped source is being reopened, so counters and close() stay valid."""
-
-    is_live = True
-    bad_packets = 0
-
-    def __init__(self, description: str) -> None:
-        self.description = description
-
-    def frames(self) -> Iterator[RawFrame]:
-        return iter(())
-
-    def close(self) -> None:
-        pass

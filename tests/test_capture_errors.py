@@ -8,10 +8,10 @@ import threading
 import av
 import numpy as np
 import pytest
-from capture_helpers import Media, drain, overwrite
 
 from capture import CaptureConfig, CaptureThread, RawFrame, ReconnectPolicy, SourceError, open_source
 from capture.camera_source import CameraSource
+from tests.capture_helpers import Media, drain, overwrite
 
 
 @pytest.fixture(scope="module")

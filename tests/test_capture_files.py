@@ -8,10 +8,10 @@ import threading
 import time
 
 import pytest
-from capture_helpers import Media, drain
 
 from capture import CaptureConfig, CaptureThread, Clip
 from capture.synth import read_marker
+from tests.capture_helpers import Media, drain
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import threading
 import time
 
 import pytest
-from capture_helpers import Media, SilentServer, TsServer, closed_port_url, drain
 
 from capture import CaptureConfig, CaptureThread, EndOfStream, ReconnectPolicy, SourceError
 from capture.synth import read_marker
+from tests.capture_helpers import Media, SilentServer, TsServer, closed_port_url, drain
 
 FPS = 10  # source frame rate of the test stream
 FAST_RETRY = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.1, max_attempts=2)
@@ -131,3 +131,9 @@ def test_finite_file_over_http_ends_without_reconnecting(tmp_path_factory):
         out = drain(cap)
     assert out.end.reason == "eof" and server.requests == 1
     assert cap.stats().reconnects == 0 and len(out.timestamps) == 6
+
+
+def test_unreachable_rtsp_url_fails_at_open():
+    url = closed_port_url().replace("http://", "rtsp://")
+    with pytest.raises(SourceError, match="connection refused"):
+        CaptureThread(CaptureConfig(url, rtsp_transport="tcp", open_timeout_s=2.0), threading.Event())

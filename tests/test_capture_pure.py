@@ -19,7 +19,7 @@ from capture import (
     fit_size,
     parse_source,
 )
-from capture.thread import pacing_delay
+from capture.sampling import pacing_delay
 
 
 @pytest.mark.parametrize(

@@ -9,10 +9,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from capture_helpers import drain
 
 from capture import CaptureConfig, CaptureThread
 from capture.synth import write_video
+from tests.capture_helpers import drain
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
