@@ -60,6 +60,7 @@ class AppConfig:
                 clip_seconds=args.clip_seconds,
                 realtime=args.realtime,
                 loop=args.loop,
+                block_when_full=not args.realtime,  # offline run over a file: lose no clip
             )
         auth = None
         if args.auth:

@@ -41,9 +41,7 @@ def _open_hint(spec: SourceSpec, config: CaptureConfig, err: Exception) -> str:
     desc = spec.describe()
     if spec.kind == "url":
         if isinstance(err, av.error.ConnectionRefusedError):
-            return (
-                f"cannot open {desc}: connection refused; check the host and port, and that the server runs"
-            )
+            return f"cannot open {desc}: connection refused; check the host and port, and that the server runs"
         if isinstance(err, (av.error.ExitError, av.error.TimeoutError)):
             return (
                 f"cannot open {desc}: no answer within {config.open_timeout_s:g} s; check the URL and the "
@@ -238,9 +236,7 @@ class AvSource:
 
         def to_rgb(width: int, height: int) -> np.ndarray:
             scale = width != frame.width or height != frame.height
-            return frame.to_ndarray(
-                format="rgb24", width=width, height=height, interpolation=interp if scale else None
-            )
+            return frame.to_ndarray(format="rgb24", width=width, height=height, interpolation=interp if scale else None)
 
         return RawFrame(time=t, width=frame.width, height=frame.height, to_rgb=to_rgb)
 

@@ -108,6 +108,8 @@ class CaptureConfig:
         max_consecutive_errors: bad packets in a row after which a file is treated as unreadable from
             there on (the stream ends with an error event) and a network stream as dropped.
         event_queue_size: mid-stream events kept for the consumer (oldest dropped first).
+        block_when_full: for files, wait for the consumer instead of dropping the oldest clip (offline
+            runs: --no-realtime, benchmarks, tests). Live sources always drop: the world does not wait.
     """
 
     source: str | int | Path
@@ -124,6 +126,7 @@ class CaptureConfig:
     rtsp_transport: str = "tcp"
     max_consecutive_errors: int = 200
     event_queue_size: int = 64
+    block_when_full: bool = False
     spec: SourceSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -141,9 +144,7 @@ class CaptureConfig:
             if len(self.max_size) != 2 or any(
                 not isinstance(v, int) or isinstance(v, bool) or v < 2 for v in self.max_size
             ):
-                raise ValueError(
-                    f"max_size must be None or (width, height) ints >= 2 pixels, got {self.max_size}"
-                )
+                raise ValueError(f"max_size must be None or (width, height) ints >= 2 pixels, got {self.max_size}")
             self.max_size = (int(self.max_size[0]), int(self.max_size[1]))
         if not isinstance(self.queue_size, int) or self.queue_size < 1:
             raise ValueError(f"queue_size must be an int >= 1 (clips), got {self.queue_size!r}")

@@ -57,7 +57,9 @@ class DropOldestQueue(Generic[T]):
                 if remaining is not None and remaining <= 0:
                     raise queue.Empty
                 self._cond.wait(remaining)
-            return self._items.popleft()
+            item = self._items.popleft()
+            self._cond.notify_all()  # a producer may be waiting for room
+            return item
 
     def get_nowait(self) -> T:
         """Like ``get(timeout=0)``."""
@@ -68,7 +70,17 @@ class DropOldestQueue(Generic[T]):
         with self._cond:
             items = list(self._items)
             self._items.clear()
+            self._cond.notify_all()
             return items
+
+    def wait_for_room(self, stop: threading.Event, poll_s: float = 0.1) -> bool:
+        """Blocks until an item can be put without dropping one; False if ``stop`` was set first."""
+        with self._cond:
+            while len(self._items) >= self.maxsize and not self._closed:
+                if stop.is_set():
+                    return False
+                self._cond.wait(poll_s)
+            return True
 
     def close(self) -> None:
         """No more puts; wakes waiting consumers once the queue is empty."""

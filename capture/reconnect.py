@@ -52,9 +52,7 @@ class ReconnectPolicy:
         if self.initial_delay_s < 0:
             raise ValueError(f"initial_delay_s must be >= 0 seconds, got {self.initial_delay_s}")
         if self.max_delay_s < self.initial_delay_s:
-            raise ValueError(
-                f"max_delay_s ({self.max_delay_s}) must be >= initial_delay_s ({self.initial_delay_s})"
-            )
+            raise ValueError(f"max_delay_s ({self.max_delay_s}) must be >= initial_delay_s ({self.initial_delay_s})")
         if self.multiplier < 1.0:
             raise ValueError(f"multiplier must be >= 1.0, got {self.multiplier}")
         if self.max_attempts is not None and self.max_attempts < 1:

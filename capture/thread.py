@@ -255,9 +255,9 @@ class CaptureThread:
         with self._lock:
             index = self._counts["clips"]
             self._counts["clips"] += 1
-        clip = Clip(
-            frames, pending.timestamps, pending.t_start, pending.t_end, index, self.stats(), time.time()
-        )
+        clip = Clip(frames, pending.timestamps, pending.t_start, pending.t_end, index, self.stats(), time.time())
+        if self.config.block_when_full and not self.config.is_live:
+            self._clips.wait_for_room(self.stop_event)  # offline run: wait for the consumer, drop nothing
         dropped = self._clips.put(clip)
         if dropped is not None:
             with self._lock:
@@ -275,9 +275,7 @@ class CaptureThread:
         new = total - self._reported_bad_packets
         self._reported_bad_packets = total
         self._last_bad_packet_event = now
-        self._event(
-            "error", f"{self.description}: skipped {new} bad packet(s) ({total} so far); decoding goes on"
-        )
+        self._event("error", f"{self.description}: skipped {new} bad packet(s) ({total} so far); decoding goes on")
 
     def _retire_source(self) -> None:
         """Close the current source, keep its counters, and leave a closed stand-in."""

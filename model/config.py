@@ -36,9 +36,7 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
-            raise ValueError(
-                "model must be a Hugging Face id, a local directory or 'tiny'; got an empty value"
-            )
+            raise ValueError("model must be a Hugging Face id, a local directory or 'tiny'; got an empty value")
         if not _DEVICE_RE.match(str(self.device)):
             raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
         if self.dtype not in DTYPES:

@@ -31,9 +31,7 @@ class Family:
 FAMILIES: dict[str, Family] = {
     f.model_type: f
     for f in (
-        Family(
-            "qwen2_vl", "Qwen2-VL", Qwen2VLForConditionalGeneration, Qwen2VLImageProcessorPil, Qwen2VLAdapter
-        ),
+        Family("qwen2_vl", "Qwen2-VL", Qwen2VLForConditionalGeneration, Qwen2VLImageProcessorPil, Qwen2VLAdapter),
         Family(
             "qwen2_5_vl",
             "Qwen2.5-VL",
@@ -41,9 +39,7 @@ FAMILIES: dict[str, Family] = {
             Qwen2VLImageProcessorPil,
             Qwen25VLAdapter,
         ),
-        Family(
-            "smolvlm", "SmolVLM2", SmolVLMForConditionalGeneration, SmolVLMImageProcessorPil, SmolVLM2Adapter
-        ),
+        Family("smolvlm", "SmolVLM2", SmolVLMForConditionalGeneration, SmolVLMImageProcessorPil, SmolVLM2Adapter),
     )
 }
 

@@ -51,9 +51,7 @@ def attention_implementation(text_attention: str) -> dict[str, str]:
     return {"": text_attention, "text_config": text_attention, "vision_config": "sdpa"}
 
 
-def load_model(
-    config: ModelConfig, text_attention: str = "sdpa", *, local_files_only: bool = False
-) -> LoadedModel:
+def load_model(config: ModelConfig, text_attention: str = "sdpa", *, local_files_only: bool = False) -> LoadedModel:
     """Load `config.model` (a hub id, a local directory, or a tiny name) on the resolved device and dtype.
 
     text_attention: attention implementation of the text decoder (e.g. "sdpa", "eager", or a name
@@ -117,11 +115,7 @@ def _resolve(config: ModelConfig, local_files_only: bool) -> tuple[str, Family]:
             name, trust_remote_code=config.trust_remote_code, local_files_only=local_files_only
         )
     except (OSError, ValueError, KeyError) as e:
-        where = (
-            "the directory has no readable config.json"
-            if os.path.isdir(name)
-            else "not found or not downloadable"
-        )
+        where = "the directory has no readable config.json" if os.path.isdir(name) else "not found or not downloadable"
         raise _error(config.model, f"{where} ({type(e).__name__}: {e})") from e
     family = FAMILIES.get(hf_config.model_type)
     if family is None:

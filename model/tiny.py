@@ -110,9 +110,7 @@ def _qwen_token_ids(tok) -> dict[str, int]:
 
 
 def _text_config(tok, **extra) -> dict:
-    return dict(
-        TEXT, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None, **extra
-    )
+    return dict(TEXT, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None, **extra)
 
 
 def _tiny_qwen2_vl(processor: VisionTextProcessor) -> PreTrainedModel:

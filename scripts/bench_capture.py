@@ -33,9 +33,7 @@ from capture.synth import write_video  # noqa: E402
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--video", type=Path, help="file to decode (default: generate a 1080p30 H.264 file)")
-    p.add_argument(
-        "--out", type=Path, default=Path("out"), help="folder for the CSV, PNG and generated video"
-    )
+    p.add_argument("--out", type=Path, default=Path("out"), help="folder for the CSV, PNG and generated video")
     p.add_argument("--duration", type=float, default=20.0, help="seconds of generated video")
     p.add_argument("--crf", type=int, default=18, help="x264 quality of the generated video (18: ~4 Mbit/s)")
     p.add_argument("--fps-list", type=float, nargs="+", default=[0.5, 1, 2, 4, 30], help="sampling rates")
@@ -171,9 +169,7 @@ def plot(path: Path, rows: list[dict], info: dict) -> None:
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.suptitle(
-        f"capture: {info['size']} {info['codec']} {info['source_fps']:.0f} fps, {os.cpu_count()} cores"
-    )
+    fig.suptitle(f"capture: {info['size']} {info['codec']} {info['source_fps']:.0f} fps, {os.cpu_count()} cores")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -32,9 +32,7 @@ def parse_size(text: str) -> tuple[int, int]:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--duration", type=float, default=60.0, help="seconds of video")
-    p.add_argument(
-        "--out", type=Path, default=Path("out/demo.mp4"), help="output file (.mp4, .mkv, .webm, .ts)"
-    )
+    p.add_argument("--out", type=Path, default=Path("out/demo.mp4"), help="output file (.mp4, .mkv, .webm, .ts)")
     p.add_argument("--size", type=parse_size, default=(1280, 720), help="WIDTHxHEIGHT in pixels")
     p.add_argument("--fps", type=float, default=30.0, help="frames per second")
     p.add_argument("--scene-seconds", type=float, default=10.0, help="seconds per scene")

@@ -117,9 +117,7 @@ class TsServer:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/live.ts"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, args=(0.05,), name="ts-server", daemon=True
-        )
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), name="ts-server", daemon=True)
 
     def serve(self, handler: http.server.BaseHTTPRequestHandler) -> None:
         i = self.requests

@@ -135,3 +135,18 @@ def test_context_manager_starts_and_stops(ten_seconds):
     with CaptureThread(CaptureConfig(str(ten_seconds), fps=2.0), threading.Event()) as cap:
         assert isinstance(cap.get_clip(timeout=10), Clip)
     assert not cap.is_alive()
+
+
+def test_block_when_full_drops_nothing_for_a_slow_consumer(ten_seconds):
+    cap = CaptureThread(
+        CaptureConfig(str(ten_seconds), fps=2.0, clip_seconds=1.0, queue_size=1, block_when_full=True),
+        threading.Event(),
+    )
+    cap.start()
+    clips = []
+    while not isinstance(item := cap.get_clip(timeout=10), EndOfStream):
+        clips.append(item)
+        time.sleep(0.05)  # slower than the decoder
+    assert cap.join(2.0)
+    assert [c.index for c in clips] == list(range(len(clips))) and len(clips) >= 9
+    assert cap.dropped_clips == 0

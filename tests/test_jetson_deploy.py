@@ -78,12 +78,8 @@ def make_root(tmp: Path, board: Board) -> tuple[Path, Path]:
     if board.model is not None:
         (proc / "device-tree/model").write_bytes(board.model.encode() + b"\0")
     if board.compatible is not None:
-        (proc / "device-tree/compatible").write_bytes(
-            b"\0".join(c.encode() for c in board.compatible.split()) + b"\0"
-        )
-    (proc / "meminfo").write_text(
-        f"MemTotal:       {board.mem_kib} kB\nMemAvailable:   {board.mem_kib // 2} kB\n"
-    )
+        (proc / "device-tree/compatible").write_bytes(b"\0".join(c.encode() for c in board.compatible.split()) + b"\0")
+    (proc / "meminfo").write_text(f"MemTotal:       {board.mem_kib} kB\nMemAvailable:   {board.mem_kib // 2} kB\n")
     return etc, proc
 
 
@@ -163,16 +159,11 @@ def test_dry_run_steps_and_commands(tmp_path: Path) -> None:
     ]
     planned = re.findall(r"^    would (?:run|write): (.*)$", out, flags=re.M)
     venv = tmp_path / "opt" / "venv"
-    assert any(
-        p.startswith("apt-get install -y --no-install-recommends") and "nvidia-jetpack" in p for p in planned
-    )
+    assert any(p.startswith("apt-get install -y --no-install-recommends") and "nvidia-jetpack" in p for p in planned)
     assert f"python3 -m venv {venv}" in planned
     assert f"{venv}/bin/python -m pip install --index-url {JP6_INDEX} torch==2.8.0" in planned
     assert not any("--extra-index-url" in p or "download.pytorch.org" in p for p in planned)
-    assert (
-        f"{venv}/bin/python -m pip install -r {REPO}/requirements.txt -c {venv}/torch-constraint.txt"
-        in planned
-    )
+    assert f"{venv}/bin/python -m pip install -r {REPO}/requirements.txt -c {venv}/torch-constraint.txt" in planned
     assert f"{tmp_path}/systemd/edge-assistant.service" in planned
     assert planned[-2:] == ["systemctl enable edge-assistant", "systemctl restart edge-assistant"]
 
@@ -207,9 +198,7 @@ def test_unit_file_passes_systemd_analyze_verify(tmp_path: Path, mode_args: tupl
     python.chmod(0o755)
     unit = tmp_path / "edge-assistant.service"
     unit.write_text(unit_from(result.stdout))
-    verify = subprocess.run(
-        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60
-    )
+    verify = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0, verify.stderr
     # verify exits 0 on settings it ignores ("Failed to parse ..., ignoring"): none may name our unit.
     assert unit.name not in verify.stderr, verify.stderr
@@ -270,9 +259,7 @@ def test_unsupported_l4t_is_refused_unless_forced(tmp_path: Path, release: str, 
 
 
 def test_carrier_board_detected_from_the_module_part_number(tmp_path: Path) -> None:
-    board = Board(
-        R36_4, "Custom Carrier Board", "vendor,carrier nvidia,p3767-0001 nvidia,tegra234", 7_600_000
-    )
+    board = Board(R36_4, "Custom Carrier Board", "vendor,carrier nvidia,p3767-0001 nvidia,tegra234", 7_600_000)
     result = run_deploy(tmp_path, board)
     assert result.returncode == 0, result.stderr
     assert plan_values(result.stdout)["board"] == "orin-nx-8"
@@ -300,8 +287,7 @@ def test_fake_roots_are_refused_outside_a_dry_run(tmp_path: Path) -> None:
 SANDBOX_TOOLS = {
     # dpkg-query -W -f=... PKG: installed when listed in state/apt.
     "dpkg-query": (
-        'pkg=$(eval echo \\${$#}); grep -qx "$pkg" "$S/state/apt" 2>/dev/null || exit 1; '
-        'echo "install ok installed"'
+        'pkg=$(eval echo \\${$#}); grep -qx "$pkg" "$S/state/apt" 2>/dev/null || exit 1; echo "install ok installed"'
     ),
     "apt-get": (
         'echo "apt-get $*" >> "$S/calls.log"; '
@@ -349,9 +335,7 @@ def sandbox(tmp: Path) -> dict[str, str]:
     }
 
 
-def run_sandboxed(
-    tmp: Path, env: dict[str, str], *args: str
-) -> tuple[subprocess.CompletedProcess, list[str]]:
+def run_sandboxed(tmp: Path, env: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess, list[str]]:
     etc, proc = tmp / "root/etc", tmp / "root/proc"
     log = tmp / "calls.log"
     log.write_text("")

@@ -38,9 +38,7 @@ def bash_fn(call: str, *files: tuple[str, str | bytes], tmp: Path | None = None)
         path = tmp / name
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
     script = f"set -euo pipefail; source {shlex.quote(str(JETSON / 'lib/detect.sh'))}; {call}"
-    return subprocess.run(
-        ["bash", "-c", script], capture_output=True, text=True, check=True, timeout=30
-    ).stdout
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True, timeout=30).stdout
 
 
 @pytest.mark.parametrize(
@@ -71,9 +69,7 @@ def test_l4t_version(tmp_path: Path, first_line: str, version: str) -> None:
         ("NVIDIA Jetson Xavier NX Developer Kit", "nvidia,p3668-0001 nvidia,tegra194", 7600, "unknown"),
     ],
 )
-def test_board_from_model_compatible_and_memory(
-    model: str, compatible: str, mem_mib: int, board: str
-) -> None:
+def test_board_from_model_compatible_and_memory(model: str, compatible: str, mem_mib: int, board: str) -> None:
     call = f'board_id "$(board_family {shlex.quote(model)} {shlex.quote(compatible)})" {mem_mib}'
     assert bash_fn(call).strip() == board
 
@@ -147,9 +143,7 @@ def test_container_run_command(tmp_path: Path) -> None:
 
 def test_container_with_a_video_file_mounts_its_folder(tmp_path: Path) -> None:
     video = tmp_path / "clips" / "my walk.mp4"
-    result = run_container(
-        tmp_path, "--dry-run", "--source", str(video), "--expose", "--tegrastats", "/nonexistent"
-    )
+    result = run_container(tmp_path, "--dry-run", "--source", str(video), "--expose", "--tegrastats", "/nonexistent")
     argv = planned_docker_run(result.stdout)
     docker = argv[: argv.index("edge-assistant:r36.4")]
     assert f"{video.parent}:{video.parent}:ro" in docker

@@ -113,10 +113,7 @@ def test_non_tegrastats_lines_are_rejected(line: str) -> None:
 # --- /proc/meminfo ----------------------------------------------------------------------------
 
 MEMINFO = (
-    "MemTotal:        7803084 kB\n"
-    "MemFree:          512000 kB\n"
-    "MemAvailable:    3901542 kB\n"
-    "HugePages_Total:       0\n"
+    "MemTotal:        7803084 kB\nMemFree:          512000 kB\nMemAvailable:    3901542 kB\nHugePages_Total:       0\n"
 )
 
 
@@ -303,9 +300,7 @@ def test_tegrastats_backend_reads_and_stops(tmp_path: Path, monkeypatch: pytest.
     backend.close()  # a second close is harmless
 
 
-def test_tegrastats_backend_kills_a_child_that_ignores_sigterm(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_tegrastats_backend_kills_a_child_that_ignores_sigterm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_fake_tegrastats(tmp_path / "bin", DATA / "orin_nx_16gb_r36.4.txt", ignore_sigterm=True)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     backend = TegrastatsBackend(interval_s=0.05, first_line_timeout_s=10)
@@ -328,9 +323,7 @@ def test_monitor_on_a_jetson_with_tegrastats(tmp_path: Path, monkeypatch: pytest
     assert not backend.running
 
 
-def test_jetson_with_a_silent_tegrastats_falls_back_to_meminfo(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_jetson_with_a_silent_tegrastats_falls_back_to_meminfo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "tegrastats").write_text("#!/bin/sh\necho 'tegrastats: permission denied' >&2\nexit 1\n")

@@ -25,9 +25,7 @@ def validate_clip(frames: np.ndarray, t_start: float, t_end: float) -> None:
     if frames.dtype != np.uint8:
         raise ValueError(f"frames must be uint8 RGB (0..255); got dtype {frames.dtype}")
     if not (np.isfinite(t_start) and np.isfinite(t_end)) or t_start < 0 or t_end < t_start:
-        raise ValueError(
-            f"clip times must satisfy 0 <= t_start <= t_end; got t_start={t_start}, t_end={t_end}"
-        )
+        raise ValueError(f"clip times must satisfy 0 <= t_start <= t_end; got t_start={t_start}, t_end={t_end}")
 
 
 def resize_frames(frames: np.ndarray, height: int, width: int, resample: int) -> np.ndarray:

@@ -1,0 +1,51 @@
+"""Shared pieces of the app tests: generated videos, running `python -m app`, reading its event log."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from capture.synth import write_video
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def video(seconds: float, size: tuple[int, int] = (96, 64), fps: float = 2.0) -> Path:
+    """A generated H.264 video (cached per session in a temp folder)."""
+    folder = Path(os.environ.get("PYTEST_APP_VIDEOS", "/tmp/edge-assistant-test-videos"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"stream_{int(seconds)}s_{size[0]}x{size[1]}_{fps:g}fps.mp4"
+    if not path.exists():
+        tmp = path.with_suffix(".part.mp4")
+        write_video(tmp, size=size, fps=fps, duration_s=seconds, scene_seconds=30.0, options={"preset": "ultrafast"})
+        tmp.rename(path)
+    return path
+
+
+def app_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "app", *args]
+
+
+def run_app(*args: str, timeout: float = 300, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        app_command(*args),
+        cwd=REPO,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def read_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def of_type(events: list[dict], kind: str) -> list[dict]:
+    return [e for e in events if e["type"] == kind]

@@ -1,0 +1,67 @@
+"""`python -m app` end to end: tiny model, generated videos, no realtime pacing."""
+
+import pytest
+
+from tests.app_helpers import of_type, read_log, run_app, video
+
+BUDGET = 256
+
+
+@pytest.fixture(scope="module")
+def ten_minute_run(tmp_path_factory):
+    log = tmp_path_factory.mktemp("run") / "events.jsonl"
+    done = run_app(
+        "--video", str(video(600)), "--model", "tiny", "--no-realtime", "--every", "20",
+        "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
+    )  # fmt: skip
+    return done, read_log(log)
+
+
+def test_ten_minutes_every_20_seconds_gives_30_answers_on_time(ten_minute_run):
+    done, events = ten_minute_run
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = of_type(events, "answer")
+    assert [a["stream_time"] for a in answers] == [20.0 * k for k in range(1, 31)]
+    assert all(a["auto"] and a["question"] == "What is happening now?" for a in answers)
+    assert [a["round"] for a in answers] == list(range(1, 31))
+    assert max(a["cache_tokens_after"] for a in answers) <= BUDGET
+    for a in answers:  # every field the design promises
+        for field in ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "evict_ms", "kv_bytes"):
+            assert a[field] is not None
+        assert a["process_rss_bytes"] > 0 and "t_wall" in a
+
+
+def test_clip_events_cover_the_stream_in_order(ten_minute_run):
+    _, events = ten_minute_run
+    clips = of_type(events, "clip")
+    times = [c["stream_time"] for c in clips]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert times[-1] == pytest.approx(600.0, abs=1.0)
+    assert clips[-1]["dropped_clips"] == 0  # no realtime: the capture waits for the model
+    assert max(c["cache_tokens"] for c in clips) <= BUDGET
+    assert of_type(events, "end") and not of_type(events, "error")
+
+
+def test_full_policy_grows_past_the_budget(tmp_path):
+    log = tmp_path / "full.jsonl"
+    done = run_app(
+        "--video", str(video(120)), "--model", "tiny", "--no-realtime", "--every", "40", "--policy", "full",
+        "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    sizes = [c["cache_tokens"] for c in of_type(read_log(log), "clip")]
+    assert sizes == sorted(sizes) and sizes[-1] > 2 * BUDGET
+
+
+def test_stdin_questions_are_answered_in_order(tmp_path):
+    log = tmp_path / "stdin.jsonl"
+    done = run_app(
+        "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "0", "--budget", str(BUDGET),
+        "--window", "16", "--max-new-tokens", "6", "--quiet", "--log-jsonl", str(log),
+        stdin="What color is the square?\n\nHow many shapes?\nWhat changed?\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = of_type(read_log(log), "answer")
+    assert [a["question"] for a in answers] == ["What color is the square?", "How many shapes?", "What changed?"]
+    assert not any(a["auto"] for a in answers)
+    assert "── round 1" in done.stdout and "ttft" in done.stdout  # the terminal shows each answer
