@@ -65,3 +65,23 @@ def test_stdin_questions_are_answered_in_order(tmp_path):
     assert [a["question"] for a in answers] == ["What color is the square?", "How many shapes?", "What changed?"]
     assert not any(a["auto"] for a in answers)
     assert "── round 1" in done.stdout and "ttft" in done.stdout  # the terminal shows each answer
+
+
+def test_a_damaged_file_is_an_error_event_and_the_run_ends_cleanly(tmp_path):
+    from capture.synth import write_video
+    from tests.capture_helpers import overwrite
+
+    clean = tmp_path / "clean.ts"
+    write_video(clean, size=(96, 64), fps=10, duration_s=30, options={"g": "10", "preset": "ultrafast"})
+    data = clean.read_bytes()
+    damaged = tmp_path / "damaged.ts"
+    damaged.write_bytes(overwrite(data, [len(data) // 3, len(data) // 2], 600))
+    log = tmp_path / "damaged.jsonl"
+    done = run_app("--video", str(damaged), "--model", "tiny", "--no-realtime", "--every", "10", "--budget", "128",
+                   "--window", "8", "--max-new-tokens", "4", "--quiet", "--log-jsonl", str(log))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = read_log(log)
+    errors = of_type(events, "error")
+    assert errors and all(e["where"] == "capture" and "damaged.ts" in e["message"] for e in errors)
+    assert of_type(events, "end") and of_type(events, "clip")[-1]["stream_time"] >= 25  # decoding went on
+    assert len(of_type(events, "answer")) >= 2
