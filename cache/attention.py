@@ -20,14 +20,7 @@ ATTENTION_NAME = "bounded_sdpa"
 
 
 class AttentionObserver(Protocol):
-    def observe(
-        self,
-        layer_idx: int,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        attention_mask: torch.Tensor | None,
-        scaling: float,
-    ) -> None: ...
+    def observe(self, layer_idx: int, query: torch.Tensor, key: torch.Tensor, scaling: float) -> None: ...
 
 
 ACTIVE_OBSERVER: ContextVar[AttentionObserver | None] = ContextVar("bounded_cache_observer", default=None)
@@ -47,7 +40,7 @@ def bounded_sdpa_attention(
     observer = ACTIVE_OBSERVER.get()
     if observer is not None:
         scale = scaling if scaling is not None else module.scaling
-        observer.observe(module.layer_idx, query, key, attention_mask, scale)
+        observer.observe(module.layer_idx, query, key, scale)
     return output
 
 
@@ -61,19 +54,24 @@ def register_attention() -> str:
 
 
 def attention_probs(
-    query: torch.Tensor,  # [B, H_q, R, D], the last R query rows of a forward of T rows
-    key: torch.Tensor,  # [B, H_kv, N, D]
-    mask_rows: torch.Tensor | None,  # [B, 1, R, N] bool (True = attend) or additive float; None = no mask
+    query: torch.Tensor,  # [B, H_q, R, D]: rows [start, start + R) of a forward of T new tokens
+    key: torch.Tensor,  # [B, H_kv, N, D]: the cache after this forward (its last T keys are the new tokens)
+    new_tokens: int,  # T
+    start: int,
     scaling: float,
 ) -> torch.Tensor:
-    """Softmax attention of the given query rows over all keys, in fp32: [B, H_q, R, N]."""
-    batch, q_heads, rows, _ = query.shape
+    """Causal softmax attention of the given query rows over all keys, in fp32: [B, H_q, R, N].
+
+    One stream (batch 1, no padding): the mask is the causal one, so only the last T - start key columns
+    need masking; every older key is visible to every new row.
+    """
+    batch, q_heads, rows, dim = query.shape
     kv_heads, n = key.shape[1], key.shape[2]
-    q = query.float().view(batch, kv_heads, q_heads // kv_heads, rows, -1)
-    logits = torch.einsum("bhgrd,bhnd->bhgrn", q, key.float()) * scaling
-    logits = logits.reshape(batch, q_heads, rows, n)
-    if mask_rows is not None and mask_rows.dtype == torch.bool:
-        logits = logits.masked_fill(~mask_rows, float("-inf"))
-    elif mask_rows is not None:
-        logits = logits + mask_rows.float()
+    q = query.float().reshape(batch, kv_heads, (q_heads // kv_heads) * rows, dim)
+    logits = torch.matmul(q, key.float().transpose(-1, -2)).mul_(scaling)  # [B, H_kv, G * R, N]
+    logits = logits.view(batch, q_heads, rows, n)
+    cut = n - new_tokens + start  # first key column that some of these rows may not see
+    row_pos = torch.arange(rows, device=key.device)[:, None]
+    hidden = torch.arange(n - cut, device=key.device)[None, :] > row_pos  # key after the row's own token
+    logits[..., cut:].masked_fill_(hidden, float("-inf"))
     return torch.softmax(logits, dim=-1)

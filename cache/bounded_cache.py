@@ -155,7 +155,6 @@ class BoundedCache(DynamicCache):
         layer_idx: int,
         query: torch.Tensor,  # [B, H_q, T, D]
         key: torch.Tensor,  # [B, H_kv, N, D]
-        attention_mask: torch.Tensor | None,  # [B, 1, T, N] or None
         scaling: float,
     ) -> None:
         """Scores the cached tokens of one layer from this forward's attention (see `recording`)."""
@@ -163,24 +162,17 @@ class BoundedCache(DynamicCache):
         rows = query.shape[2]
         if self._recording == "window":
             start = max(rows - self.config.window, 0)
-            probs = self._probs(query, key, attention_mask, start, rows, scaling)
+            probs = self._probs(query, key, start, rows, scaling)
             layer.attention = probs.mean(dim=2)
         elif self._recording == "accumulate":
             for start in range(0, rows, _ROW_BLOCK):
                 stop = min(start + _ROW_BLOCK, rows)
-                layer.attention += self._probs(query, key, attention_mask, start, stop, scaling).sum(dim=2)
+                layer.attention += self._probs(query, key, start, stop, scaling).sum(dim=2)
 
-    def _probs(self, query, key, mask, start: int, stop: int, scaling: float) -> torch.Tensor:
+    def _probs(self, query, key, start: int, stop: int, scaling: float) -> torch.Tensor:
         """Attention of query rows [start, stop) averaged over each KV group's query heads: [B, H_kv, R, N]."""
-        rows, n = query.shape[2], key.shape[2]
-        if mask is not None:
-            mask_rows = mask[..., start:stop, :n]
-        else:
-            # SDPA skipped the mask (fresh prefill or one query row): causal, aligned to the newest row
-            row_pos = (n - rows) + torch.arange(start, stop, device=key.device)[:, None]
-            mask_rows = (torch.arange(n, device=key.device)[None, :] <= row_pos)[None, None]
-        probs = attention_probs(query[:, :, start:stop], key, mask_rows, scaling)  # [B, H_q, R, N]
-        batch, q_heads, r, _ = probs.shape
+        probs = attention_probs(query[:, :, start:stop], key, query.shape[2], start, scaling)  # [B, H_q, R, N]
+        batch, q_heads, r, n = probs.shape
         kv_heads = key.shape[1]
         return probs.view(batch, kv_heads, q_heads // kv_heads, r, n).mean(dim=2)
 
