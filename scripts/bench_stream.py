@@ -129,7 +129,7 @@ def main() -> None:
     parser.add_argument("--size", choices=SIZE_CLASSES, default="small")
     parser.add_argument("--policies", nargs="+", default=["full", "inf-mllm", "streaming-llm", "h2o"])
     parser.add_argument("--rounds", type=int, default=100)
-    parser.add_argument("--clips-per-question", type=int, default=2, help="K: clips between questions")
+    parser.add_argument("--clips-per-question", type=int, default=3, help="K: clips between questions")
     parser.add_argument("--frames", type=int, default=4, help="N: frames per clip")
     parser.add_argument("--clip-seconds", type=float, default=4.0)
     parser.add_argument("--budget", type=int, default=2048)
