@@ -153,7 +153,9 @@ class Controls:
         schedule = self.assistant.schedule
         if schedule.every_s == 0:
             return Feedback(True, "no standing question: only typed questions are answered")
-        return Feedback(True, f"“{schedule.question}” every {schedule.every_s:g} s, next at t = {schedule.next_due_s:g} s")
+        return Feedback(
+            True, f"“{schedule.question}” every {schedule.every_s:g} s, next at t = {schedule.next_due_s:g} s"
+        )
 
     def _source(self, kind: str, upload: str | None, location: str | None, camera: float | int | None) -> str | int:
         if kind == "file upload":

@@ -81,9 +81,7 @@ def build_page(
         gr.Markdown(render.settings_markdown(info), elem_id="settings")
         with gr.Row():
             with gr.Column(scale=1):
-                preview = gr.Image(
-                    label="Live preview", type="numpy", interactive=False, elem_id="preview", height=300
-                )
+                preview = gr.Image(label="Live preview", type="numpy", interactive=False, elem_id="preview", height=300)
                 caption = gr.Markdown(render.preview_caption(live.snapshot()), elem_id="preview-caption")
                 status = gr.Markdown(elem_id="status")
                 with gr.Group():
@@ -124,9 +122,14 @@ def build_page(
                     ask = gr.Button("Ask", scale=1, elem_id="ask")
                 ask_msg = gr.Markdown(elem_id="ask-msg")
                 with gr.Row():
-                    standing = gr.Textbox(value=schedule.question, label="Standing question", scale=3, elem_id="standing")
+                    standing = gr.Textbox(
+                        value=schedule.question, label="Standing question", scale=3, elem_id="standing"
+                    )
                     every = gr.Number(
-                        value=schedule.every_s, label="every (s of stream, 0 = never)", minimum=0, scale=1,
+                        value=schedule.every_s,
+                        label="every (s of stream, 0 = never)",
+                        minimum=0,
+                        scale=1,
                         elem_id="every",
                     )
                     apply = gr.Button("Apply", scale=1, elem_id="apply")

@@ -103,12 +103,18 @@ def serve(config: AppConfig) -> int:
         random_weights=config.model.model == "tiny",
     )
     page = build_page(
-        live, controls, info, config.schedule, initial_source="" if config.capture is None else str(config.capture.source)
+        live,
+        controls,
+        info,
+        config.schedule,
+        initial_source="" if config.capture is None else str(config.capture.source),
     )
     page.queue(default_concurrency_limit=1)
 
     assistant.start()
-    previous_sigterm = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    previous_sigterm = (
+        signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    )
     try:
         if config.capture is not None:
             assistant.watch(replace(config.capture, max_size=loaded.adapter.frame_size()))

@@ -201,8 +201,9 @@ class LiveState:
         keys += ("evict_ms", "kv_bytes", "answer_tokens")
         metrics = {k: e[k] for k in keys if k in e}
         if self._open is not None and self._open.round == e.get("round"):
-            self._update_open(replace(self._open, answer=str(e.get("answer", self._open.answer)), done=True,
-                                      metrics=metrics))
+            self._update_open(
+                replace(self._open, answer=str(e.get("answer", self._open.answer)), done=True, metrics=metrics)
+            )
         self._open = None
         self._tokens_seen += int(e.get("prefill_tokens", 0)) + int(e.get("answer_tokens", 0))
         if "cache_tokens_end" in e:
