@@ -11,6 +11,8 @@ import sys
 import threading
 from dataclasses import replace
 
+from gradio.exceptions import ServerFailedToStartError
+
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, make_event
@@ -131,7 +133,7 @@ def serve(config: AppConfig) -> int:
                 ssr_mode=False,
                 quiet=True,
             )
-        except OSError as err:
+        except (OSError, ServerFailedToStartError) as err:
             return _fail(f"cannot serve the page on {ui.host}:{ui.port}: {err}")
         print(f"page ready: {page.local_url}" + (f" and {page.share_url}" if page.share_url else ""), flush=True)
         while not assistant.done.wait(0.5):
