@@ -118,6 +118,7 @@ def app(demo_video):
     try:
         process.wait_ready(90)
         process.url = f"http://127.0.0.1:{port}/"
+        process.video = demo_video
         yield process
     finally:
         if process.proc.poll() is None:
@@ -133,7 +134,7 @@ def test_the_page_streams_answers_plots_memory_and_survives_a_bad_url(app, tmp_p
         pytest.fail(f"{missing}: run `bash .ci/ui_setup.sh` (or set EDGE_ASSISTANT_ALLOW_NO_BROWSER=1 to skip)")
     bad_url = f"http://127.0.0.1:{free_port()}/missing.mp4"
     result = subprocess.run(
-        ["node", str(BROWSER_DIR / "page_test.js"), app.url, str(tmp_path), bad_url],
+        ["node", str(BROWSER_DIR / "page_test.js"), app.url, str(tmp_path), bad_url, str(app.video)],
         cwd=BROWSER_DIR,
         env=dict(os.environ, CHROMIUM_PATH=CHROMIUM),
         capture_output=True,
@@ -150,6 +151,7 @@ def test_the_page_streams_answers_plots_memory_and_survives_a_bad_url(app, tmp_p
     assert "[auto]" not in seen["typedAnswers"][0]
     assert seen["streamTimeAfterError"] > seen["firstStreamTime"]
     assert "cannot watch it" in seen["badUrlMessage"]
+    assert "demo.mp4" in seen["statusAfterUpload"]
     assert (tmp_path / "page.png").stat().st_size > 10_000
     assert "Traceback" not in app.output, app.output
 

@@ -134,7 +134,8 @@ def serve(config: AppConfig) -> int:
                 quiet=True,
             )
         except (OSError, ServerFailedToStartError) as err:
-            return _fail(f"cannot serve the page on {ui.host}:{ui.port}: {err}")
+            reason = str(err).split(". ")[0]
+            return _fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
         print(f"page ready: {page.local_url}" + (f" and {page.share_url}" if page.share_url else ""), flush=True)
         while not assistant.done.wait(0.5):
             pass

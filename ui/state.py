@@ -229,7 +229,9 @@ class LiveState:
         message = str(e.get("message", ""))
         self._log.append(LogLine(float(e.get("t_wall", 0.0)), "status", message))
         if message.startswith("watching "):
-            self._snap = replace(self._snap, source=message.removeprefix("watching "), stream_ended=None)
+            self._snap = replace(
+                self._snap, source=message.removeprefix("watching "), stream_ended=None, stream_time=0.0
+            )
         elif message in ("stream stopped", "assistant stopped"):
             self._snap = replace(self._snap, source=None, stream_ended=message)
         self._changed(log=True)

@@ -1,12 +1,13 @@
 // Drives the running web demo in Debian's headless chromium (playwright-core, no bundled browser).
 //
-//   node tests/ui_browser/page_test.js URL OUT_DIR BAD_URL
+//   node tests/ui_browser/page_test.js URL OUT_DIR BAD_URL VIDEO_PATH
 //
 // Checks, in two tabs of one browser: the page loads; the stream starts (preview frame, stream time);
 // an automatic question and typed questions (one from each tab, sent at the same moment) get answers;
-// the memory and cache plots have points; a bad URL shows an error message while the stream keeps running.
+// the memory and cache plots have points; a bad URL shows an error message while the stream keeps running;
+// an upload that is not a video is refused, an uploaded video becomes the stream.
 // Prints one JSON line with what it saw; exits 1 with a message on the first failed check. Screenshots
-// go to OUT_DIR (page.png at the end, failure.png on a failure).
+// go to OUT_DIR (page.png: the second tab at the end; failure.png: the first tab on a failure).
 'use strict';
 
 const fs = require('fs');
@@ -14,9 +15,9 @@ const os = require('os');
 const path = require('path');
 const { chromium } = require('playwright-core');
 
-const [url, outDir, badUrl] = process.argv.slice(2);
-if (!url || !outDir || !badUrl) {
-  console.error('usage: node page_test.js URL OUT_DIR BAD_URL');
+const [url, outDir, badUrl, videoPath] = process.argv.slice(2);
+if (!url || !outDir || !badUrl || !videoPath) {
+  console.error('usage: node page_test.js URL OUT_DIR BAD_URL VIDEO_PATH');
   process.exit(2);
 }
 const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -137,8 +138,31 @@ async function main() {
     seen.activity = await tabB.innerText('#log');
     check(seen.activity.includes('cannot watch it'), 'the other tab does not see the error in the activity log');
 
+    // 7. uploads: Start without one, or a file that is not a video, gives a message; a video becomes the stream
+    await tabA.click('#source-kind label:has-text("file upload")');
+    await tabA.click('#start');
+    await tabA.waitForFunction(() => document.querySelector('#source-msg').innerText.includes('no file uploaded'),
+      null, { timeout: 20000 });
+    const notVideo = path.join(outDir, 'notes.txt');
+    fs.writeFileSync(notVideo, 'not a video');
+    await tabA.setInputFiles('#upload input[type="file"]', notVideo);
+    await tabA.waitForFunction(() => /Invalid file type/.test(document.body.innerText), null, { timeout: 20000 });
+    seen.badUploadMessage = (await tabA.innerText('body')).match(/.*Invalid file type.*/)[0];
+    check((await tabA.innerText('#status')).includes('Watching'), 'a refused upload stopped the stream');
+    await tabA.setInputFiles('#upload input[type="file"]', videoPath);
+    const stem = path.basename(videoPath, path.extname(videoPath));
+    await tabA.waitForFunction((name) => document.querySelector('#upload').innerText.includes(name),
+      stem, { timeout: 20000 });
+    await tabA.click('#start');
+    await tabA.waitForFunction(() => /Watching file '.*gradio.*'/.test(document.querySelector('#status').innerText),
+      null, { timeout: 20000, polling: 250 });
+    seen.statusAfterUpload = await tabA.innerText('#status');
+    // the other tab (no pop-up messages over it) shows the uploaded stream's first frame
+    await tabB.waitForFunction(() => /Watching file '.*gradio.*' · t = [1-9]/.test(
+      document.querySelector('#status').innerText), null, { timeout: 20000, polling: 250 });
+
     check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
-    await tabA.screenshot({ path: path.join(outDir, 'page.png'), fullPage: true });
+    await tabB.screenshot({ path: path.join(outDir, 'page.png'), fullPage: true });
     console.log(JSON.stringify(seen));
   } catch (err) {
     await tabA.screenshot({ path: path.join(outDir, 'failure.png'), fullPage: true }).catch(() => {});
