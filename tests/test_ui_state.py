@@ -7,7 +7,7 @@ import numpy as np
 from app.events import make_event
 from app.scheduler import StandingQuestion
 from ui import render
-from ui.page import live_updates, plot_updates
+from ui.page import clear_chat, live_updates, plot_updates
 from ui.state import LiveState, MemoryPoint
 
 
@@ -230,3 +230,20 @@ def test_events_from_the_model_thread_and_reads_from_many_tabs_at_once():
     snap = live.snapshot()
     assert len(snap.turns) == 200 and all(t.done and t.answer == "abc" for t in snap.turns)
     assert len(snap.points) == 400
+
+
+def test_clearing_the_chat_hides_earlier_turns_in_that_tab_only():
+    live = LiveState()
+    schedule = StandingQuestion("q", every_s=8)
+    feed(live, answer_events(1, "old?", ["a"], auto=True))
+    live.question_queued("waiting?")
+    seen, _ = live_updates(live.snapshot(), {}, schedule)
+    seen = clear_chat(live.snapshot(), seen)
+    seen, out = live_updates(live.snapshot(), seen, schedule)
+    assert out["chat"] == []
+    feed(live, answer_events(2, "waiting?", ["b"], auto=False))  # answered in place: stays hidden
+    feed(live, answer_events(3, "new?", ["c"], auto=True))
+    seen, out = live_updates(live.snapshot(), seen, schedule)
+    assert [m["content"] for m in out["chat"]][0] == "*[auto]* new?"
+    _, other_tab = live_updates(live.snapshot(), {}, schedule)
+    assert len(other_tab["chat"]) == 6

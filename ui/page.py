@@ -31,7 +31,7 @@ def live_updates(snap: Snapshot, seen: dict, schedule: StandingQuestion) -> tupl
     out: dict[str, Any] = {}
     if seen.get("chat") != snap.chat_version:
         seen["chat"] = snap.chat_version
-        out["chat"] = render.chat_messages(snap)
+        out["chat"] = render.chat_messages(snap, after_seq=seen.get("cleared", 0))
     if seen.get("preview") != snap.preview_version:
         seen["preview"] = snap.preview_version
         out["preview"] = snap.preview
@@ -44,6 +44,11 @@ def live_updates(snap: Snapshot, seen: dict, schedule: StandingQuestion) -> tupl
         seen["log"] = snap.log_version
         out["log"] = render.log_markdown(snap.log)
     return seen, out
+
+
+def clear_chat(snap: Snapshot, seen: dict) -> dict:
+    """The tab's Clear button: this tab hides the turns so far (the chat is shared; others keep theirs)."""
+    return {**seen, "cleared": max((t.seq for t in snap.turns), default=0), "chat": None}
 
 
 def plot_updates(snap: Snapshot, seen: int | None, memory_label: str) -> tuple[int, dict[str, Any]]:
@@ -179,6 +184,8 @@ def build_page(
         tick = {"concurrency_limit": None, "show_progress": "hidden", "api_visibility": "private"}
         fast.tick(refresh_live, [seen_live], [seen_live, chat, preview, caption, status, log], **tick)
         slow.tick(refresh_plots, [seen_plot], [seen_plot, memory_plot, cache_plot], **tick)
+
+        chat.clear(lambda seen: clear_chat(live.snapshot(), seen), [seen_live], [seen_live], api_visibility="private")
 
         def command(method: Callable[..., Feedback]) -> Callable[..., str]:
             return lambda *args: feedback_markdown(method(*args))

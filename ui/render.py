@@ -72,8 +72,9 @@ def turn_messages(turn: Turn) -> list[dict]:
     return [{"role": "user", "content": question}, {"role": "assistant", "content": body}]
 
 
-def chat_messages(snap: Snapshot) -> list[dict]:
-    return [message for turn in snap.turns for message in turn_messages(turn)]
+def chat_messages(snap: Snapshot, after_seq: int = 0) -> list[dict]:
+    """The chat; turns up to `after_seq` are left out (a tab that cleared its chat)."""
+    return [message for turn in snap.turns if turn.seq > after_seq for message in turn_messages(turn)]
 
 
 def preview_caption(snap: Snapshot) -> str:

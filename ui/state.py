@@ -40,6 +40,7 @@ class Turn:
 
     question: str
     auto: bool
+    seq: int = 0  # order of arrival in this page, for "show only turns after ..."
     round: int | None = None
     stream_time: float | None = None
     answer: str = ""
@@ -114,6 +115,7 @@ class LiveState:
         self._tokens_seen = 0
         self._t_offset = 0.0  # cumulative stream time where the current source started
         self._last_clip_index: int | None = None
+        self._seq = 0
 
     # -- reading ------------------------------------------------------------------------------------
 
@@ -126,7 +128,7 @@ class LiveState:
     def question_queued(self, question: str) -> None:
         """A person's question was handed to the assistant; shown as queued until its answer starts."""
         with self._lock:
-            self._turns.append(Turn(question=question.strip(), auto=False))
+            self._turns.append(Turn(question=question.strip(), auto=False, seq=self._next_seq()))
             self._changed(chat=True)
 
     def question_refused(self, question: str, message: str) -> None:
@@ -185,8 +187,10 @@ class LiveState:
         turn = Turn(question=question, auto=auto, round=int(e["round"]), stream_time=float(e.get("stream_time", 0.0)))
         queued = None if auto else self._find_queued(question)
         if queued is None:
+            turn = replace(turn, seq=self._next_seq())
             self._turns.append(turn)
         else:
+            turn = replace(turn, seq=queued.seq)
             self._replace_turn(queued, turn)
         self._open = turn
         self._changed(chat=True)
@@ -264,6 +268,10 @@ class LiveState:
         )
         if memory is not None:
             self._snap = replace(self._snap, memory_label=memory.label, memory_backend=memory.backend)
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
 
     def _find_queued(self, question: str) -> Turn | None:
         return next((t for t in self._turns if t.queued and t.question == question.strip()), None)
