@@ -3,11 +3,13 @@
 import threading
 
 import numpy as np
+from PIL import Image
 
 from app.events import make_event
 from app.scheduler import StandingQuestion
 from ui import render
 from ui.page import clear_chat, live_updates, plot_updates
+from ui.preview_files import PreviewFiles
 from ui.state import LiveState, MemoryPoint
 
 
@@ -247,3 +249,20 @@ def test_clearing_the_chat_hides_earlier_turns_in_that_tab_only():
     assert [m["content"] for m in out["chat"]][0] == "*[auto]* new?"
     _, other_tab = live_updates(live.snapshot(), {}, schedule)
     assert len(other_tab["chat"]) == 6
+
+
+def test_each_preview_frame_is_written_once_and_only_the_newest_are_kept(tmp_path):
+    files = PreviewFiles(tmp_path, keep=2)
+    red = np.zeros((6, 8, 3), np.uint8)
+    red[..., 0] = 255
+    first = files.path_for(1, red)
+    mtime = (tmp_path / first).stat().st_mtime_ns
+    assert files.path_for(1, np.zeros_like(red)) == first  # another tab, same version: the same file, untouched
+    assert (tmp_path / first).stat().st_mtime_ns == mtime
+    with Image.open(first) as img:
+        assert img.size == (8, 6) and img.getpixel((4, 3))[0] > 200
+    files.path_for(2, red)
+    files.path_for(3, red)
+    assert sorted(p.name.rsplit("-", 1)[1] for p in tmp_path.iterdir()) == ["2.jpg", "3.jpg"]
+    files.close()
+    assert not tmp_path.exists()

@@ -8,13 +8,16 @@ appear as they are generated) and a one-second one (plots). Each tab remembers w
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 
 from app.scheduler import StandingQuestion
 from ui import render
 from ui.controls import SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback
+from ui.preview_files import PreviewFiles
 from ui.state import LiveState, Snapshot
 
 FAST_REFRESH_S = 0.3
@@ -61,6 +64,11 @@ def plot_updates(snap: Snapshot, seen: int | None, memory_label: str) -> tuple[i
     return snap.plot_version, {"cache": render.cache_frame(snap), "memory": render.memory_frame(snap, memory_label)}
 
 
+def preview_folder() -> Path:
+    """Where preview frames go: inside Gradio's file cache (so they are served without a copy)."""
+    return Path(get_upload_folder()) / "edge-assistant-previews"
+
+
 def feedback_markdown(feedback: Feedback) -> str:
     """The clicking tab's message; a refusal also pops up as a warning."""
     if feedback.ok:
@@ -78,15 +86,19 @@ def build_page(
     controls: Controls,
     info: render.PageInfo,
     schedule: StandingQuestion,
+    previews: PreviewFiles,
     initial_source: str = "",
 ) -> gr.Blocks:
-    """The whole page. `initial_source` fills the path box (the source given with --video/--camera)."""
+    """The whole page. `previews` holds the preview frames as files (see `preview_folder`);
+    `initial_source` fills the path box (the source given with --video/--camera)."""
     with gr.Blocks(title="Edge streaming video assistant", analytics_enabled=False) as page:
         gr.Markdown("## Edge streaming video assistant")
         gr.Markdown(render.settings_markdown(info), elem_id="settings")
         with gr.Row():
             with gr.Column(scale=1):
-                preview = gr.Image(label="Live preview", type="numpy", interactive=False, elem_id="preview", height=300)
+                preview = gr.Image(
+                    label="Live preview", type="filepath", interactive=False, elem_id="preview", height=300
+                )
                 caption = gr.Markdown(render.preview_caption(live.snapshot()), elem_id="preview-caption")
                 status = gr.Markdown(elem_id="status")
                 with gr.Group():
@@ -174,7 +186,10 @@ def build_page(
         slow = gr.Timer(PLOT_REFRESH_S)
 
         def refresh_live(seen: dict) -> list[Any]:
-            new_seen, values = live_updates(live.snapshot(), seen, schedule)
+            snap = live.snapshot()
+            new_seen, values = live_updates(snap, seen, schedule)
+            if values.get("preview") is not None:
+                values["preview"] = previews.path_for(snap.preview_version, values["preview"])
             return [new_seen, *_as_outputs(LIVE_OUTPUTS, values)]
 
         def refresh_plots(seen: int | None) -> list[Any]:

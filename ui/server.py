@@ -11,19 +11,21 @@ import sys
 import threading
 from dataclasses import replace
 
+import gradio as gr
 from gradio.exceptions import ServerFailedToStartError
 
 from app.assistant import Assistant
-from app.config import AppConfig
+from app.config import AppConfig, UIConfig
 from app.events import EventBus, JsonlLog, make_event
 from app.terminal import memory_fields, probe_source
 from cache.attention import register_attention
 from capture import SourceError
-from model.loading import ModelLoadError, load_model
+from model.loading import LoadedModel, ModelLoadError, load_model
 from model.session import StreamingSession
 from ui.controls import CaptureOptions, Controls
 from ui.memory_monitor import MemoryMonitor
-from ui.page import build_page
+from ui.page import build_page, preview_folder
+from ui.preview_files import PreviewFiles
 from ui.render import PageInfo
 from ui.state import LiveState, MemoryPoint
 
@@ -58,11 +60,41 @@ def capture_options(config: AppConfig, max_size: tuple[int, int]) -> CaptureOpti
 
 
 class _Stop(Exception):
-    pass
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
 
 
 def _raise_stop(signum, frame) -> None:
     raise _Stop()
+
+
+def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) -> PageInfo:
+    return PageInfo(
+        model=config.model.model,
+        family=loaded.family,
+        device=str(loaded.device),
+        dtype=str(loaded.dtype).removeprefix("torch."),
+        policy=config.cache.policy,
+        budget=config.cache.budget,
+        window=config.cache.window,
+        bias=config.cache.bias,
+        memory_backend=monitor.backend,
+        memory_label=monitor.label,
+        random_weights=config.model.model == "tiny",
+    )
+
+
+def _launch(page: gr.Blocks, ui: UIConfig) -> None:
+    """Serves the page in the background (returns once it listens); OSError / ServerFailedToStartError."""
+    page.launch(
+        server_name=ui.host,
+        server_port=ui.port,
+        share=ui.share,
+        auth=ui.auth,
+        max_file_size=f"{ui.max_upload_mb}mb",
+        prevent_thread_lock=True,
+        ssr_mode=False,
+        quiet=True,
+    )
 
 
 def serve(config: AppConfig) -> int:
@@ -91,64 +123,38 @@ def serve(config: AppConfig) -> int:
     assistant = Assistant(session, config.schedule, bus, config.limits, memory_sample=memory_fields(monitor))
     options = capture_options(config, loaded.adapter.frame_size())
     controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20)
-    info = PageInfo(
-        model=config.model.model,
-        family=loaded.family,
-        device=str(loaded.device),
-        dtype=str(loaded.dtype).removeprefix("torch."),
-        policy=config.cache.policy,
-        budget=config.cache.budget,
-        window=config.cache.window,
-        bias=config.cache.bias,
-        memory_backend=monitor.backend,
-        memory_label=monitor.label,
-        random_weights=config.model.model == "tiny",
-    )
-    page = build_page(
-        live,
-        controls,
-        info,
-        config.schedule,
-        initial_source="" if config.capture is None else str(config.capture.source),
-    )
-    page.queue(default_concurrency_limit=1)
+    initial_source = "" if config.capture is None else str(config.capture.source)
+    previews = PreviewFiles(preview_folder())
+    page = build_page(live, controls, page_info(config, loaded, monitor), config.schedule, previews, initial_source)
+    page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
 
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_sigterm = signal.getsignal(signal.SIGTERM) if in_main_thread else None
     assistant.start()
-    previous_sigterm = (
-        signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
-    )
     try:
         if config.capture is not None:
             assistant.watch(replace(config.capture, max_size=loaded.adapter.frame_size()))
-        if previous_sigterm is not None:
+        if in_main_thread:
             signal.signal(signal.SIGTERM, _raise_stop)
         try:
-            page.launch(
-                server_name=ui.host,
-                server_port=ui.port,
-                share=ui.share,
-                auth=ui.auth,
-                max_file_size=f"{ui.max_upload_mb}mb",
-                prevent_thread_lock=True,
-                ssr_mode=False,
-                quiet=True,
-            )
+            _launch(page, ui)
         except (OSError, ServerFailedToStartError) as err:
             reason = str(err).split(". ")[0]
             return _fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
         print(f"page ready: {page.local_url}" + (f" and {page.share_url}" if page.share_url else ""), flush=True)
         while not assistant.done.wait(0.5):
             pass
-        logger.warning("the assistant stopped; closing the page")
+        print("the run is finished; closing the page", file=sys.stderr, flush=True)
     except SourceError as err:
         return _fail(str(err))
     except (KeyboardInterrupt, _Stop):
         print("\nstopping ...", file=sys.stderr, flush=True)
     finally:
-        if previous_sigterm is not None:
+        if in_main_thread:
             signal.signal(signal.SIGTERM, previous_sigterm)
         page.close()
         stopped = assistant.stop()
+        previews.close()
         monitor.close()
         if log is not None:
             log.close()
