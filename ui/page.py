@@ -160,6 +160,11 @@ def build_page(
                 x_title=render.X,
                 y_title="MiB",
                 height=280,
+                color_map={
+                    info.memory_label: "#2563eb",
+                    render.KV_SERIES[0]: "#f97316",
+                    render.KV_SERIES[1]: "#9ca3af",
+                },
                 elem_id="memory-plot",
             )
             cache_plot = gr.LinePlot(

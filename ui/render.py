@@ -120,11 +120,12 @@ def log_markdown(lines: tuple[LogLine, ...], limit: int = 12) -> str:
 
 
 def cache_frame(snap: Snapshot) -> pd.DataFrame:
-    """Long format for gr.LinePlot: one row per (stream time, series)."""
+    """Long format for gr.LinePlot: one row per (stream time, series). Series are drawn in order of first
+    appearance, so the cache tokens come last: on top of the budget line they sit on once full."""
     rows = []
     for p in snap.points:
-        rows += [(p.t, p.cache_tokens, CACHE_SERIES[0]), (p.t, p.budget, CACHE_SERIES[1])]
-        rows.append((p.t, p.tokens_seen, CACHE_SERIES[2]))
+        rows += [(p.t, p.budget, CACHE_SERIES[1]), (p.t, p.tokens_seen, CACHE_SERIES[2])]
+        rows.append((p.t, p.cache_tokens, CACHE_SERIES[0]))
     return _frame(rows, "tokens")
 
 
@@ -132,9 +133,9 @@ def memory_frame(snap: Snapshot, label: str) -> pd.DataFrame:
     """Memory in MiB over stream time: `label` (device or process memory), the KV cache, a never-evicting one."""
     rows = []
     for p in snap.points:
+        rows += [(p.t, p.full_kv_bytes / MIB, KV_SERIES[1]), (p.t, p.kv_bytes / MIB, KV_SERIES[0])]
         if p.memory_bytes is not None:
             rows.append((p.t, p.memory_bytes / MIB, label))
-        rows += [(p.t, p.kv_bytes / MIB, KV_SERIES[0]), (p.t, p.full_kv_bytes / MIB, KV_SERIES[1])]
     return _frame(rows, "MiB")
 
 
