@@ -126,12 +126,17 @@ def app(demo_video):
             process.proc.wait(10)
 
 
-def test_the_page_streams_answers_plots_memory_and_survives_a_bad_url(app, tmp_path):
+@pytest.fixture
+def browser() -> None:
+    """Checked before the app starts: a missing browser fails (or skips) at once."""
     missing = browser_missing()
     if missing is not None:
         if ALLOW_NO_BROWSER:
             pytest.skip(f"{missing} (EDGE_ASSISTANT_ALLOW_NO_BROWSER=1)")
         pytest.fail(f"{missing}: run `bash .ci/ui_setup.sh` (or set EDGE_ASSISTANT_ALLOW_NO_BROWSER=1 to skip)")
+
+
+def test_the_page_streams_answers_plots_memory_and_survives_a_bad_url(browser, app, tmp_path):
     bad_url = f"http://127.0.0.1:{free_port()}/missing.mp4"
     result = subprocess.run(
         ["node", str(BROWSER_DIR / "page_test.js"), app.url, str(tmp_path), bad_url, str(app.video)],
