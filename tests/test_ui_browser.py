@@ -148,6 +148,7 @@ def test_the_page_streams_answers_plots_memory_and_survives_a_bad_url(browser, a
     )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for name in ("page.png", "failure.png"):
+        (ARTIFACTS / name).unlink(missing_ok=True)  # none left over from an earlier run
         if (tmp_path / name).exists():
             shutil.copy(tmp_path / name, ARTIFACTS / name)
     report = f"browser stdout:\n{result.stdout}\nbrowser stderr:\n{result.stderr}\napp output:\n{app.output}"
