@@ -176,6 +176,7 @@ class Assistant:
                 t_start=round(clip.t_start, 3),
                 frames=metrics.frames,
                 visual_tokens=metrics.visual_tokens,
+                prefill_tokens=metrics.prefill_tokens,
                 cache_tokens=metrics.cache_tokens,
                 budget=self.session.cache_config.budget,
                 evict_ms=round(metrics.evict_ms, 3),

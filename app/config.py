@@ -42,7 +42,7 @@ class AppConfig:
     ui: UIConfig | None = None  # None: terminal mode
     log_jsonl: Path | None = None
     show_clips: bool = True
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # "capture_options": --fps etc. for sources picked in the page
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AppConfig:
@@ -89,6 +89,14 @@ class AppConfig:
             else None,
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
+            extra={
+                "capture_options": {
+                    "fps": args.fps,
+                    "clip_seconds": args.clip_seconds,
+                    "realtime": args.realtime,
+                    "loop": args.loop,
+                }
+            },
         )
 
 

@@ -1,0 +1,9 @@
+"""The web demo (`python -m app --ui`) and the memory monitor it plots.
+
+- `server.serve(config)`: loads the model, starts the assistant, serves the page until Ctrl-C.
+- `state.LiveState`: what the page shows, accumulated from the assistant's events (shared by all tabs).
+- `render`: pure functions from a state snapshot to component values (chat messages, plot frames, text).
+- `controls.Controls`: the page's buttons as commands to the assistant; bad input becomes a message.
+- `page.build_page`: the Gradio layout and its timers.
+- `memory_monitor.MemoryMonitor`: device/unified/process memory, whichever this machine can report.
+"""

@@ -1,0 +1,268 @@
+"""The page's live state and rendering: events in, what the components show out. No browser, no model."""
+
+import threading
+
+import numpy as np
+from PIL import Image
+
+from app.events import make_event
+from app.scheduler import StandingQuestion
+from ui import render
+from ui.page import clear_chat, live_updates, plot_updates
+from ui.preview_files import PreviewFiles
+from ui.state import LiveState, MemoryPoint
+
+
+def clip(index, t, cache_tokens, prefill=50, budget=256, kv_per_token=1000, frame_value=0):
+    return make_event(
+        "clip",
+        index=index,
+        stream_time=t,
+        t_start=t - 4.0,
+        frames=4,
+        visual_tokens=prefill - 6,
+        prefill_tokens=prefill,
+        cache_tokens=cache_tokens,
+        budget=budget,
+        evict_ms=0.1,
+        kv_bytes=cache_tokens * kv_per_token,
+        dropped_clips=0,
+        preview=np.full((8, 8, 3), frame_value, np.uint8),
+    )
+
+
+def answer_events(round_, question, pieces, auto, t=8.0, cache=(100, 100, 120)):
+    yield make_event("answer_start", round=round_, question=question, auto=auto, stream_time=t)
+    for piece in pieces:
+        yield make_event("answer_piece", round=round_, text=piece)
+    yield make_event(
+        "answer",
+        round=round_,
+        question=question,
+        answer="".join(pieces),
+        answer_tokens=len(pieces),
+        prefill_tokens=12,
+        ttft_s=0.25,
+        decode_tokens_per_s=12.5,
+        cache_tokens_before=cache[0],
+        cache_tokens_after=cache[1],
+        cache_tokens_end=cache[2],
+        evict_ms=0.2,
+        kv_bytes=cache[2] * 1000,
+        auto=auto,
+        stream_time=t,
+    )
+
+
+def feed(live, events):
+    for event in events:
+        live(event)
+
+
+def test_an_answer_streams_piece_by_piece_then_shows_its_metrics():
+    live = LiveState()
+    events = list(answer_events(1, "What is happening now?", ["A car", " drives", " by."], auto=True))
+    live(events[0])
+    live(events[1])
+    user, bot = render.chat_messages(live.snapshot())
+    assert user == {"role": "user", "content": "*[auto]* What is happening now?"}
+    assert bot["role"] == "assistant" and bot["content"].startswith("A car") and "▍" in bot["content"]
+    assert "round" not in bot["content"]
+    live(events[2])
+    assert render.chat_messages(live.snapshot())[1]["content"].startswith("A car drives")
+    live(events[3])
+    live(events[4])
+    bot = render.chat_messages(live.snapshot())[1]["content"]
+    assert bot.startswith("A car drives by.") and "▍" not in bot
+    assert "round 1" in bot and "t = 8.0 s" in bot and "ttft 0.25 s" in bot and "12.5 tokens/s" in bot
+    assert "cache 100 → 100 tokens" in bot
+
+
+def test_a_persons_questions_wait_in_order_and_are_not_marked_auto():
+    live = LiveState()
+    live.question_queued("first?")
+    live.question_queued("second?")
+    messages = render.chat_messages(live.snapshot())
+    assert [m["content"] for m in messages[::2]] == ["first?", "second?"]
+    assert all("queued" in m["content"] for m in messages[1::2])
+    feed(live, answer_events(1, "standing?", ["x"], auto=True))  # an automatic one can come in between
+    feed(live, answer_events(2, "first?", ["one"], auto=False))
+    turns = live.snapshot().turns
+    assert [(t.question, t.round, t.auto, t.done) for t in turns] == [
+        ("first?", 2, False, True),  # answered in place: the chat keeps the order they were asked in
+        ("second?", None, False, False),
+        ("standing?", 1, True, True),
+    ]
+    live(make_event("error", where="question", message="the question is too long for the cache budget"))
+    second = live.snapshot().turns[1]
+    assert second.error and not second.queued
+    assert "Not answered" in render.turn_messages(second)[1]["content"]
+    assert live.snapshot().log[-1].kind == "error"
+
+
+def test_a_failed_answer_is_shown_as_failed_and_the_next_one_is_separate():
+    live = LiveState()
+    events = list(answer_events(1, "q?", ["par"], auto=False))
+    feed(live, events[:2])
+    live(make_event("error", where="answer", message="round 1 failed: boom"))
+    feed(live, answer_events(1, "q2?", ["ok"], auto=False))  # rounds restart after a reset: still a new turn
+    first, second = live.snapshot().turns
+    assert first.error == "round 1 failed: boom" and first.answer == "par"
+    assert "**Failed:**" in render.turn_messages(first)[1]["content"]
+    assert second.answer == "ok" and second.done
+
+
+def test_clips_update_preview_and_plot_points_with_budget_memory_and_a_growing_reference():
+    samples = iter(range(100, 200))
+    live = LiveState(memory_sample=lambda: MemoryPoint(next(samples) * 2**20, "process memory (CPU)", "cpu"))
+    live(clip(0, 4.0, 50, frame_value=1))
+    live(clip(1, 8.0, 100, frame_value=2))
+    live(clip(2, 12.0, 140, frame_value=3))  # evicted: 150 tokens seen, 140 kept
+    snap = live.snapshot()
+    assert snap.preview[0, 0, 0] == 3 and snap.preview_time == 12.0 and snap.preview_clip == 2
+    assert "t = 12.0 s" in render.preview_caption(snap)
+    assert [(p.t, p.cache_tokens, p.tokens_seen, p.budget) for p in snap.points] == [
+        (4.0, 50, 50, 256),
+        (8.0, 100, 100, 256),
+        (12.0, 140, 150, 256),
+    ]
+    assert snap.points[-1].full_kv_bytes == 150 * 1000 and snap.points[-1].kv_bytes == 140 * 1000
+    assert [p.memory_bytes for p in snap.points] == [100 * 2**20, 101 * 2**20, 102 * 2**20]
+    assert snap.memory_label == "process memory (CPU)" and snap.memory_backend == "cpu"
+
+    cache = render.cache_frame(snap)
+    assert list(cache.columns) == [render.X, "tokens", "series"]
+    assert set(cache["series"]) == set(render.CACHE_SERIES)
+    assert (cache[cache["series"] == "budget"]["tokens"] == 256).all()
+    assert cache[render.X].dtype == "float64" and cache["tokens"].dtype == "float64"
+    memory = render.memory_frame(snap, snap.memory_label)
+    rss = memory[memory["series"] == "process memory (CPU)"]["MiB"].tolist()
+    assert rss == [100.0, 101.0, 102.0]
+
+
+def test_a_new_source_continues_the_plot_time_axis_and_answers_add_points():
+    live = LiveState()
+    live(clip(0, 4.0, 50))
+    live(clip(1, 8.0, 100))
+    feed(live, answer_events(1, "q?", ["a", "b"], auto=True, t=8.0, cache=(112, 112, 114)))
+    live(clip(0, 4.0, 160))  # another source: its stream time starts again
+    times = [p.t for p in live.snapshot().points]
+    assert times == [4.0, 8.0, 8.0, 12.0]
+    assert live.snapshot().points[2].tokens_seen == 100 + 12 + 2
+    live.memory_reset()
+    live(clip(1, 8.0, 40))
+    assert live.snapshot().points[-1].tokens_seen == 50  # a never-evicting cache would also have been emptied
+
+
+def test_plot_frames_are_typed_even_when_empty():
+    frame = render.cache_frame(LiveState().snapshot())
+    assert frame.empty and frame[render.X].dtype == "float64" and frame["series"].dtype == "string"
+
+
+def test_status_follows_the_stream_and_the_log_keeps_errors():
+    live = LiveState(budget=256)
+    schedule = StandingQuestion("What now?", every_s=8)
+    assert "Idle" in render.status_markdown(live.snapshot(), schedule.question, schedule.every_s)
+    live(make_event("status", message="watching file 'a.mp4'"))
+    live(clip(0, 4.0, 50))
+    text = render.status_markdown(live.snapshot(), schedule.question, schedule.every_s)
+    assert "Watching" in text and "a.mp4" in text and "50 / 256 tokens" in text and "every 8 s" in text
+    live(make_event("error", where="capture", message="stream dropped, reconnecting"))
+    live(make_event("end", reason="eof", message="file 'a.mp4' ended"))
+    snap = live.snapshot()
+    assert snap.source is None and "ended" in render.status_markdown(snap, "q", 0)
+    log = render.log_markdown(snap.log)
+    assert "⚠ capture: stream dropped, reconnecting" in log
+    assert log.index("ended") < log.index("stream dropped")  # newest first
+
+
+def test_a_tab_gets_only_what_changed_since_its_last_refresh():
+    live = LiveState()
+    schedule = StandingQuestion("q", every_s=8)
+    seen, out = live_updates(live.snapshot(), {}, schedule)
+    assert set(out) == {"chat", "preview", "caption", "status", "log"}  # a new tab gets everything
+    seen, out = live_updates(live.snapshot(), seen, schedule)
+    assert out == {}
+    events = list(answer_events(1, "q", ["a"], auto=True))
+    live(events[0])
+    seen, out = live_updates(live.snapshot(), seen, schedule)
+    assert set(out) == {"chat"}
+    other_tab_seen, out = live_updates(live.snapshot(), {}, schedule)
+    assert len(out["chat"]) == 2
+    schedule.update(every_s=4)  # edited in another tab: the status line follows
+    _, out = live_updates(live.snapshot(), seen, schedule)
+    assert set(out) == {"status"} and "every 4 s" in out["status"]
+
+
+def test_plots_wait_for_the_first_point_then_refresh_only_on_change():
+    live = LiveState()
+    seen, out = plot_updates(live.snapshot(), None, "process memory (CPU)")
+    assert out == {} and seen is None
+    live(clip(0, 4.0, 50))
+    seen, out = plot_updates(live.snapshot(), seen, "process memory (CPU)")
+    assert set(out) == {"cache", "memory"} and len(out["cache"]) == 3
+    assert plot_updates(live.snapshot(), seen, "process memory (CPU)")[1] == {}
+
+
+def test_events_from_the_model_thread_and_reads_from_many_tabs_at_once():
+    live = LiveState(memory_sample=lambda: MemoryPoint(1, "m", "cpu"))
+    schedule = StandingQuestion("q", every_s=8)
+    errors = []
+
+    def model_worker():
+        for i in range(200):
+            live(clip(i, 4.0 * (i + 1), 50))
+            feed(live, answer_events(i + 1, f"q{i}", ["a", "b", "c"], auto=i % 2 == 0))
+
+    def tab():
+        seen: dict = {}
+        try:
+            for _ in range(300):
+                seen, _ = live_updates(live.snapshot(), seen, schedule)
+                render.cache_frame(live.snapshot())
+        except Exception as err:  # any failure here is the test's failure
+            errors.append(err)
+
+    threads = [threading.Thread(target=model_worker)] + [threading.Thread(target=tab) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    snap = live.snapshot()
+    assert len(snap.turns) == 200 and all(t.done and t.answer == "abc" for t in snap.turns)
+    assert len(snap.points) == 400
+
+
+def test_clearing_the_chat_hides_earlier_turns_in_that_tab_only():
+    live = LiveState()
+    schedule = StandingQuestion("q", every_s=8)
+    feed(live, answer_events(1, "old?", ["a"], auto=True))
+    live.question_queued("waiting?")
+    seen, _ = live_updates(live.snapshot(), {}, schedule)
+    seen = clear_chat(live.snapshot(), seen)
+    seen, out = live_updates(live.snapshot(), seen, schedule)
+    assert out["chat"] == []
+    feed(live, answer_events(2, "waiting?", ["b"], auto=False))  # answered in place: stays hidden
+    feed(live, answer_events(3, "new?", ["c"], auto=True))
+    seen, out = live_updates(live.snapshot(), seen, schedule)
+    assert [m["content"] for m in out["chat"]][0] == "*[auto]* new?"
+    _, other_tab = live_updates(live.snapshot(), {}, schedule)
+    assert len(other_tab["chat"]) == 6
+
+
+def test_each_preview_frame_is_written_once_and_only_the_newest_are_kept(tmp_path):
+    files = PreviewFiles(tmp_path, keep=2)
+    red = np.zeros((6, 8, 3), np.uint8)
+    red[..., 0] = 255
+    first = files.path_for(1, red)
+    mtime = (tmp_path / first).stat().st_mtime_ns
+    assert files.path_for(1, np.zeros_like(red)) == first  # another tab, same version: the same file, untouched
+    assert (tmp_path / first).stat().st_mtime_ns == mtime
+    with Image.open(first) as img:
+        assert img.size == (8, 6) and img.getpixel((4, 3))[0] > 200
+    files.path_for(2, red)
+    files.path_for(3, red)
+    assert sorted(p.name.rsplit("-", 1)[1] for p in tmp_path.iterdir()) == ["2.jpg", "3.jpg"]
+    files.close()
+    assert not tmp_path.exists()

@@ -1,0 +1,178 @@
+"""The page's buttons and text boxes as plain methods: each sends one command to the assistant and returns
+a `Feedback` for the person who clicked. Bad input becomes a message; it never touches the running stream.
+
+No Gradio here: the page (ui.page) turns a `Feedback` into a message in the clicking tab.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from app.scheduler import StandingQuestion
+from capture import CaptureConfig, SourceError
+from ui.state import LiveState
+
+logger = logging.getLogger(__name__)
+
+VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mpg", ".mpeg", ".flv", ".ogv")
+SOURCE_KINDS = ("file upload", "path or URL", "camera")
+
+
+class AssistantCommands(Protocol):
+    """What the page needs from `app.assistant.Assistant`."""
+
+    schedule: StandingQuestion
+
+    def watch(self, capture_config: CaptureConfig) -> None: ...
+
+    def ask(self, question: str) -> None: ...
+
+    def stop_stream(self) -> None: ...
+
+    def reset(self) -> None: ...
+
+    @property
+    def stream_time(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """How sources picked in the page are captured (from --fps, --clip-seconds, --realtime, --loop)."""
+
+    fps: float = 1.0
+    clip_seconds: float = 4.0
+    realtime: bool = True  # files play at their own speed, like a live stream
+    loop: bool = False
+    max_size: tuple[int, int] | None = None  # the model's frame size
+
+    def config(self, source: str | int) -> CaptureConfig:
+        """Raises ValueError for a source that cannot be a source (e.g. an unsupported URL scheme)."""
+        return CaptureConfig(
+            source=source,
+            fps=self.fps,
+            clip_seconds=self.clip_seconds,
+            realtime=self.realtime,
+            loop=self.loop,
+            max_size=self.max_size,
+        )
+
+
+@dataclass(frozen=True)
+class Feedback:
+    ok: bool
+    message: str
+
+
+def check_upload(path: str | None, max_bytes: int) -> str | None:
+    """Why an uploaded file cannot be watched, or None if it may be tried."""
+    if not path:
+        return "no file uploaded yet: drop a video file in the upload box first"
+    name = Path(path).name
+    if Path(path).suffix.lower() not in VIDEO_EXTENSIONS:
+        return f"'{name}' is not a video file; accepted: {', '.join(VIDEO_EXTENSIONS)}"
+    try:
+        size = os.path.getsize(path)
+    except OSError as err:
+        return f"the upload '{name}' cannot be read: {err.strerror or err}"
+    if size > max_bytes:
+        return f"'{name}' is {size / 2**20:.0f} MiB; the limit is {max_bytes / 2**20:.0f} MiB (--max-upload-mb)"
+    return None
+
+
+def parse_camera(value: float | int | str | None) -> int:
+    """A camera index from the page's number box; ValueError if it is not a whole number >= 0."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"the camera index must be a whole number >= 0, got {value!r}") from None
+    if number < 0 or number != int(number):
+        raise ValueError(f"the camera index must be a whole number >= 0, got {value!r}")
+    return int(number)
+
+
+class Controls:
+    """Commands from every browser tab. Thread-safe: Gradio runs handlers on worker threads."""
+
+    def __init__(
+        self, assistant: AssistantCommands, live: LiveState, options: CaptureOptions, max_upload_bytes: int
+    ) -> None:
+        self.assistant = assistant
+        self.live = live
+        self.options = options
+        self.max_upload_bytes = max_upload_bytes
+        self._ask_lock = threading.Lock()  # questions enter the chat in the order they enter the queue
+
+    def start(self, kind: str, upload: str | None, location: str | None, camera: float | int | None) -> Feedback:
+        """Watches the chosen source instead of the current one. A bad source leaves the current stream running."""
+        try:
+            source = self._source(kind, upload, location, camera)
+            self.assistant.watch(self.options.config(source))
+        except (SourceError, ValueError) as err:
+            return self._refuse(f"cannot watch it: {err}")
+        self.assistant.schedule.update(now_s=0.0)  # a new source's stream time starts at 0
+        return Feedback(True, "starting; the first frame appears after the first clip")
+
+    def stop(self) -> Feedback:
+        self.assistant.stop_stream()
+        return Feedback(True, "stream stopped; what was seen is still in memory, questions are still answered")
+
+    def reset(self) -> Feedback:
+        self.assistant.reset()
+        self.live.memory_reset()
+        return Feedback(True, "memory reset: the cache is empty; the stream goes on")
+
+    def ask(self, question: str | None) -> Feedback:
+        text = (question or "").strip()
+        if not text:
+            return Feedback(False, "type a question about the stream first")
+        with self._ask_lock:
+            self.live.question_queued(text)
+            try:
+                self.assistant.ask(text)
+            except ValueError as err:
+                self.live.question_refused(text, str(err))
+                return self._refuse(str(err))
+        return Feedback(True, "")
+
+    def set_standing(self, question: str | None, every_s: float | None) -> Feedback:
+        """Changes the standing question and its interval; the next one is due one interval from now."""
+        try:
+            if every_s is None:
+                raise ValueError("give the interval in seconds of stream time (0 = never)")
+            self.assistant.schedule.update(
+                question=question or "", every_s=float(every_s), now_s=self.assistant.stream_time
+            )
+        except ValueError as err:
+            return self._refuse(str(err))
+        schedule = self.assistant.schedule
+        if schedule.every_s == 0:
+            return Feedback(True, "no standing question: only typed questions are answered")
+        return Feedback(
+            True, f"“{schedule.question}” every {schedule.every_s:g} s, next at t = {schedule.next_due_s:g} s"
+        )
+
+    def _source(self, kind: str, upload: str | None, location: str | None, camera: float | int | None) -> str | int:
+        if kind == "file upload":
+            problem = check_upload(upload, self.max_upload_bytes)
+            if problem is not None:
+                raise ValueError(problem)
+            return str(upload)
+        if kind == "path or URL":
+            text = (location or "").strip()
+            if not text:
+                raise ValueError("type a video path or a stream URL first")
+            return text
+        if kind == "camera":
+            return parse_camera(camera)
+        raise ValueError(f"unknown source kind {kind!r}; choose one of {', '.join(SOURCE_KINDS)}")
+
+    def _refuse(self, message: str) -> Feedback:
+        logger.info("refused: %s", message)
+        self.live.note("error", message, time.time())
+        return Feedback(False, message)

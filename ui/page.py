@@ -1,0 +1,224 @@
+"""The Gradio page: layout, and the glue from components to `Controls` (commands) and `LiveState` (display).
+
+Two timers refresh every open tab from the shared `LiveState`: a fast one (chat, preview, status: answers
+appear as they are generated) and a one-second one (plots). Each tab remembers which versions it has shown
+(`gr.State`), so an unchanged component is skipped instead of re-sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from gradio.utils import get_upload_folder
+
+from app.scheduler import StandingQuestion
+from ui import render
+from ui.controls import SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback
+from ui.preview_files import PreviewFiles
+from ui.state import LiveState, Snapshot
+
+FAST_REFRESH_S = 0.3
+PLOT_REFRESH_S = 1.0
+LIVE_OUTPUTS = ("chat", "preview", "caption", "status", "log")
+
+
+def live_updates(snap: Snapshot, seen: dict, schedule: StandingQuestion) -> tuple[dict, dict[str, Any]]:
+    """What the fast timer must send to a tab that has shown `seen`: (new seen, {output name: value}).
+
+    Outputs missing from the dict are unchanged for that tab.
+    """
+    seen = dict(seen)
+    out: dict[str, Any] = {}
+    if seen.get("chat") != snap.chat_version:
+        seen["chat"] = snap.chat_version
+        out["chat"] = render.chat_messages(snap, after_seq=seen.get("cleared", 0))
+    if seen.get("preview") != snap.preview_version:
+        seen["preview"] = snap.preview_version
+        out["preview"] = snap.preview
+        out["caption"] = render.preview_caption(snap)
+    status = render.status_markdown(snap, schedule.question, schedule.every_s)
+    if seen.get("status") != status:
+        seen["status"] = status
+        out["status"] = status
+    if seen.get("log") != snap.log_version:
+        seen["log"] = snap.log_version
+        out["log"] = render.log_markdown(snap.log)
+    return seen, out
+
+
+def clear_chat(snap: Snapshot, seen: dict) -> dict:
+    """The tab's Clear button: this tab hides the turns so far (the chat is shared; others keep theirs)."""
+    return {**seen, "cleared": max((t.seq for t in snap.turns), default=0), "chat": None}
+
+
+def plot_updates(snap: Snapshot, seen: int | None, memory_label: str) -> tuple[int, dict[str, Any]]:
+    """What the plot timer must send: (new seen version, {"cache": frame, "memory": frame} or {}).
+
+    Nothing until there is a point: the plot fixes its series (colours, legend) from the first value it gets.
+    """
+    if seen == snap.plot_version or not snap.points:
+        return seen, {}
+    return snap.plot_version, {"cache": render.cache_frame(snap), "memory": render.memory_frame(snap, memory_label)}
+
+
+def preview_folder() -> Path:
+    """Where preview frames go: inside Gradio's file cache (so they are served without a copy)."""
+    return Path(get_upload_folder()) / "edge-assistant-previews"
+
+
+def feedback_markdown(feedback: Feedback) -> str:
+    """The clicking tab's message; a refusal also pops up as a warning."""
+    if feedback.ok:
+        return feedback.message
+    gr.Warning(feedback.message)
+    return f"⚠ {feedback.message}"
+
+
+def _as_outputs(names: tuple[str, ...], values: dict[str, Any]) -> list[Any]:
+    return [values[name] if name in values else gr.skip() for name in names]
+
+
+def build_page(
+    live: LiveState,
+    controls: Controls,
+    info: render.PageInfo,
+    schedule: StandingQuestion,
+    previews: PreviewFiles,
+    initial_source: str = "",
+) -> gr.Blocks:
+    """The whole page. `previews` holds the preview frames as files (see `preview_folder`);
+    `initial_source` fills the path box (the source given with --video/--camera)."""
+    with gr.Blocks(title="Edge streaming video assistant", analytics_enabled=False) as page:
+        gr.Markdown("## Edge streaming video assistant")
+        gr.Markdown(render.settings_markdown(info), elem_id="settings")
+        with gr.Row():
+            with gr.Column(scale=1):
+                preview = gr.Image(
+                    label="Live preview", type="filepath", interactive=False, elem_id="preview", height=300
+                )
+                caption = gr.Markdown(render.preview_caption(live.snapshot()), elem_id="preview-caption")
+                status = gr.Markdown(elem_id="status")
+                with gr.Group():
+                    kind = gr.Radio(
+                        list(SOURCE_KINDS),
+                        value="path or URL" if initial_source else "file upload",
+                        label="Source",
+                        elem_id="source-kind",
+                    )
+                    upload = gr.File(
+                        label="Video file",
+                        file_types=list(VIDEO_EXTENSIONS),
+                        type="filepath",
+                        height=120,
+                        elem_id="upload",
+                    )
+                    location = gr.Textbox(
+                        value=initial_source,
+                        label="Path or URL",
+                        placeholder="/path/to/video.mp4, rtsp://camera/stream, https://host/clip.mp4",
+                        elem_id="location",
+                    )
+                    camera = gr.Number(value=0, label="Camera index", precision=0, minimum=0, elem_id="camera")
+                with gr.Row():
+                    start = gr.Button("Start", variant="primary", elem_id="start")
+                    stop = gr.Button("Stop", elem_id="stop")
+                    reset = gr.Button("Reset memory", elem_id="reset")
+                source_msg = gr.Markdown(elem_id="source-msg")
+            with gr.Column(scale=1):
+                chat = gr.Chatbot(label="Questions and answers", height=460, elem_id="chat", buttons=["copy"])
+                with gr.Row():
+                    ask_box = gr.Textbox(
+                        placeholder="Ask about the stream, then Enter",
+                        show_label=False,
+                        scale=4,
+                        elem_id="ask-box",
+                    )
+                    ask = gr.Button("Ask", scale=1, elem_id="ask")
+                ask_msg = gr.Markdown(elem_id="ask-msg")
+                with gr.Row():
+                    standing = gr.Textbox(
+                        value=schedule.question, label="Standing question", scale=3, elem_id="standing"
+                    )
+                    every = gr.Number(
+                        value=schedule.every_s,
+                        label="every (s of stream, 0 = never)",
+                        minimum=0,
+                        scale=1,
+                        elem_id="every",
+                    )
+                    apply = gr.Button("Apply", scale=1, elem_id="apply")
+                standing_msg = gr.Markdown(elem_id="standing-msg")
+        with gr.Row():
+            memory_plot = gr.LinePlot(
+                x=render.X,
+                y="MiB",
+                color="series",
+                title=f"Memory: {info.memory_label} and KV cache",
+                x_title=render.X,
+                y_title="MiB",
+                height=280,
+                color_map={
+                    info.memory_label: "#2563eb",
+                    render.KV_SERIES[0]: "#f97316",
+                    render.KV_SERIES[1]: "#9ca3af",
+                },
+                elem_id="memory-plot",
+            )
+            cache_plot = gr.LinePlot(
+                x=render.X,
+                y="tokens",
+                color="series",
+                title="KV-cache tokens",
+                x_title=render.X,
+                y_title="tokens",
+                height=280,
+                color_map={
+                    render.CACHE_SERIES[0]: "#2563eb",
+                    render.CACHE_SERIES[1]: "#dc2626",
+                    render.CACHE_SERIES[2]: "#9ca3af",
+                },
+                elem_id="cache-plot",
+            )
+        with gr.Accordion("Activity", open=True):
+            log = gr.Markdown(elem_id="log")
+
+        seen_live = gr.State({})
+        seen_plot = gr.State(None)
+        fast = gr.Timer(FAST_REFRESH_S)
+        slow = gr.Timer(PLOT_REFRESH_S)
+
+        def refresh_live(seen: dict) -> list[Any]:
+            snap = live.snapshot()
+            new_seen, values = live_updates(snap, seen, schedule)
+            if values.get("preview") is not None:
+                values["preview"] = previews.path_for(snap.preview_version, values["preview"])
+            return [new_seen, *_as_outputs(LIVE_OUTPUTS, values)]
+
+        def refresh_plots(seen: int | None) -> list[Any]:
+            new_seen, values = plot_updates(live.snapshot(), seen, info.memory_label)
+            return [new_seen, *_as_outputs(("memory", "cache"), values)]
+
+        tick = {"concurrency_limit": None, "show_progress": "hidden", "api_visibility": "private"}
+        fast.tick(refresh_live, [seen_live], [seen_live, chat, preview, caption, status, log], **tick)
+        slow.tick(refresh_plots, [seen_plot], [seen_plot, memory_plot, cache_plot], **tick)
+
+        chat.clear(lambda seen: clear_chat(live.snapshot(), seen), [seen_live], [seen_live], api_visibility="private")
+
+        def command(method: Callable[..., Feedback]) -> Callable[..., str]:
+            return lambda *args: feedback_markdown(method(*args))
+
+        start.click(command(controls.start), [kind, upload, location, camera], [source_msg])
+        stop.click(command(controls.stop), None, [source_msg])
+        reset.click(command(controls.reset), None, [source_msg])
+        apply.click(command(controls.set_standing), [standing, every], [standing_msg])
+
+        def on_ask(text: str) -> tuple[str, str]:
+            feedback = controls.ask(text)
+            return ("" if feedback.ok else text), feedback_markdown(feedback)
+
+        ask_box.submit(on_ask, [ask_box], [ask_box, ask_msg])
+        ask.click(on_ask, [ask_box], [ask_box, ask_msg])
+    return page

@@ -1,0 +1,163 @@
+"""`python -m app --ui`: load the model, start the assistant, serve the page until Ctrl-C (or SIGTERM).
+
+Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, an unopenable --video, a port in use).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from dataclasses import replace
+
+import gradio as gr
+from gradio.exceptions import ServerFailedToStartError
+
+from app.assistant import Assistant
+from app.config import AppConfig, UIConfig
+from app.events import EventBus, JsonlLog, make_event
+from app.terminal import memory_fields, probe_source
+from cache.attention import register_attention
+from capture import SourceError
+from model.loading import LoadedModel, ModelLoadError, load_model
+from model.session import StreamingSession
+from ui.controls import CaptureOptions, Controls
+from ui.memory_monitor import MemoryMonitor
+from ui.page import build_page, preview_folder
+from ui.preview_files import PreviewFiles
+from ui.render import PageInfo
+from ui.state import LiveState, MemoryPoint
+
+logger = logging.getLogger(__name__)
+
+EXIT_BAD_INPUT = 2
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def memory_point(monitor: MemoryMonitor):
+    """The plot's memory reading: device (or unified) memory used where the backend knows it, else the RSS."""
+
+    def sample() -> MemoryPoint:
+        s = monitor.sample()
+        used = s.device_used_bytes if s.device_used_bytes is not None else s.process_rss_bytes
+        return MemoryPoint(used_bytes=int(used), label=s.label, backend=s.backend)
+
+    return sample
+
+
+def capture_options(config: AppConfig, max_size: tuple[int, int]) -> CaptureOptions:
+    """--fps, --clip-seconds, --realtime, --loop for sources picked in the page."""
+    given = config.extra.get("capture_options")
+    if given is None and config.capture is not None:
+        c = config.capture
+        given = {"fps": c.fps, "clip_seconds": c.clip_seconds, "realtime": c.realtime, "loop": c.loop}
+    return CaptureOptions(max_size=max_size, **(given or {}))
+
+
+class _Stop(Exception):
+    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
+
+
+def _raise_stop(signum, frame) -> None:
+    raise _Stop()
+
+
+def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) -> PageInfo:
+    return PageInfo(
+        model=config.model.model,
+        family=loaded.family,
+        device=str(loaded.device),
+        dtype=str(loaded.dtype).removeprefix("torch."),
+        policy=config.cache.policy,
+        budget=config.cache.budget,
+        window=config.cache.window,
+        bias=config.cache.bias,
+        memory_backend=monitor.backend,
+        memory_label=monitor.label,
+        random_weights=config.model.model == "tiny",
+    )
+
+
+def _launch(page: gr.Blocks, ui: UIConfig) -> None:
+    """Serves the page in the background (returns once it listens); OSError / ServerFailedToStartError."""
+    page.launch(
+        server_name=ui.host,
+        server_port=ui.port,
+        share=ui.share,
+        auth=ui.auth,
+        max_file_size=f"{ui.max_upload_mb}mb",
+        prevent_thread_lock=True,
+        ssr_mode=False,
+        quiet=True,
+    )
+
+
+def serve(config: AppConfig) -> int:
+    ui = config.ui
+    assert ui is not None, "serve() needs config.ui (python -m app --ui)"
+    if config.capture is not None:
+        try:
+            probe_source(config)
+        except SourceError as err:
+            return _fail(str(err))
+    print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
+    try:
+        loaded = load_model(config.model, text_attention=register_attention())
+        session = StreamingSession(loaded, config.cache, config.session)
+    except (ModelLoadError, ValueError) as err:
+        return _fail(str(err))
+
+    bus = EventBus()
+    monitor = MemoryMonitor()
+    live = LiveState(memory_sample=memory_point(monitor), budget=config.cache.budget)
+    bus.subscribe(live)
+    log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
+    if log is not None:
+        bus.subscribe(log)
+    bus.publish(make_event("status", message=f"memory monitor: {monitor.backend} ({monitor.label})"))
+    assistant = Assistant(session, config.schedule, bus, config.limits, memory_sample=memory_fields(monitor))
+    options = capture_options(config, loaded.adapter.frame_size())
+    controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20)
+    initial_source = "" if config.capture is None else str(config.capture.source)
+    previews = PreviewFiles(preview_folder())
+    page = build_page(live, controls, page_info(config, loaded, monitor), config.schedule, previews, initial_source)
+    page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
+
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_sigterm = signal.getsignal(signal.SIGTERM) if in_main_thread else None
+    assistant.start()
+    try:
+        if config.capture is not None:
+            assistant.watch(replace(config.capture, max_size=loaded.adapter.frame_size()))
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, _raise_stop)
+        try:
+            _launch(page, ui)
+        except (OSError, ServerFailedToStartError) as err:
+            reason = str(err).split(". ")[0]
+            return _fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
+        print(f"page ready: {page.local_url}" + (f" and {page.share_url}" if page.share_url else ""), flush=True)
+        while not assistant.done.wait(0.5):
+            pass
+        print("the run is finished; closing the page", file=sys.stderr, flush=True)
+    except SourceError as err:
+        return _fail(str(err))
+    except (KeyboardInterrupt, _Stop):
+        print("\nstopping ...", file=sys.stderr, flush=True)
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous_sigterm)
+        page.close()
+        stopped = assistant.stop()
+        previews.close()
+        monitor.close()
+        if log is not None:
+            log.close()
+        if not stopped:
+            logger.warning("the model worker did not stop in time")
+    return 0
