@@ -14,8 +14,6 @@ try:
 except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
     import tomli as tomllib
 
-EXIT_BAD_INPUT = 2
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(

@@ -40,9 +40,9 @@ class KeyRotator:
         if self.inv_freq.numel() * 2 != head_dim:
             raise ValueError(f"rotary size {self.inv_freq.numel() * 2} != head dim {head_dim} (partial RoPE)")
         angle = delta.float()[..., None] * self.inv_freq.to(keys.device)  # [B, H_kv, N, D/2]
-        cos = torch.cat([angle.cos(), angle.cos()], dim=-1)
-        sin = torch.cat([angle.sin(), angle.sin()], dim=-1)
-        k = keys.float()
+        cos, sin = angle.cos(), angle.sin()
         half = head_dim // 2
-        rotated_half = torch.cat([-k[..., half:], k[..., :half]], dim=-1)
-        return (k * cos + rotated_half * sin).to(keys.dtype)
+        k = keys.float()
+        first, second = k[..., :half], k[..., half:]
+        # rotate_half layout: dimension i pairs with i + D/2
+        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1).to(keys.dtype)

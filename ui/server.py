@@ -17,11 +17,9 @@ from gradio.exceptions import ServerFailedToStartError
 from app.assistant import Assistant
 from app.config import AppConfig, UIConfig
 from app.events import EventBus, JsonlLog, make_event
-from app.terminal import memory_fields, probe_source
-from cache.attention import register_attention
+from app.startup import StartupError, fail, memory_fields, start_session
 from capture import SourceError
-from model.loading import LoadedModel, ModelLoadError, load_model
-from model.session import StreamingSession
+from model.loading import LoadedModel
 from ui.controls import CaptureOptions, Controls
 from ui.memory_monitor import MemoryMonitor
 from ui.page import build_page, preview_folder
@@ -30,13 +28,6 @@ from ui.render import PageInfo
 from ui.state import LiveState, MemoryPoint
 
 logger = logging.getLogger(__name__)
-
-EXIT_BAD_INPUT = 2
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
 
 
 def memory_point(monitor: MemoryMonitor):
@@ -100,17 +91,10 @@ def _launch(page: gr.Blocks, ui: UIConfig) -> None:
 def serve(config: AppConfig) -> int:
     ui = config.ui
     assert ui is not None, "serve() needs config.ui (python -m app --ui)"
-    if config.capture is not None:
-        try:
-            probe_source(config)
-        except SourceError as err:
-            return _fail(str(err))
-    print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
     try:
-        loaded = load_model(config.model, text_attention=register_attention())
-        session = StreamingSession(loaded, config.cache, config.session)
-    except (ModelLoadError, ValueError) as err:
-        return _fail(str(err))
+        loaded, session = start_session(config)
+    except StartupError as err:
+        return fail(str(err))
 
     bus = EventBus()
     monitor = MemoryMonitor()
@@ -140,13 +124,13 @@ def serve(config: AppConfig) -> int:
             _launch(page, ui)
         except (OSError, ServerFailedToStartError) as err:
             reason = str(err).split(". ")[0]
-            return _fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
+            return fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
         print(f"page ready: {page.local_url}" + (f" and {page.share_url}" if page.share_url else ""), flush=True)
         while not assistant.done.wait(0.5):
             pass
         print("the run is finished; closing the page", file=sys.stderr, flush=True)
     except SourceError as err:
-        return _fail(str(err))
+        return fail(str(err))
     except (KeyboardInterrupt, _Stop):
         print("\nstopping ...", file=sys.stderr, flush=True)
     finally:
