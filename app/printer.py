@@ -9,7 +9,9 @@ from app.events import Event
 
 
 def _mib(n: int | None) -> str:
-    return "n/a" if n is None else f"{n / 2**20:.0f} MiB"
+    if n is None:
+        return "n/a"
+    return f"{n / 2**10:.0f} KiB" if n < 2**20 else f"{n / 2**20:.0f} MiB"
 
 
 class TerminalPrinter:
