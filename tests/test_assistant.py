@@ -107,3 +107,30 @@ def test_bad_questions_and_sources_leave_the_state_alone(tmp_path):
     assistant.stop()
     assert recorder.of("end") and recorder.of("clip")[-1]["stream_time"] == pytest.approx(40.0, abs=1)
     assert not recorder.of("error")
+
+
+def test_a_dropped_network_stream_is_reconnected_and_answers_go_on(tmp_path):
+    from capture import ReconnectPolicy
+    from capture.synth import write_video
+    from tests.capture_helpers import TsServer
+
+    source = tmp_path / "live.ts"
+    write_video(source, size=(96, 64), fps=10, duration_s=24.0, options={"g": "10", "preset": "ultrafast"})
+    data = source.read_bytes()
+    assistant, recorder = _assistant(every=4.0)
+    retry = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.1, max_attempts=2)
+    with TsServer(data, plan=[len(data) // 2, None]) as server:  # the connection is cut half way
+        assistant.start()
+        assistant.watch(
+            CaptureConfig(server.url, fps=1.0, clip_seconds=2.0, queue_size=100, reconnect=retry, max_size=(64, 64))
+        )
+        assert assistant.done.wait(120)
+        assistant.stop()
+    reconnects = [e for e in recorder.of("capture") if e["kind"] == "reconnect"]
+    assert len(reconnects) >= 2  # "dropped, reconnecting" and "reconnected"
+    answers = recorder.of("answer")
+    clips = recorder.of("clip")
+    assert clips[-1]["stream_time"] >= 20.0  # frames from after the cut arrived
+    assert answers[-1]["stream_time"] >= 20.0 and len(answers) >= 5  # and the rounds went on
+    # the server finally answers 404: the capture gives up, which is reported, and the run ends cleanly
+    assert recorder.of("error")[-1]["where"] == "capture" and recorder.of("end")
