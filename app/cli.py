@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("httpx", "httpcore", "urllib3", "gradio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if config.ui is not None:
-        from ui.server import serve
+        from app.web import serve
 
         return serve(config)
     from app.terminal import run_terminal

@@ -42,7 +42,8 @@ class AppConfig:
     ui: UIConfig | None = None  # None: terminal mode
     log_jsonl: Path | None = None
     show_clips: bool = True
-    extra: dict = field(default_factory=dict)  # "capture_options": --fps etc. for sources picked in the page
+    # --fps, --clip-seconds, --realtime, --loop: for --video/--camera and for sources picked in the page
+    capture_settings: dict = field(default_factory=dict)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AppConfig:
@@ -52,16 +53,16 @@ class AppConfig:
         if not args.ui and args.video is None and args.camera is None:
             raise ValueError("nothing to watch: give --video PATH|URL or --camera INDEX (or --ui to pick in the page)")
         source = args.video if args.video is not None else _camera_source(args.camera)
+        capture_settings = {
+            "fps": args.fps,
+            "clip_seconds": args.clip_seconds,
+            "realtime": args.realtime,
+            "loop": args.loop,
+        }
         capture = None
         if source is not None:
-            capture = CaptureConfig(
-                source=source,
-                fps=args.fps,
-                clip_seconds=args.clip_seconds,
-                realtime=args.realtime,
-                loop=args.loop,
-                block_when_full=not args.realtime,  # offline run over a file: lose no clip
-            )
+            # an offline run over a file (--no-realtime) waits for the model and loses no clip
+            capture = CaptureConfig(source=source, block_when_full=not args.realtime, **capture_settings)
         auth = None
         if args.auth:
             user, sep, password = args.auth.partition(":")
@@ -89,14 +90,7 @@ class AppConfig:
             else None,
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
-            extra={
-                "capture_options": {
-                    "fps": args.fps,
-                    "clip_seconds": args.clip_seconds,
-                    "realtime": args.realtime,
-                    "loop": args.loop,
-                }
-            },
+            capture_settings=capture_settings,
         )
 
 

@@ -1,16 +1,23 @@
-"""What both front ends (terminal and web page) do first: check the source, load the model, build the
-session. Every failure is a `StartupError` whose message the CLI prints before exiting with code 2."""
+"""What both front ends (terminal and web page) share: check the source, load the model, build the
+session (every failure is a `StartupError` whose message the CLI prints before exiting with code 2),
+then wire the assistant to its event bus, log and memory monitor, and take it all down again."""
 
 from __future__ import annotations
 
+import logging
 import sys
+from dataclasses import dataclass, replace
 
+from app.assistant import Assistant
 from app.config import AppConfig
+from app.events import EventBus, JsonlLog, Subscriber, make_event
 from cache.attention import register_attention
 from capture import SourceError, open_source
 from model.loading import LoadedModel, ModelLoadError, load_model
 from model.session import StreamingSession
 from ui.memory_monitor import MemoryMonitor
+
+logger = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
 
@@ -65,3 +72,41 @@ def memory_fields(monitor: MemoryMonitor):
         }
 
     return sample
+
+
+@dataclass
+class Running:
+    """One run's assistant and what it reports to; `close()` stops and joins everything."""
+
+    assistant: Assistant
+    bus: EventBus
+    monitor: MemoryMonitor
+    log: JsonlLog | None
+
+    def watch_configured_source(self, config: AppConfig, loaded: LoadedModel) -> None:
+        """Starts watching --video/--camera, resized for the model (SourceError if it cannot be opened)."""
+        if config.capture is not None:
+            self.assistant.watch(replace(config.capture, max_size=loaded.adapter.frame_size()))
+
+    def close(self) -> None:
+        stopped = self.assistant.stop()
+        self.monitor.close()
+        if self.log is not None:
+            self.log.close()
+        if not stopped:
+            logger.warning("the model worker did not stop in time")
+
+
+def build_assistant(
+    config: AppConfig, session: StreamingSession, monitor: MemoryMonitor, displays: list[Subscriber]
+) -> Running:
+    """The assistant (not started yet), its event bus with `displays` and the --log-jsonl file subscribed."""
+    bus = EventBus()
+    for display in displays:
+        bus.subscribe(display)
+    log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
+    if log is not None:
+        bus.subscribe(log)
+    bus.publish(make_event("status", message=f"memory monitor: {monitor.backend} ({monitor.label})"))
+    assistant = Assistant(session, config.schedule, bus, config.limits, memory_sample=memory_fields(monitor))
+    return Running(assistant, bus, monitor, log)

@@ -5,19 +5,15 @@ Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, an unope
 
 from __future__ import annotations
 
-import logging
 import signal
 import sys
 import threading
-from dataclasses import replace
 
 import gradio as gr
 from gradio.exceptions import ServerFailedToStartError
 
-from app.assistant import Assistant
 from app.config import AppConfig, UIConfig
-from app.events import EventBus, JsonlLog, make_event
-from app.startup import StartupError, fail, memory_fields, start_session
+from app.startup import StartupError, build_assistant, fail, start_session
 from capture import SourceError
 from model.loading import LoadedModel
 from ui.controls import CaptureOptions, Controls
@@ -26,9 +22,6 @@ from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
 from ui.render import PageInfo
 from ui.state import LiveState, MemoryPoint
-
-logger = logging.getLogger(__name__)
-
 
 def memory_point(monitor: MemoryMonitor):
     """The plot's memory reading: device (or unified) memory used where the backend knows it, else the RSS."""
@@ -43,11 +36,7 @@ def memory_point(monitor: MemoryMonitor):
 
 def capture_options(config: AppConfig, max_size: tuple[int, int]) -> CaptureOptions:
     """--fps, --clip-seconds, --realtime, --loop for sources picked in the page."""
-    given = config.extra.get("capture_options")
-    if given is None and config.capture is not None:
-        c = config.capture
-        given = {"fps": c.fps, "clip_seconds": c.clip_seconds, "realtime": c.realtime, "loop": c.loop}
-    return CaptureOptions(max_size=max_size, **(given or {}))
+    return CaptureOptions(max_size=max_size, **config.capture_settings)
 
 
 class _Stop(Exception):
@@ -96,15 +85,10 @@ def serve(config: AppConfig) -> int:
     except StartupError as err:
         return fail(str(err))
 
-    bus = EventBus()
     monitor = MemoryMonitor()
     live = LiveState(memory_sample=memory_point(monitor), budget=config.cache.budget)
-    bus.subscribe(live)
-    log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
-    if log is not None:
-        bus.subscribe(log)
-    bus.publish(make_event("status", message=f"memory monitor: {monitor.backend} ({monitor.label})"))
-    assistant = Assistant(session, config.schedule, bus, config.limits, memory_sample=memory_fields(monitor))
+    running = build_assistant(config, session, monitor, [live])
+    assistant = running.assistant
     options = capture_options(config, loaded.adapter.frame_size())
     controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20)
     initial_source = "" if config.capture is None else str(config.capture.source)
@@ -116,8 +100,7 @@ def serve(config: AppConfig) -> int:
     previous_sigterm = signal.getsignal(signal.SIGTERM) if in_main_thread else None
     assistant.start()
     try:
-        if config.capture is not None:
-            assistant.watch(replace(config.capture, max_size=loaded.adapter.frame_size()))
+        running.watch_configured_source(config, loaded)
         if in_main_thread:
             signal.signal(signal.SIGTERM, _raise_stop)
         try:
@@ -137,11 +120,6 @@ def serve(config: AppConfig) -> int:
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous_sigterm)
         page.close()
-        stopped = assistant.stop()
+        running.close()
         previews.close()
-        monitor.close()
-        if log is not None:
-            log.close()
-        if not stopped:
-            logger.warning("the model worker did not stop in time")
     return 0
