@@ -23,6 +23,7 @@ from ui.preview_files import PreviewFiles
 from ui.render import PageInfo
 from ui.state import LiveState, MemoryPoint
 
+
 def memory_point(monitor: MemoryMonitor):
     """The plot's memory reading: device (or unified) memory used where the backend knows it, else the RSS."""
 
