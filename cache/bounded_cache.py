@@ -45,7 +45,7 @@ class BoundedLayer(DynamicLayer):
             raise RuntimeError("positions of the new tokens were not staged (BoundedCache.stage_positions)")
         keys, values = super().update(key_states, value_states)
         batch, heads, new = key_states.shape[:3]
-        pos = self.staged_positions.expand(batch, heads, new, -1).to(key_states.device)
+        pos = self.staged_positions.expand(batch, heads, new, -1)
         if pos.shape[2] != new:
             raise RuntimeError(f"staged positions for {pos.shape[2]} tokens, model added {new}")
         fresh = torch.zeros(batch, heads, new, dtype=torch.float32, device=key_states.device)
@@ -109,13 +109,17 @@ class BoundedCache(DynamicCache):
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
-    def stage_positions(self, position_ids: torch.Tensor) -> None:
-        """Positions of the tokens the next forward adds: [B, T] (RoPE) or [P, B, T] (M-RoPE)."""
+    def stage_positions(self, position_ids: torch.Tensor, device: torch.device | str | None = None) -> None:
+        """Positions of the tokens the next forward adds: [B, T] (RoPE) or [P, B, T] (M-RoPE).
+
+        Pass them on the CPU (and the cache's `device`): the next free position is then read without
+        waiting for the accelerator, and the positions are copied to the device once, not once per layer.
+        """
         pos = position_ids if position_ids.dim() == 3 else position_ids[None]
-        staged = pos.permute(1, 2, 0)[:, None].long()  # [B, 1, T, P]
+        self.next_position = max(self.next_position, int(pos.max()) + 1)
+        staged = pos.permute(1, 2, 0)[:, None].long().to(device or pos.device)  # [B, 1, T, P]
         for layer in self.layers:
             layer.staged_positions = staged
-        self.next_position = max(self.next_position, int(pos.max()) + 1)
 
     def kv_bytes(self) -> int:
         """Bytes held by keys and values over all layers."""

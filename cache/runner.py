@@ -43,15 +43,12 @@ class CachedRunner:
         self.position_dims = position_dims
         self.chunk_size = max(chunk_size, cache.config.window)
         self.last_evictions: list[EvictionStats] = []
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.model.parameters()).device
+        self.device = next(model.parameters()).device
 
     def text_positions(self, length: int, start: int | None = None) -> torch.Tensor:
-        """Positions of `length` text tokens appended after the cache: [1, T] or [P, 1, T]."""
+        """Positions of `length` text tokens appended after the cache, on the CPU: [1, T] or [P, 1, T]."""
         first = self.cache.next_position if start is None else start
-        pos = torch.arange(first, first + length, device=self.device)[None]
+        pos = torch.arange(first, first + length)[None]
         return pos if self.position_dims == 1 else pos[None].expand(self.position_dims, 1, length)
 
     @torch.inference_mode()
@@ -60,7 +57,7 @@ class CachedRunner:
         *,
         input_ids: torch.Tensor | None = None,  # [1, T]
         inputs_embeds: torch.Tensor | None = None,  # [1, T, hidden]
-        position_ids: torch.Tensor | None = None,  # [1, T] or [P, 1, T]; text positions when None
+        position_ids: torch.Tensor | None = None,  # [1, T] or [P, 1, T], best on the CPU; text positions when None
         evict_to: int | None = None,
         **model_inputs,
     ) -> torch.Tensor:
@@ -103,9 +100,13 @@ class CachedRunner:
         return logits
 
     def _forward(self, position_ids: torch.Tensor, capture: str | None, **inputs) -> torch.Tensor:
-        self.cache.stage_positions(position_ids)
+        self.cache.stage_positions(position_ids, self.device)
         with self.cache.recording(capture):
             out = self.model(
-                position_ids=position_ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1, **inputs
+                position_ids=position_ids.to(self.device),
+                past_key_values=self.cache,
+                use_cache=True,
+                logits_to_keep=1,
+                **inputs,
             )
         return out.logits[:, -1]

@@ -93,7 +93,7 @@ class StreamingSession:
             loaded.model, self.cache, position_dims=self.adapter.position_dims, chunk_size=self.config.chunk_size
         )
         self._eos = set(self.adapter.eos_token_ids())
-        self._suppressed = torch.tensor(self.adapter.suppressed_token_ids(), dtype=torch.long)
+        self._suppressed = torch.tensor(self.adapter.suppressed_token_ids(), dtype=torch.long, device=loaded.device)
         self.reset()
 
     # -- public steps -------------------------------------------------------------------------------
@@ -158,9 +158,7 @@ class StreamingSession:
         model = self.loaded.model
         embeds = self.adapter.segment_embeddings(model, segment)  # [1, T, hidden]
         positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
-        return self.runner.prefill(
-            inputs_embeds=embeds, position_ids=positions.to(self.runner.device), evict_to=evict_to
-        )
+        return self.runner.prefill(inputs_embeds=embeds, position_ids=positions, evict_to=evict_to)
 
     def _answer(self, question: str, segment: Segment) -> Iterator[str]:
         self._start()
@@ -224,8 +222,7 @@ class StreamingSession:
     def _pick(self, logits: torch.Tensor) -> int:
         """Greedy choice over [1, vocab] logits; visual placeholder tokens are never produced."""
         if self._suppressed.numel():
-            logits = logits.clone()
-            logits[:, self._suppressed.to(logits.device)] = float("-inf")
+            logits = logits.index_fill(1, self._suppressed, float("-inf"))
         return int(logits.argmax(dim=-1))
 
     def _new_text(self, answer_ids: list[int], previous: str) -> tuple[str, str]:

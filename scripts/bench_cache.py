@@ -62,7 +62,7 @@ def fill_cache(cache: BoundedCache, model: Qwen2ForCausalLM, n: int) -> None:
     cfg = model.config
     head_dim = cfg.hidden_size // cfg.num_attention_heads
     param = next(model.parameters())
-    cache.stage_positions(torch.arange(n, device=param.device)[None])
+    cache.stage_positions(torch.arange(n)[None], param.device)
     for layer_idx in range(cfg.num_hidden_layers):
         shape = (1, cfg.num_key_value_heads, n, head_dim)
         keys = torch.randn(shape, device=param.device, dtype=param.dtype)
