@@ -1,10 +1,9 @@
-"""Shared pieces of the session tests: tiny models loaded once, random clips, plain generate()."""
+"""Shared pieces of the session tests: tiny models loaded once, plain generate()."""
 
 from __future__ import annotations
 
 import functools
 
-import numpy as np
 import torch
 
 from cache.attention import register_attention
@@ -19,10 +18,6 @@ def loaded(name: str, attention: str = "bounded") -> LoadedModel:
     """The tiny model `name` on bounded_sdpa ("bounded") or plain "sdpa" (same weights: same seed)."""
     text_attention = register_attention() if attention == "bounded" else attention
     return load_model(ModelConfig(model=name, device="cpu"), text_attention=text_attention)
-
-
-def random_clip(frames: int = 4, height: int = 48, width: int = 64, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, 256, (frames, height, width, 3), dtype=np.uint8)
 
 
 def generate_answer(model: LoadedModel, segments, max_new_tokens: int) -> list[int]:

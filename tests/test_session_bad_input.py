@@ -5,7 +5,8 @@ import pytest
 
 from cache.config import CacheConfig
 from model.session import SessionConfig, StreamingSession
-from tests.session_helpers import TINY_FAMILIES, loaded, random_clip
+from tests.model_fixtures import random_frames
+from tests.session_helpers import TINY_FAMILIES, loaded
 
 
 def _state(session):
@@ -26,15 +27,15 @@ def _same(a, b):
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_bad_input_changes_nothing(family):
     session = StreamingSession(loaded(family), CacheConfig(budget=96, window=8), SessionConfig(max_new_tokens=8))
-    session.ingest_clip(random_clip(), 0.0, 4.0)
+    session.ingest_clip(random_frames(4), 0.0, 4.0)
     list(session.ask("What is there?"))
     before = _state(session)
     bad_calls = [
         (lambda: session.ingest_clip(np.zeros((0, 48, 64, 3), np.uint8), 4.0, 8.0), "empty clip"),
-        (lambda: session.ingest_clip(random_clip().astype(np.float32), 4.0, 8.0), "must be uint8"),
-        (lambda: session.ingest_clip(random_clip()[..., :2], 4.0, 8.0), r"shape \[F, H, W, 3\]"),
-        (lambda: session.ingest_clip(random_clip()[0], 4.0, 8.0), r"got shape \(48, 64, 3\)"),
-        (lambda: session.ingest_clip(random_clip(), 8.0, 4.0), "before its start"),
+        (lambda: session.ingest_clip(random_frames(4).astype(np.float32), 4.0, 8.0), "must be uint8"),
+        (lambda: session.ingest_clip(random_frames(4)[..., :2], 4.0, 8.0), r"shape \[F, H, W, 3\]"),
+        (lambda: session.ingest_clip(random_frames(4)[0], 4.0, 8.0), r"got shape \(48, 64, 3\)"),
+        (lambda: session.ingest_clip(random_frames(4), 8.0, 4.0), "before its start"),
         (lambda: session.ask(""), "non-empty"),
         (lambda: session.ask("   \n"), "non-empty"),
         (lambda: session.ask("why " * 200), "at most .* fit in the cache budget"),

@@ -5,7 +5,8 @@ import pytest
 
 from cache.config import CacheConfig
 from model.session import SessionConfig, StreamingSession
-from tests.session_helpers import TINY_FAMILIES, loaded, random_clip
+from tests.model_fixtures import random_frames
+from tests.session_helpers import TINY_FAMILIES, loaded
 
 CLIPS, QUESTIONS, BUDGET, MAX_NEW = 100, 30, 512, 8
 
@@ -18,7 +19,7 @@ def test_long_stream_stays_within_budget(family, policy):
     )
     clips, answers = [], []
     for i in range(CLIPS):
-        clips.append(session.ingest_clip(random_clip(frames=4, seed=i), 4.0 * i, 4.0 * (i + 1)))
+        clips.append(session.ingest_clip(random_frames(4, seed=i), 4.0 * i, 4.0 * (i + 1)))
         assert session.cache.get_seq_length() <= BUDGET
         if i % 3 == 2 and len(answers) < QUESTIONS:
             pieces = list(session.ask(f"What happened in clip {i}?"))
@@ -40,5 +41,5 @@ def test_long_stream_stays_within_budget(family, policy):
 
 def test_full_policy_grows_instead():
     session = StreamingSession(loaded("tiny-qwen2-vl"), CacheConfig(policy="full", budget=BUDGET, window=16))
-    sizes = [session.ingest_clip(random_clip(seed=i), 4.0 * i, 4.0 * i + 4).cache_tokens for i in range(30)]
+    sizes = [session.ingest_clip(random_frames(4, seed=i), 4.0 * i, 4.0 * i + 4).cache_tokens for i in range(30)]
     assert sizes[-1] > BUDGET and sizes == sorted(sizes)

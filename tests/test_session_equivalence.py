@@ -6,7 +6,8 @@ import torch
 from cache.config import CacheConfig
 from cache.policies import POLICIES
 from model.session import SessionConfig, StreamingSession
-from tests.session_helpers import TINY_FAMILIES, generate_answer, loaded, random_clip
+from tests.model_fixtures import random_frames
+from tests.session_helpers import TINY_FAMILIES, generate_answer, loaded
 
 MAX_NEW = 10
 
@@ -26,7 +27,7 @@ def test_answers_equal_generate_on_the_whole_conversation(family, policy):
     answers = 0
     for kind, arg in plan:
         if kind == "clip":
-            frames = random_clip(frames=3 + arg, seed=arg)
+            frames = random_frames(3 + arg, seed=arg)
             t0 = 4.0 * arg
             session.ingest_clip(frames, t0, t0 + 4.0)
             conversation.append(adapter.clip_segment(frames, t0, t0 + 4.0))
