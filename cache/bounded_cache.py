@@ -7,6 +7,7 @@ layers and heads and applied to every layer.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Iterator
@@ -106,6 +107,21 @@ class BoundedCache(DynamicCache):
         """A cache for `model` (its re-rotation frequencies are read from the model when needed)."""
         needs_rotator = config.positions == "rerotate" and POLICIES[config.policy].evicts
         return cls(model.config, config, KeyRotator.from_model(model) if needs_rotator else None)
+
+    def fork(self, config: CacheConfig, rotator: KeyRotator | None = None) -> BoundedCache:
+        """A copy of every cached token (keys, values, positions, recorded attention) under another config.
+
+        Lets one prefill serve several policies: prefill a long prompt once into a cache that does not
+        evict, then fork it per policy and prefill the rest of the prompt into each fork.
+        """
+        rotator = rotator or self.rotator
+        if config.positions == "rerotate" and POLICIES[config.policy].evicts and rotator is None:
+            raise ValueError("positions='rerotate' needs a KeyRotator (KeyRotator.from_model(model))")
+        twin = copy.deepcopy(self)
+        twin.config = config
+        twin.policy = POLICIES[config.policy](config)
+        twin.rotator = rotator
+        return twin
 
     # -- bookkeeping ------------------------------------------------------------------------------
 

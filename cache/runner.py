@@ -59,9 +59,11 @@ class CachedRunner:
         inputs_embeds: torch.Tensor | None = None,  # [1, T, hidden]
         position_ids: torch.Tensor | None = None,  # [1, T] or [P, 1, T], best on the CPU; text positions when None
         evict_to: int | None = None,
+        all_logits: bool = False,
         **model_inputs,
     ) -> torch.Tensor:
-        """Adds a prompt to the cache and returns the logits after its last token: [1, vocab].
+        """Adds a prompt to the cache and returns the logits after its last token: [1, vocab]
+        (with `all_logits`, after every token: [1, T, vocab], e.g. to measure perplexity).
 
         The prompt goes in chunks; after each chunk the cache is cut to its budget, and after the last one
         to `evict_to` (default: the budget; pass budget - headroom before decoding an answer). Extra
@@ -76,7 +78,7 @@ class CachedRunner:
         chunk = length if model_inputs else self.chunk_size
         bounds = chunk_bounds(length, chunk, min(self.cache.config.window, length))
         self.last_evictions = []
-        logits = None
+        pieces = []
         for start, stop in bounds:
             is_last = stop == length
             piece = (
@@ -84,29 +86,33 @@ class CachedRunner:
                 if input_ids is not None
                 else {"inputs_embeds": inputs_embeds[:, start:stop]}
             )
-            logits = self._forward(position_ids[..., start:stop], self.cache.policy.capture, **piece, **model_inputs)
+            keep = stop - start if all_logits else 1
+            capture = self.cache.policy.capture
+            logits = self._forward(position_ids[..., start:stop], capture, keep, **piece, **model_inputs)
+            pieces.append(logits)
             self.last_evictions.append(self.cache.evict(target if is_last else budget))
-        return logits
+        return torch.cat(pieces, dim=1) if all_logits else pieces[-1][:, -1]
 
     @torch.inference_mode()
     def decode_step(self, token_id: int) -> torch.Tensor:
         """Feeds one generated token; returns the logits for the next: [1, vocab]."""
         ids = torch.tensor([[token_id]], device=self.device)
         capture = "accumulate" if self.cache.policy.capture == "accumulate" else None
-        logits = self._forward(self.text_positions(1), capture, input_ids=ids)
+        logits = self._forward(self.text_positions(1), capture, 1, input_ids=ids)[:, -1]
         if self.cache.policy.evicts and self.cache.get_seq_length() > self.cache.config.budget:
             logger.warning("answer outgrew the cache's headroom; evicting during decoding")
             self.cache.evict(self.cache.config.budget)
         return logits
 
-    def _forward(self, position_ids: torch.Tensor, capture: str | None, **inputs) -> torch.Tensor:
+    def _forward(self, position_ids: torch.Tensor, capture: str | None, keep: int, **inputs) -> torch.Tensor:
+        """One forward over new tokens; the logits of its last `keep` tokens: [1, keep, vocab]."""
         self.cache.stage_positions(position_ids, self.device)
         with self.cache.recording(capture):
             out = self.model(
                 position_ids=position_ids.to(self.device),
                 past_key_values=self.cache,
                 use_cache=True,
-                logits_to_keep=1,
+                logits_to_keep=keep,
                 **inputs,
             )
-        return out.logits[:, -1]
+        return out.logits
