@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 POSITION_MODES = ("rerotate", "original")
+POOL_MODES = ("max", "avg", "span")
 
 
 @dataclass
@@ -15,6 +16,12 @@ class CacheConfig:
     window:    `l`, the retrieval window: the newest tokens of a prompt, always kept, whose attention
                scores the older tokens.
     bias:      `b`, Inf-MLLM's attention bias; larger = shorter memory (paper: 1e-4 .. 0.1 by model).
+    pool:      span pooling of attention scores before the top-k (`inf-mllm`, `snapkv`): each older token
+               also scores the best of its `pool` neighbours, so what follows an attended token is kept too
+               (copying a fact needs the tokens after the one the question finds). 1 = no pooling, which
+               is Inf-MLLM's Algorithm 1 exactly as published.
+    pool_mode: "max" (centred max), "avg" (centred mean, SnapKV's) or "span" (the best of the `pool`
+               tokens up to and including this one: a token is kept when one just before it is).
     sinks:     first tokens that `streaming-llm` always keeps.
     positions: "rerotate" re-rotates kept keys to compact positions at each eviction, so an endless stream
                never leaves the trained position range (default); "original" keeps every token's first
@@ -25,6 +32,8 @@ class CacheConfig:
     budget: int = 2048
     window: int = 32
     bias: float = 1e-3
+    pool: int = 1
+    pool_mode: str = "max"
     sinks: int = 4
     positions: str = "rerotate"
 
@@ -42,6 +51,10 @@ class CacheConfig:
             )
         if self.bias < 0:
             raise ValueError(f"bias must be >= 0 (0 disables the attention bias), got {self.bias}")
+        if self.pool < 1:
+            raise ValueError(f"pool must be >= 1 token (1 = no pooling), got {self.pool}")
+        if self.pool_mode not in POOL_MODES:
+            raise ValueError(f"unknown pool_mode {self.pool_mode!r}; allowed: {', '.join(POOL_MODES)}")
         if self.sinks < 0:
             raise ValueError(f"sinks must be >= 0, got {self.sinks}")
         if self.sinks + self.window >= self.budget:

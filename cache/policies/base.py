@@ -41,6 +41,14 @@ class EvictionPolicy:
         # [1, 1, 1, n]: token i scores i, so the newest tokens win.
         return torch.arange(n, device=device, dtype=torch.float32).view(1, 1, 1, n)
 
+    def _pool_older(self, scores: torch.Tensor, n: int) -> torch.Tensor:
+        """Span pooling (see CacheConfig.pool) over the older tokens [0, n - window) of [..., n] scores."""
+        older = n - self.config.window
+        if self.config.pool <= 1 or older <= 1:
+            return scores
+        pooled = pool_tokens(scores[..., :older], self.config.pool, self.config.pool_mode)
+        return torch.cat([pooled, scores[..., older:]], dim=-1)
+
     def _protect_recent(self, scores: torch.Tensor, n: int) -> torch.Tensor:
         scores = scores.clone()
         scores[..., max(n - self.config.window, 0) :] = KEEP
@@ -58,3 +66,27 @@ def select_keep(
     scores = policy.score(n, attention, device).expand(*shape, n)
     keep = torch.topk(scores, k=target, dim=-1, sorted=False).indices
     return keep.sort(dim=-1).values
+
+
+def pool_tokens(scores: torch.Tensor, kernel: int, mode: str) -> torch.Tensor:
+    """Pools [..., n] scores along the token axis with a stride-1 window of `kernel` tokens; same shape.
+
+    max/avg: centred window (SnapKV's clustering); span: the window ending at each token, so a token
+    inherits the score of the best of the `kernel - 1` tokens before it.
+    """
+    lead, n = scores.shape[:-1], scores.shape[-1]
+    flat = scores.reshape(-1, 1, n)
+    if mode == "span":
+        padded = torch.nn.functional.pad(flat, (kernel - 1, 0), value=float("-inf"))
+        pooled = torch.nn.functional.max_pool1d(padded, kernel, stride=1)
+    else:
+        left = (kernel - 1) // 2
+        pad = (left, kernel - 1 - left)
+        if mode == "max":
+            pooled = torch.nn.functional.max_pool1d(torch.nn.functional.pad(flat, pad, value=float("-inf")), kernel, 1)
+        else:  # avg over the neighbours that exist (edges are not diluted by padding)
+            ones = torch.ones_like(flat)
+            total = torch.nn.functional.avg_pool1d(torch.nn.functional.pad(flat, pad), kernel, 1)
+            count = torch.nn.functional.avg_pool1d(torch.nn.functional.pad(ones, pad), kernel, 1)
+            pooled = total / count
+    return pooled.reshape(*lead, n)
