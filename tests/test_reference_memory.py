@@ -1,0 +1,57 @@
+"""What the bounded cache remembers, on the real reference LM: relations the quality benchmark shows,
+kept small (1K-token contexts) so they run in CI. A needle always lies beyond the cache budget."""
+
+import pytest
+
+from cache.config import CacheConfig
+from quality.needle import make_samples, question_aware, stream
+from tests.reference_lm import reference_lm, reference_text
+
+BUDGET, CONTEXT, SAMPLES = 256, 1024, 3
+
+
+def configs() -> dict[str, CacheConfig]:
+    return {
+        "full": CacheConfig(policy="full", budget=BUDGET),
+        "window": CacheConfig(policy="window", budget=BUDGET),
+        "inf-mllm": CacheConfig(policy="inf-mllm", budget=BUDGET),
+        "inf-mllm-published": CacheConfig(policy="inf-mllm", budget=BUDGET, pool=1),
+    }
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return make_samples(reference_lm(), reference_text(), CONTEXT, SAMPLES, seed=11, min_distance=BUDGET)
+
+
+@pytest.fixture(scope="module")
+def question_aware_results(samples):
+    lm = reference_lm()
+    per_sample = [question_aware(lm, sample, configs()) for sample in samples]
+    return {name: [results[name] for results in per_sample] for name in configs()}
+
+
+def exact(results) -> int:
+    return sum(r.exact for r in results)
+
+
+def mean_logprob(results) -> float:
+    return sum(r.logprob for r in results) / len(results)
+
+
+def test_every_needle_lies_beyond_the_budget(samples):
+    for sample in samples:
+        distance_to_end = len(sample.context_ids) - sample.needle_start + len(sample.cue_ids)
+        assert distance_to_end > BUDGET
+
+
+def test_full_attention_retrieves_the_needle(question_aware_results):
+    full = question_aware_results["full"]
+    assert exact(full) >= SAMPLES - 1
+    assert mean_logprob(full) > -1.5
+
+
+def test_window_attention_loses_the_needle(question_aware_results):
+    window = question_aware_results["window"]
+    assert exact(window) == 0
+    assert mean_logprob(window) < mean_logprob(question_aware_results["full"]) - 2.0
