@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from app.scheduler import DEFAULT_QUESTION
+from cache.config import POOL_MODES, CacheConfig
 from cache.policies import POLICIES
 
 try:
@@ -48,11 +49,29 @@ def build_parser() -> argparse.ArgumentParser:
     mdl.add_argument("--chunk-size", type=int, default=512, help="tokens per prefill step (bounds peak memory)")
 
     kv = p.add_argument_group("bounded KV cache")
-    kv.add_argument("--policy", choices=list(POLICIES), default="inf-mllm", help="eviction policy")
-    kv.add_argument("--budget", type=int, default=2048, help="tokens kept per layer after every eviction")
-    kv.add_argument("--window", type=int, default=32, help="retrieval window l: newest prompt tokens, always kept")
-    kv.add_argument("--bias", type=float, default=1e-3, help="Inf-MLLM attention bias b (larger = shorter memory)")
-    kv.add_argument("--sinks", type=int, default=4, help="sink tokens kept by streaming-llm")
+    defaults = CacheConfig()
+    kv.add_argument("--policy", choices=list(POLICIES), default=defaults.policy, help="eviction policy")
+    kv.add_argument("--budget", type=int, default=defaults.budget, help="tokens kept per layer after every eviction")
+    kv.add_argument(
+        "--window", type=int, default=defaults.window, help="retrieval window l: newest prompt tokens, always kept"
+    )
+    kv.add_argument(
+        "--bias", type=float, default=defaults.bias, help="Inf-MLLM attention bias b (larger = shorter memory)"
+    )
+    kv.add_argument(
+        "--pool",
+        type=int,
+        default=defaults.pool,
+        help="span pooling of inf-mllm/snapkv scores, in tokens: keeps what surrounds an attended token "
+        "(1 = Inf-MLLM's Algorithm 1 exactly as published; snapkv then uses its own 7)",
+    )
+    kv.add_argument(
+        "--pool-mode",
+        choices=POOL_MODES,
+        default=defaults.pool_mode,
+        help="pooling: centred max, centred mean, or span (the tokens after an attended one)",
+    )
+    kv.add_argument("--sinks", type=int, default=defaults.sinks, help="sink tokens kept by streaming-llm")
     kv.add_argument(
         "--positions",
         choices=["rerotate", "original"],

@@ -78,6 +78,8 @@ class AppConfig:
                 budget=args.budget,
                 window=args.window,
                 bias=args.bias,
+                pool=args.pool,
+                pool_mode=args.pool_mode,
                 sinks=args.sinks,
                 positions=args.positions,
             ),

@@ -52,7 +52,7 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
     print(
         f"model ready: {loaded.family} on {loaded.device} ({str(loaded.dtype).removeprefix('torch.')}); "
         f"cache: {config.cache.policy}, budget {config.cache.budget}, window {config.cache.window}, "
-        f"bias {config.cache.bias:g}",
+        f"bias {config.cache.bias:g}, pool {config.cache.pool} ({config.cache.pool_mode})",
         file=sys.stderr,
         flush=True,
     )

@@ -58,6 +58,7 @@ def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) ->
         budget=config.cache.budget,
         window=config.cache.window,
         bias=config.cache.bias,
+        pool=config.cache.pool,
         memory_backend=monitor.backend,
         memory_label=monitor.label,
         random_weights=config.model.model == "tiny",

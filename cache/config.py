@@ -19,7 +19,8 @@ class CacheConfig:
     pool:      span pooling of attention scores before the top-k (`inf-mllm`, `snapkv`): each older token
                also scores the best of its `pool` neighbours, so what follows an attended token is kept too
                (copying a fact needs the tokens after the one the question finds). 1 = no pooling, which
-               is Inf-MLLM's Algorithm 1 exactly as published.
+               is Inf-MLLM's Algorithm 1 exactly as published. Default 8 "span": chosen by needle retrieval
+               on the reference model (README, "What the cache remembers").
     pool_mode: "max" (centred max), "avg" (centred mean, SnapKV's) or "span" (the best of the `pool`
                tokens up to and including this one: a token is kept when one just before it is).
     sinks:     first tokens that `streaming-llm` always keeps.
@@ -32,8 +33,8 @@ class CacheConfig:
     budget: int = 2048
     window: int = 32
     bias: float = 1e-3
-    pool: int = 1
-    pool_mode: str = "max"
+    pool: int = 8
+    pool_mode: str = "span"
     sinks: int = 4
     positions: str = "rerotate"
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import sys
 import time
@@ -25,7 +26,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cache.config import POSITION_MODES, CacheConfig  # noqa: E402
+from cache.config import POOL_MODES, POSITION_MODES, CacheConfig  # noqa: E402
 from cache.policies import POLICIES  # noqa: E402
 from model.loading import ModelLoadError  # noqa: E402
 from quality import report  # noqa: E402
@@ -34,6 +35,7 @@ from quality.needle import make_samples, question_aware, stream  # noqa: E402
 from quality.perplexity import stream_perplexity  # noqa: E402
 from quality.reference import TEXTS, ReferenceMissing, load_text  # noqa: E402
 
+PUBLISHED = "inf-mllm-alg1"  # inf-mllm with pool=1: Algorithm 1 as published
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -44,8 +46,18 @@ def configs_for(args, budget: int) -> dict[str, CacheConfig]:
         for positions in args.positions if POLICIES[policy].evicts else ["rerotate"]:
             name = policy if len(args.positions) == 1 or not POLICIES[policy].evicts else f"{policy}/{positions}"
             configs[name] = CacheConfig(
-                policy=policy, budget=budget, window=args.window, bias=args.bias, positions=positions
+                policy=policy,
+                budget=budget,
+                window=args.window,
+                bias=args.bias,
+                pool=args.pool,
+                pool_mode=args.pool_mode,
+                positions=positions,
             )
+            if policy == "inf-mllm" and configs[name].pool > 1 and not args.no_published:
+                # Algorithm 1 exactly as published, beside the default (span-pooled) selection
+                published = dataclasses.replace(configs[name], pool=1)
+                configs[name.replace("inf-mllm", PUBLISHED)] = published
     return configs
 
 
@@ -105,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=512, help="cache budget (tokens) for the needles")
     parser.add_argument("--window", type=int, default=CacheConfig.window, help="retrieval window l (tokens)")
     parser.add_argument("--bias", type=float, default=CacheConfig.bias, help="Inf-MLLM attention bias b")
+    parser.add_argument("--pool", type=int, default=CacheConfig.pool, help="span pooling (1 = none)")
+    parser.add_argument("--pool-mode", choices=POOL_MODES, default=CacheConfig.pool_mode, help="pooling mode")
+    parser.add_argument(
+        "--no-published", action="store_true", help=f"skip {PUBLISHED} (inf-mllm with pool=1: Algorithm 1 as published)"
+    )
     parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 2048, 5120, 10240], help="needle contexts")
     parser.add_argument("--samples", type=int, default=8, help="needles per context")
     parser.add_argument("--clip", type=int, default=256, help="tokens per clip in the stream protocol")

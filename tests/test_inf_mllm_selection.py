@@ -1,4 +1,4 @@
-"""Inf-MLLM's selection against an independent numpy reference of Algorithm 1."""
+"""Inf-MLLM's selection with pool=1 (Algorithm 1 as published) against an independent numpy reference."""
 
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ def test_keeps_exactly_what_algorithm_1_keeps(seed, bias):
     rng = np.random.default_rng(seed)
     n, window, budget = 300, 16, 100
     scores = rng.dirichlet(np.ones(n), size=(LAYERS, KV_HEADS))  # rows of attention that sum to 1
-    cache = filled_cache(n, scores, policy="inf-mllm", budget=budget, window=window, bias=bias)
+    cache = filled_cache(n, scores, policy="inf-mllm", budget=budget, window=window, bias=bias, pool=1)
     stats = cache.evict(budget)
     assert (stats.tokens_before, stats.tokens_after) == (n, budget)
     kept = kept_indices(cache)
@@ -38,7 +38,7 @@ def test_larger_bias_keeps_newer_tokens():
     scores = rng.dirichlet(np.ones(n), size=(LAYERS, KV_HEADS))
     mean_kept = []
     for bias in [0.0, 1e-3, 1e-2, 1.0, 100.0]:
-        cache = filled_cache(n, scores, policy="inf-mllm", budget=budget, window=window, bias=bias)
+        cache = filled_cache(n, scores, policy="inf-mllm", budget=budget, window=window, bias=bias, pool=1)
         cache.evict(budget)
         older_kept = kept_indices(cache)[..., : budget - window]
         mean_kept.append(older_kept.mean())
@@ -52,7 +52,7 @@ def test_heads_choose_independently():
     scores = np.zeros((LAYERS, KV_HEADS, n))
     scores[:, 0, :10] = 1.0  # head 0 looks at the start
     scores[:, 1, 20:30] = 1.0  # head 1 looks at the middle
-    cache = filled_cache(n, scores, policy="inf-mllm", budget=budget, window=window, bias=0.0)
+    cache = filled_cache(n, scores, policy="inf-mllm", budget=budget, window=window, bias=0.0, pool=1)
     cache.evict(budget)
     kept = kept_indices(cache)
     assert set(range(10)) <= set(kept[0, 0]) and not set(range(20, 30)) & set(kept[0, 0][:16])

@@ -55,3 +55,10 @@ def test_window_attention_loses_the_needle(question_aware_results):
     window = question_aware_results["window"]
     assert exact(window) == 0
     assert mean_logprob(window) < mean_logprob(question_aware_results["full"]) - 2.0
+
+
+def test_in_the_stream_protocol_window_attention_loses_the_needle(samples, question_aware_results):
+    lm = reference_lm()
+    results = [stream(lm, sample, configs()["window"], clip_tokens=128) for sample in samples]
+    assert exact(results) == 0
+    assert mean_logprob(results) < mean_logprob(question_aware_results["full"]) - 2.0

@@ -33,6 +33,7 @@ class PageInfo:
     memory_backend: str
     memory_label: str
     random_weights: bool = False  # --model tiny
+    pool: int = 1
 
 
 def format_stream_time(t: float | None) -> str:
@@ -100,7 +101,7 @@ def status_markdown(snap: Snapshot, standing_question: str, every_s: float) -> s
 def settings_markdown(info: PageInfo) -> str:
     line = (
         f"**Model** {info.model} ({info.family}, {info.device}, {info.dtype}) · **policy** {info.policy} · "
-        f"**budget** {info.budget} tokens · **window** {info.window} · **bias** {info.bias:g} · "
+        f"**budget** {info.budget} tokens · **window** {info.window} · **bias** {info.bias:g} · **pool** {info.pool} · "
         f"**memory** {info.memory_label} [{info.memory_backend}]"
     )
     if info.random_weights:
