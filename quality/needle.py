@@ -88,6 +88,14 @@ def make_samples(
     return samples
 
 
+def benchmark_sample(
+    lm: TextLM, text: str, context_tokens: int, index: int, budget: int, seed: int = 0
+) -> NeedleSample:
+    """Sample `index` of the benchmark at one context length: the same needle and haystack in every run
+    (and in scripts/kvpress_side_by_side.py), always beyond `budget` tokens from the end."""
+    return make_samples(lm, text, context_tokens, 1, seed=seed + 1000 * index + context_tokens, min_distance=budget)[0]
+
+
 def _line_start_near(ids: list[int], at: int, newline: list[int], limit: int) -> int:
     """The first index in [at, limit) that follows a newline token (or `at` if there is none)."""
     mark = newline[-1] if newline else None

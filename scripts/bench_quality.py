@@ -31,7 +31,7 @@ from cache.policies import POLICIES  # noqa: E402
 from model.loading import ModelLoadError  # noqa: E402
 from quality import report  # noqa: E402
 from quality.lm import REFERENCE, TextLM, load_text_lm  # noqa: E402
-from quality.needle import make_samples, question_aware, stream  # noqa: E402
+from quality.needle import benchmark_sample, question_aware, stream  # noqa: E402
 from quality.perplexity import stream_perplexity  # noqa: E402
 from quality.reference import TEXTS, ReferenceMissing, load_text  # noqa: E402
 
@@ -68,8 +68,7 @@ def run_needles(lm: TextLM, text: str, args) -> list[dict]:
     rows = []
     bar = tqdm(jobs, desc="needles", unit="sample")
     for context, index in bar:
-        seed = args.seed + 1000 * index + context
-        sample = make_samples(lm, text, context, 1, seed=seed, min_distance=args.budget)[0]
+        sample = benchmark_sample(lm, text, context, index, args.budget, args.seed)
         base = {"context_tokens": context, "sample": index, "depth": round(sample.depth, 3), "needle": sample.needle}
         bar.set_postfix_str(f"{context} tok, question-aware")
         for name, result in question_aware(lm, sample, configs).items():
