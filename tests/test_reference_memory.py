@@ -62,3 +62,12 @@ def test_in_the_stream_protocol_window_attention_loses_the_needle(samples, quest
     results = [stream(lm, sample, configs()["window"], clip_tokens=128) for sample in samples]
     assert exact(results) == 0
     assert mean_logprob(results) < mean_logprob(question_aware_results["full"]) - 2.0
+
+
+def test_span_pooled_inf_mllm_keeps_the_needle_where_algorithm_1_loses_it(question_aware_results):
+    full = question_aware_results["full"]
+    pooled = question_aware_results["inf-mllm"]  # the default selection (span pooling)
+    published = question_aware_results["inf-mllm-published"]  # pool=1: Algorithm 1 as published
+    assert abs(mean_logprob(pooled) - mean_logprob(full)) < 0.5
+    assert exact(pooled) >= exact(full) - 1
+    assert mean_logprob(published) < mean_logprob(pooled) - 1.5
