@@ -62,8 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--pool",
         type=int,
         default=defaults.pool,
-        help="span pooling of inf-mllm/snapkv scores, in tokens: keeps what surrounds an attended token "
-        "(1 = Inf-MLLM's Algorithm 1 exactly as published; snapkv then uses its own 7)",
+        help="span pooling of inf-mllm scores, in tokens: keeps what follows an attended token "
+        "(1 = Inf-MLLM's Algorithm 1 exactly as published)",
     )
     kv.add_argument(
         "--pool-mode",

@@ -16,7 +16,7 @@ class CacheConfig:
     window:    `l`, the retrieval window: the newest tokens of a prompt, always kept, whose attention
                scores the older tokens.
     bias:      `b`, Inf-MLLM's attention bias; larger = shorter memory (paper: 1e-4 .. 0.1 by model).
-    pool:      span pooling of attention scores before the top-k (`inf-mllm`, `snapkv`): each older token
+    pool:      span pooling of attention scores before the top-k (`inf-mllm`; snapkv has its own): each older token
                also scores the best of its `pool` neighbours, so what follows an attended token is kept too
                (copying a fact needs the tokens after the one the question finds). 1 = no pooling, which
                is Inf-MLLM's Algorithm 1 exactly as published. Default 8 "span": chosen by needle retrieval

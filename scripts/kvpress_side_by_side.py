@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = 1 - (args.budget - ANSWER_HEADROOM) / len(prompt)
         presses = {
             "kvpress full (no press)": None,
-            "kvpress snapkv": SnapKVPress(compression_ratio=ratio),
+            "kvpress snapkv": SnapKVPress(compression_ratio=ratio, window_size=32, kernel_size=7),  # as ours
             "kvpress streaming-llm": StreamingLLMPress(compression_ratio=ratio),
         }
         for name, press in presses.items():

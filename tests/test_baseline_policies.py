@@ -65,7 +65,7 @@ def test_eviction_keeps_values_paired_with_their_keys(policy):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"policy": "lru"}, "allowed: inf-mllm, streaming-llm, h2o, window, full"),
+        ({"policy": "lru"}, "allowed: inf-mllm, snapkv, streaming-llm, h2o, window, full"),
         ({"budget": 32, "window": 32}, "must be larger than the window"),
         ({"bias": -0.1}, "bias must be >= 0"),
         ({"window": 0}, "window must be >= 1"),

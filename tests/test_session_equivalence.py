@@ -12,7 +12,7 @@ from tests.session_helpers import TINY_FAMILIES, generate_answer, loaded
 MAX_NEW = 10
 
 
-@pytest.mark.parametrize("policy", ["inf-mllm", "h2o", "full"])
+@pytest.mark.parametrize("policy", ["inf-mllm", "snapkv", "h2o", "full"])
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_answers_equal_generate_on_the_whole_conversation(family, policy):
     ours = loaded(family)
@@ -44,4 +44,4 @@ def test_answers_equal_generate_on_the_whole_conversation(family, policy):
 
 
 def test_every_policy_is_registered_for_the_session():
-    assert set(POLICIES) == {"inf-mllm", "h2o", "streaming-llm", "window", "full"}
+    assert set(POLICIES) == {"inf-mllm", "snapkv", "h2o", "streaming-llm", "window", "full"}

@@ -1,8 +1,8 @@
 """`snapkv` (Li et al. 2024): observation-window attention, pooled, top-k per KV head, plus the window.
 
 The score of each older token is the attention the prompt's last `window` query rows give it (averaged
-over the rows and over the query heads of its KV group), average-pooled over `pool` neighbouring tokens
-(SnapKV's clustering; default 7 when the config leaves pool at 1). No attention bias.
+over the rows and over the query heads of its KV group), average-pooled over 7 neighbouring tokens
+(SnapKV's clustering kernel, fixed: `CacheConfig.pool` tunes inf-mllm, not this policy). No attention bias.
 """
 
 import dataclasses
@@ -21,8 +21,7 @@ class SnapKV(EvictionPolicy):
     per_head = True
 
     def __init__(self, config: CacheConfig) -> None:
-        pool = config.pool if config.pool > 1 else SNAPKV_POOL
-        super().__init__(dataclasses.replace(config, pool=pool, pool_mode="avg"))
+        super().__init__(dataclasses.replace(config, pool=SNAPKV_POOL, pool_mode="avg"))
 
     def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
         if attention is None:
