@@ -6,6 +6,7 @@ import sys
 
 from app.config import AppConfig
 from app.printer import TerminalPrinter
+from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
 from capture import SourceError
@@ -13,6 +14,15 @@ from ui.memory_monitor import MemoryMonitor
 
 
 def run_terminal(config: AppConfig) -> int:
+    with stop_on_signals() as signals:
+        try:
+            return _run(config, signals)
+        except StopRequested as stop:
+            print(f"\n{stop.signal_name}: stopped before the run started", file=sys.stderr, flush=True)
+            return 0
+
+
+def _run(config: AppConfig, signals: SignalStop) -> int:
     try:
         loaded, session = start_session(config)
     except StartupError as err:
@@ -29,9 +39,10 @@ def run_terminal(config: AppConfig) -> int:
     try:
         while not running.assistant.done.wait(0.2):
             pass
-    except KeyboardInterrupt:
-        print("\nstopping ...", file=sys.stderr, flush=True)
+    except StopRequested as stop:
+        print(f"\n{stop.signal_name}: stopping ...", file=sys.stderr, flush=True)
     finally:
+        signals.closing()
         questions.stop()
         running.close()
     return 0

@@ -5,14 +5,13 @@ Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, an unope
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 
 import gradio as gr
 from gradio.exceptions import ServerFailedToStartError
 
 from app.config import AppConfig, UIConfig
+from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from capture import SourceError
 from model.loading import LoadedModel
@@ -38,14 +37,6 @@ def memory_point(monitor: MemoryMonitor):
 def capture_options(config: AppConfig, max_size: tuple[int, int]) -> CaptureOptions:
     """--fps, --clip-seconds, --realtime, --loop for sources picked in the page."""
     return CaptureOptions(max_size=max_size, **config.capture_settings)
-
-
-class _Stop(Exception):
-    """SIGTERM, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
-
-
-def _raise_stop(signum, frame) -> None:
-    raise _Stop()
 
 
 def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) -> PageInfo:
@@ -80,6 +71,15 @@ def _launch(page: gr.Blocks, ui: UIConfig) -> None:
 
 
 def serve(config: AppConfig) -> int:
+    with stop_on_signals() as signals:
+        try:
+            return _serve(config, signals)
+        except StopRequested as stop:
+            print(f"\n{stop.signal_name}: stopped before the page was served", file=sys.stderr, flush=True)
+            return 0
+
+
+def _serve(config: AppConfig, signals: SignalStop) -> int:
     ui = config.ui
     assert ui is not None, "serve() needs config.ui (python -m app --ui)"
     try:
@@ -98,13 +98,9 @@ def serve(config: AppConfig) -> int:
     page = build_page(live, controls, page_info(config, loaded, monitor), config.schedule, previews, initial_source)
     page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
 
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous_sigterm = signal.getsignal(signal.SIGTERM) if in_main_thread else None
     assistant.start()
     try:
         running.watch_configured_source(config, loaded)
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, _raise_stop)
         try:
             _launch(page, ui)
         except (OSError, ServerFailedToStartError) as err:
@@ -116,11 +112,10 @@ def serve(config: AppConfig) -> int:
         print("the run is finished; closing the page", file=sys.stderr, flush=True)
     except SourceError as err:
         return fail(str(err))
-    except (KeyboardInterrupt, _Stop):
-        print("\nstopping ...", file=sys.stderr, flush=True)
+    except StopRequested as stop:
+        print(f"\n{stop.signal_name}: stopping ...", file=sys.stderr, flush=True)
     finally:
-        if in_main_thread:
-            signal.signal(signal.SIGTERM, previous_sigterm)
+        signals.closing()
         page.close()
         running.close()
         previews.close()

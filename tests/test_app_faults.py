@@ -64,8 +64,17 @@ def test_config_file_sets_options_and_flags_win(tmp_path):
     assert done.returncode == 2 and "unknown setting 'bugdet'" in done.stderr
 
 
-def test_ctrl_c_mid_run_exits_0_with_a_complete_log(tmp_path):
-    log = tmp_path / "sigint.jsonl"
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a background job of a shell script inherits
+
+
+@pytest.mark.parametrize(
+    ("stop_signal", "sigint_ignored_at_start"),
+    [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)],
+    ids=["ctrl-c", "ctrl-c-in-a-background-job", "sigterm-service-stop"],
+)
+def test_a_stop_signal_mid_run_exits_0_with_a_complete_log(tmp_path, stop_signal, sigint_ignored_at_start):
+    log = tmp_path / "stop.jsonl"
     proc = subprocess.Popen(
         app_command(
             "--video",
@@ -89,6 +98,7 @@ def test_ctrl_c_mid_run_exits_0_with_a_complete_log(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_ignore_sigint if sigint_ignored_at_start else None,
     )
     try:
         deadline = time.monotonic() + 120
@@ -98,7 +108,7 @@ def test_ctrl_c_mid_run_exits_0_with_a_complete_log(tmp_path):
             time.sleep(0.2)
         else:
             pytest.fail("no answer within 120 s")
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop_signal)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
@@ -108,3 +118,4 @@ def test_ctrl_c_mid_run_exits_0_with_a_complete_log(tmp_path):
     events = [json.loads(line) for line in lines]  # every line is whole JSON
     assert events[-1]["type"] == "status" and events[-1]["message"] == "assistant stopped"
     assert "Traceback" not in err
+    assert f"{signal.Signals(stop_signal).name}: stopping" in err
