@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from app.events import EventBus, make_event
 from app.scheduler import StandingQuestion
+from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
 from model.session import StreamingSession
 
@@ -66,6 +67,8 @@ class Assistant:
         self.memory_sample = memory_sample
         self.stop_event = threading.Event()
         self.done = threading.Event()  # set when the run has ended (limits, end of stream, stop)
+        # a stop takes effect within one forward pass: between prefill chunks and decode steps
+        session.stop_requested = self.stop_event.is_set
         self._commands: queue.Queue = queue.Queue()
         self._capture: CaptureThread | None = None
         self._stream_time = 0.0
@@ -163,6 +166,9 @@ class Assistant:
     def _on_clip(self, clip: Clip) -> None:
         try:
             metrics = self.session.ingest_clip(clip.frames, clip.t_start, clip.t_end)
+        except PrefillInterrupted as stop:
+            self.bus.publish(make_event("status", message=f"clip {clip.index} cut off by the stop ({stop})"))
+            return
         except Exception as err:  # one bad clip must not end the stream
             logger.exception("clip %d failed", clip.index)
             self._error("clip", f"clip {clip.index} ({clip.t_start:.1f}-{clip.t_end:.1f}s) failed: {err}")

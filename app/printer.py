@@ -33,8 +33,9 @@ class TerminalPrinter:
         elif kind == "answer":
             memory = _mib(event.get("device_mem_bytes")) if event.get("device_mem_bytes") is not None else None
             memory = memory or f"RSS {_mib(event.get('process_rss_bytes'))}"
+            cut = "\n   (cut off: the assistant is stopping)" if event.get("cut_off") else ""
             self._print(
-                f"\n   ttft {event['ttft_s']:.2f}s · {event['decode_tokens_per_s']:.1f} tok/s · "
+                f"{cut}\n   ttft {event['ttft_s']:.2f}s · {event['decode_tokens_per_s']:.1f} tok/s · "
                 f"cache {event['cache_tokens_before']} -> {event['cache_tokens_after']} tokens "
                 f"(evict {event['evict_ms']:.1f} ms) · KV {_mib(event['kv_bytes'])} · memory {memory}"
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import torch
 
@@ -29,6 +30,10 @@ def chunk_bounds(length: int, chunk_size: int, min_last: int) -> list[tuple[int,
     return bounds
 
 
+class PrefillInterrupted(Exception):
+    """`interrupt()` asked to stop between two prefill chunks; the chunks before it are in the cache."""
+
+
 class CachedRunner:
     """Runs a transformers causal LM (or VLM) with a `BoundedCache`, one batch-1 stream at a time.
 
@@ -44,6 +49,7 @@ class CachedRunner:
         self.chunk_size = max(chunk_size, cache.config.window)
         self.last_evictions: list[EvictionStats] = []
         self.device = next(model.parameters()).device
+        self.interrupt: Callable[[], bool] = lambda: False  # checked between prefill chunks
 
     def text_positions(self, length: int, start: int | None = None) -> torch.Tensor:
         """Positions of `length` text tokens appended after the cache, on the CPU: [1, T] or [P, 1, T]."""
@@ -66,7 +72,8 @@ class CachedRunner:
         (with `all_logits`, after every token: [1, T, vocab], e.g. to measure perplexity).
 
         The prompt goes in chunks; after each chunk the cache is cut to its budget, and after the last one
-        to `evict_to` (default: the budget; pass budget - headroom before decoding an answer). Extra
+        to `evict_to` (default: the budget; pass budget - headroom before decoding an answer). Between chunks
+        `interrupt()` is asked whether to stop (PrefillInterrupted; the cache stays consistent). Extra
         `model_inputs` (pixel tensors) force a single chunk: pass `inputs_embeds` to chunk visual prompts.
         """
         tokens = input_ids if input_ids is not None else inputs_embeds
@@ -80,6 +87,8 @@ class CachedRunner:
         self.last_evictions = []
         pieces = []
         for start, stop in bounds:
+            if start > 0 and self.interrupt():
+                raise PrefillInterrupted(f"stopped after {start} of {length} prompt tokens")
             is_last = stop == length
             piece = (
                 {"input_ids": input_ids[:, start:stop]}

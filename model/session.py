@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +20,7 @@ import torch
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
-from cache.runner import CachedRunner
+from cache.runner import CachedRunner, PrefillInterrupted
 from model.adapters.base import Segment
 from model.loading import LoadedModel
 from model.resources import device_memory_bytes, process_rss_bytes
@@ -73,6 +73,7 @@ class AnswerMetrics:
     kv_bytes: int
     device_mem_bytes: int | None
     process_rss_bytes: int
+    cut_off: bool = False  # a stop request ended the answer early
 
 
 class StreamingSession:
@@ -92,6 +93,8 @@ class StreamingSession:
         self.runner = CachedRunner(
             loaded.model, self.cache, position_dims=self.adapter.position_dims, chunk_size=self.config.chunk_size
         )
+        self.stop_requested: Callable[[], bool] = lambda: False  # checked between forward passes
+        self.runner.interrupt = lambda: self.stop_requested()
         self._eos = set(self.adapter.eos_token_ids())
         self._suppressed = torch.tensor(self.adapter.suppressed_token_ids(), dtype=torch.long, device=loaded.device)
         self.reset()
@@ -165,7 +168,11 @@ class StreamingSession:
         self.rounds += 1
         started = time.perf_counter()
         before = self.cache.get_seq_length() + segment.num_tokens
-        logits = self._prefill(segment, evict_to=self.cache_config.budget - self.config.max_new_tokens)
+        cut_off = False
+        try:
+            logits = self._prefill(segment, evict_to=self.cache_config.budget - self.config.max_new_tokens)
+        except PrefillInterrupted:
+            cut_off, logits = True, None
         after = self.cache.get_seq_length()
         evict_ms = sum(s.evict_ms for s in self.runner.last_evictions)
         answer_ids: list[int] = []
@@ -174,7 +181,10 @@ class StreamingSession:
         decode_started = time.perf_counter()
         fed_last = True
         try:
-            while len(answer_ids) < self.config.max_new_tokens:
+            while logits is not None and len(answer_ids) < self.config.max_new_tokens:
+                if answer_ids and self.stop_requested():
+                    cut_off = True
+                    break
                 token = self._pick(logits)
                 if ttft is None:
                     ttft = time.perf_counter() - started
@@ -211,6 +221,7 @@ class StreamingSession:
             kv_bytes=self.cache.kv_bytes(),
             device_mem_bytes=device_memory_bytes(self.loaded.device),
             process_rss_bytes=process_rss_bytes(),
+            cut_off=cut_off,
         )
 
     def _close_turn(self, answer_ids: list[int], fed_last: bool) -> None:
