@@ -20,6 +20,7 @@ from transformers.cache_utils import DynamicLayer
 
 from cache.attention import ACTIVE_OBSERVER, attention_probs
 from cache.config import CacheConfig
+from cache.host_store import HostStore, default_store_bytes
 from cache.policies import POLICIES, select_keep
 from cache.positions import compact_positions
 from cache.rope import KeyRotator
@@ -30,16 +31,22 @@ _ROW_BLOCK = 256  # query rows per block when accumulating attention (bounds the
 
 
 class BoundedLayer(DynamicLayer):
-    """A DynamicLayer that also keeps each token's positions and received attention.
+    """A DynamicLayer that also keeps, per token, its positions, its place in the stream and received attention.
 
-    keys/values: [B, H_kv, N, D]; positions: [B, H_kv, N, P] int64; attention: [B, H_kv, N] float32.
+    keys/values: [B, H_kv, N, D]; positions: [B, H_kv, N, P] int64 (where its key is rotated now);
+    origin: [B, H_kv, N, P] int64 (its position had nothing ever been evicted); token_index: [B, H_kv, N]
+    int64 (its rank in the whole stream); attention: [B, H_kv, N] float32.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.positions: torch.Tensor | None = None
+        self.origin: torch.Tensor | None = None
+        self.token_index: torch.Tensor | None = None
         self.attention: torch.Tensor | None = None
         self.staged_positions: torch.Tensor | None = None  # [B, 1, T, P] of the tokens being added
+        self.staged_origin: torch.Tensor | None = None  # [B, 1, T, P]
+        self.staged_index: torch.Tensor | None = None  # [1, 1, T]
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         if self.staged_positions is None:
@@ -50,20 +57,31 @@ class BoundedLayer(DynamicLayer):
         if pos.shape[2] != new:
             raise RuntimeError(f"staged positions for {pos.shape[2]} tokens, model added {new}")
         fresh = torch.zeros(batch, heads, new, dtype=torch.float32, device=key_states.device)
-        self.positions = pos if self.positions is None else torch.cat([self.positions, pos], dim=2)
-        self.attention = fresh if self.attention is None else torch.cat([self.attention, fresh], dim=2)
+        origin = self.staged_origin.expand(batch, heads, new, -1)
+        index = self.staged_index.expand(batch, heads, new)
+        self.positions = _append(self.positions, pos)
+        self.origin = _append(self.origin, origin)
+        self.token_index = _append(self.token_index, index)
+        self.attention = _append(self.attention, fresh)
         return keys, values
 
     def keep(self, index: torch.Tensor) -> None:
-        """Keeps the tokens at `index` ([B, H_kv, K], ascending) in every per-token tensor."""
+        """Keeps the tokens at `index` ([B, H_kv, K]) in every per-token tensor, in that order."""
         self.keys = _gather_tokens(self.keys, index)
         self.values = _gather_tokens(self.values, index)
         self.positions = _gather_tokens(self.positions, index)
+        self.origin = _gather_tokens(self.origin, index)
+        self.token_index = self.token_index.gather(2, index)
         self.attention = self.attention.gather(2, index)
 
     def reset(self) -> None:
         super().reset()
-        self.positions = self.attention = self.staged_positions = None
+        self.positions = self.origin = self.token_index = self.attention = None
+        self.staged_positions = self.staged_origin = self.staged_index = None
+
+
+def _append(old: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
+    return new if old is None else torch.cat([old, new], dim=2)
 
 
 def _gather_tokens(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -99,13 +117,28 @@ class BoundedCache(DynamicCache):
             raise ValueError("positions='rerotate' needs a KeyRotator (KeyRotator.from_model(model))")
         self.rotator = rotator
         self.next_position = 0  # first free position for the next token (highest component + 1)
+        self.position_offset = 0  # positions closed by compaction so far: origin = position + offset at staging
+        self.tokens_seen = 0  # tokens ever added: the next token's token_index
         self._recording: str | None = None
+        self._queries: dict[int, torch.Tensor] | None = None  # layer -> [H_q, R, D] while capturing queries
         self.evictions = 0
+        self.store = self._make_store(config, rotator)
+        self.archived = 0  # tokens [0, archived) of the stream are in the store
+        self.pinned: torch.Tensor | None = None  # token indices no eviction may remove (recalled for an answer)
+
+    @staticmethod
+    def _make_store(config: CacheConfig, rotator: KeyRotator | None) -> HostStore | None:
+        if config.recall == 0 or not POLICIES[config.policy].evicts:
+            return None
+        if rotator is None:
+            raise ValueError("recall needs a KeyRotator (KeyRotator.from_model(model))")
+        return HostStore(config.store_bytes or default_store_bytes(), config.block, rotator)
 
     @classmethod
     def for_model(cls, model: torch.nn.Module, config: CacheConfig) -> BoundedCache:
         """A cache for `model` (its re-rotation frequencies are read from the model when needed)."""
-        needs_rotator = config.positions == "rerotate" and POLICIES[config.policy].evicts
+        evicts = POLICIES[config.policy].evicts
+        needs_rotator = evicts and (config.positions == "rerotate" or config.recall > 0)
         return cls(model.config, config, KeyRotator.from_model(model) if needs_rotator else None)
 
     def fork(self, config: CacheConfig, rotator: KeyRotator | None = None) -> BoundedCache:
@@ -134,8 +167,13 @@ class BoundedCache(DynamicCache):
         pos = position_ids if position_ids.dim() == 3 else position_ids[None]
         self.next_position = max(self.next_position, int(pos.max()) + 1)
         staged = pos.permute(1, 2, 0)[:, None].long().to(device or pos.device)  # [B, 1, T, P]
+        new = staged.shape[2]
+        index = torch.arange(self.tokens_seen, self.tokens_seen + new, device=staged.device)[None, None]
+        self.tokens_seen += new
         for layer in self.layers:
             layer.staged_positions = staged
+            layer.staged_origin = staged + self.position_offset
+            layer.staged_index = index
 
     def kv_bytes(self) -> int:
         """Bytes held by keys and values over all layers."""
@@ -152,23 +190,62 @@ class BoundedCache(DynamicCache):
     def reset(self) -> None:
         super().reset()
         self.next_position = 0
+        self.position_offset = 0
+        self.tokens_seen = 0
         self.evictions = 0
+        self.archived = 0
+        self.pinned = None
+        if self.store is not None:
+            self.store.reset()
+
+    def drop_newest(self, count: int) -> None:
+        """Removes the `count` newest tokens of every layer (a probe's prompt) and forgets they were added."""
+        for layer in self.layers:
+            keep = layer.keys.shape[2] - count
+            layer.keys, layer.values = layer.keys[:, :, :keep], layer.values[:, :, :keep]
+            layer.positions, layer.origin = layer.positions[:, :, :keep], layer.origin[:, :, :keep]
+            layer.token_index, layer.attention = layer.token_index[:, :, :keep], layer.attention[:, :, :keep]
+        self.tokens_seen -= count
+
+    def pin(self, token_index: torch.Tensor) -> None:
+        """No eviction removes these tokens (stream indices, 1-D) until `unpin`."""
+        self.pinned = token_index
+
+    def unpin(self) -> None:
+        self.pinned = None
+
+    def archive_new(self) -> None:
+        """Copies the tokens added since the last call (the newest of every layer) to the host store."""
+        count = self.tokens_seen - self.archived
+        if self.store is None or count <= 0:
+            return
+        first = self.layers[0]
+        if int(first.token_index[0, 0, -count]) != self.archived:
+            raise RuntimeError("the tokens to archive are not the newest in the cache")
+        keys = [layer.keys[0, :, -count:] for layer in self.layers]
+        values = [layer.values[0, :, -count:] for layer in self.layers]
+        self.store.archive(keys, values, first.positions[0, 0, -count:], first.origin[0, 0, -count:], self.archived)
+        self.archived = self.tokens_seen
 
     # -- attention recording ----------------------------------------------------------------------
 
     @contextmanager
-    def recording(self, mode: str | None) -> Iterator[None]:
-        """While active, the `bounded_sdpa` attention reports to this cache. mode: None, "window", "accumulate"."""
-        if mode is None:
-            yield
+    def recording(self, mode: str | None, queries: bool = False) -> Iterator[dict[int, torch.Tensor]]:
+        """While active, the `bounded_sdpa` attention reports to this cache. mode: None, "window", "accumulate".
+        With `queries`, yields a dict that fills with each layer's last `window` query rows ([H_q, R, D])."""
+        captured: dict[int, torch.Tensor] = {}
+        if mode is None and not queries:
+            yield captured
             return
         self._recording = mode
+        self._queries = captured if queries else None
         token = ACTIVE_OBSERVER.set(self)
         try:
-            yield
+            yield captured
         finally:
             ACTIVE_OBSERVER.reset(token)
             self._recording = None
+            self._queries = None
 
     def observe(
         self,
@@ -180,6 +257,8 @@ class BoundedCache(DynamicCache):
         """Scores the cached tokens of one layer from this forward's attention (see `recording`)."""
         layer = self.layers[layer_idx]
         rows = query.shape[2]
+        if self._queries is not None:
+            self._queries[layer_idx] = query[0, :, -self.config.window :].detach()
         if self._recording == "window":
             start = max(rows - self.config.window, 0)
             probs = self._probs(query, key, start, rows, scaling)
@@ -201,6 +280,7 @@ class BoundedCache(DynamicCache):
     def evict(self, target: int) -> EvictionStats:
         """Cuts every layer down to `target` tokens by the policy (no-op when already within it)."""
         before = self.get_seq_length()
+        self.archive_new()
         if not self.policy.evicts or before <= target:
             return EvictionStats(before, before, 0.0)
         if target < self.config.window:
@@ -209,7 +289,10 @@ class BoundedCache(DynamicCache):
         first = self.layers[0].keys
         shape = (len(self.layers), first.shape[0], first.shape[1])
         attention = torch.stack([layer.attention for layer in self.layers]) if self.policy.capture is not None else None
-        keep = select_keep(self.policy, before, target, attention, shape)  # [L, B, H_kv, K]
+        pinned = None
+        if self.pinned is not None:
+            pinned = torch.isin(torch.stack([layer.token_index for layer in self.layers]), self.pinned)
+        keep = select_keep(self.policy, before, target, attention, shape, pinned)  # [L, B, H_kv, K]
         keep = keep.to(first.device)
         for layer, index in zip(self.layers, keep, strict=True):
             layer.keep(index)
@@ -226,4 +309,6 @@ class BoundedCache(DynamicCache):
         for layer, new_pos, delta in zip(self.layers, compacted, shift, strict=True):
             layer.keys = self.rotator.rotate(layer.keys, delta)
             layer.positions = new_pos
-        self.next_position = int(compacted.max()) + 1
+        next_position = int(compacted.max()) + 1
+        self.position_offset += self.next_position - next_position
+        self.next_position = next_position

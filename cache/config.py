@@ -24,6 +24,11 @@ class CacheConfig:
     pool_mode: "max" (centred max), "avg" (centred mean, SnapKV's) or "span" (the best of the `pool`
                tokens up to and including this one: a token is kept when one just before it is).
     sinks:     first tokens that `streaming-llm` always keeps.
+    recall:    tokens brought back from the host store (tier 2) per question, 0 = no second tier. The device
+               cache then holds at most budget + recall tokens (cache/host_store.py).
+    store_bytes: host store bound in bytes (0: a quarter of the RAM available when the cache is built,
+               at most 4 GiB); the oldest blocks go first.
+    block:     tokens per host-store block (the unit of recall).
     positions: "rerotate" re-rotates kept keys to compact positions at each eviction, so an endless stream
                never leaves the trained position range (default); "original" keeps every token's first
                position, so positions grow with the stream.
@@ -37,6 +42,9 @@ class CacheConfig:
     pool_mode: str = "span"
     sinks: int = 4
     positions: str = "rerotate"
+    recall: int = 0
+    store_bytes: int = 0
+    block: int = 32
 
     def __post_init__(self) -> None:
         from cache.policies import POLICIES  # late import: policies import this module
@@ -60,5 +68,10 @@ class CacheConfig:
             raise ValueError(f"sinks must be >= 0, got {self.sinks}")
         if self.sinks + self.window >= self.budget:
             raise ValueError(f"sinks + window ({self.sinks} + {self.window}) must be below the budget ({self.budget})")
+        if self.recall < 0 or self.store_bytes < 0 or self.block < 1:
+            raise ValueError(
+                "recall and store_bytes must be >= 0 and block >= 1, "
+                f"got {self.recall}, {self.store_bytes}, {self.block}"
+            )
         if self.positions not in POSITION_MODES:
             raise ValueError(f"unknown positions mode {self.positions!r}; allowed: {', '.join(POSITION_MODES)}")

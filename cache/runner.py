@@ -103,6 +103,39 @@ class CachedRunner:
         return torch.cat(pieces, dim=1) if all_logits else pieces[-1][:, -1]
 
     @torch.inference_mode()
+    def probe(
+        self,
+        *,
+        input_ids: torch.Tensor | None = None,  # [1, T]
+        inputs_embeds: torch.Tensor | None = None,  # [1, T, hidden]
+        position_ids: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Runs a prompt over the cache only to read its queries, then takes it out again (one forward).
+
+        Returns the queries of its last `window` rows, [L, H_q, R, D], and their positions [R] (first component).
+        """
+        tokens = input_ids if input_ids is not None else inputs_embeds
+        length = tokens.shape[1]
+        if position_ids is None:
+            position_ids = self.text_positions(length)
+        next_position = self.cache.next_position
+        piece = {"input_ids": input_ids} if input_ids is not None else {"inputs_embeds": inputs_embeds}
+        self.cache.stage_positions(position_ids, self.device)
+        with self.cache.recording(None, queries=True) as captured:
+            self.model(
+                position_ids=position_ids.to(self.device),
+                past_key_values=self.cache,
+                use_cache=True,
+                logits_to_keep=1,
+                **piece,
+            )
+        self.cache.drop_newest(length)
+        self.cache.next_position = next_position
+        queries = torch.stack([captured[i] for i in range(len(self.cache.layers))])
+        positions = position_ids.reshape(-1, length)[0, -queries.shape[2] :]
+        return queries, positions
+
+    @torch.inference_mode()
     def decode_step(self, token_id: int) -> torch.Tensor:
         """Feeds one generated token; returns the logits for the next: [1, vocab]."""
         ids = torch.tensor([[token_id]], device=self.device)

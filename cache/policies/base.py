@@ -56,14 +56,22 @@ class EvictionPolicy:
 
 
 def select_keep(
-    policy: EvictionPolicy, n: int, target: int, attention: torch.Tensor | None, shape: tuple[int, ...]
+    policy: EvictionPolicy,
+    n: int,
+    target: int,
+    attention: torch.Tensor | None,
+    shape: tuple[int, ...],
+    pinned: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Indices of the tokens to keep, in their original order: [L, B, H_kv, target] (int64).
 
-    One top-k over every layer and head at once; `shape` is [L, B, H_kv].
+    One top-k over every layer and head at once; `shape` is [L, B, H_kv]. `pinned` ([L, B, H_kv, n] bool):
+    tokens kept whatever the policy says (recalled for the current answer).
     """
     device = attention.device if attention is not None else torch.device("cpu")
     scores = policy.score(n, attention, device).expand(*shape, n)
+    if pinned is not None:
+        scores = scores.masked_fill(pinned.to(scores.device), KEEP)
     keep = torch.topk(scores, k=target, dim=-1, sorted=False).indices
     return keep.sort(dim=-1).values
 
