@@ -73,6 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kv.add_argument("--sinks", type=int, default=defaults.sinks, help="sink tokens kept by streaming-llm")
     kv.add_argument(
+        "--recall",
+        type=int,
+        default=defaults.recall,
+        help="second tier: keep every token in a host-RAM store and bring back up to this many tokens per "
+        "question (0 = off); device KV stays within budget + recall",
+    )
+    kv.add_argument(
+        "--store-mb",
+        type=float,
+        default=defaults.store_bytes / 2**20,
+        help="host store bound in MiB (0 = a quarter of the available RAM, at most 4096); oldest blocks go first",
+    )
+    kv.add_argument("--block", type=int, default=defaults.block, help="tokens per host-store block (unit of recall)")
+    kv.add_argument(
         "--positions",
         choices=["rerotate", "original"],
         default="rerotate",

@@ -34,6 +34,11 @@ class TerminalPrinter:
             memory = _mib(event.get("device_mem_bytes")) if event.get("device_mem_bytes") is not None else None
             memory = memory or f"RSS {_mib(event.get('process_rss_bytes'))}"
             cut = "\n   (cut off: the assistant is stopping)" if event.get("cut_off") else ""
+            if event.get("store_tokens"):
+                cut += (
+                    f"\n   recalled {event['recalled_tokens']} tokens in {event['recall_ms']:.0f} ms from the host "
+                    f"store ({event['store_tokens']} tokens, {_mib(event['store_bytes'])})"
+                )
             self._print(
                 f"{cut}\n   ttft {event['ttft_s']:.2f}s · {event['decode_tokens_per_s']:.1f} tok/s · "
                 f"cache {event['cache_tokens_before']} -> {event['cache_tokens_after']} tokens "

@@ -61,12 +61,9 @@ class HostStore:
         self.rotator = rotator
         self.blocks: deque[Block] = deque()
         self.bytes = 0
+        self.tokens = 0
         self.dropped_blocks = 0
         self.dropped_tokens = 0
-
-    @property
-    def tokens(self) -> int:
-        return sum(b.tokens for b in self.blocks)
 
     def archive(self, keys: list[torch.Tensor], values: list[torch.Tensor], positions, origin, first: int) -> None:
         """Stores T new tokens starting at stream index `first`. keys/values: per layer [H_kv, T, D] (batch 1,
@@ -96,15 +93,17 @@ class HostStore:
     def _add(self, block: Block) -> None:
         self.blocks.append(block)
         self.bytes += block.nbytes
+        self.tokens += block.tokens
         while self.bytes > self.max_bytes and len(self.blocks) > 1:
             old = self.blocks.popleft()
             self.bytes -= old.nbytes
+            self.tokens -= old.tokens
             self.dropped_blocks += 1
             self.dropped_tokens += old.tokens
 
     def reset(self) -> None:
         self.blocks.clear()
-        self.bytes = 0
+        self.bytes = self.tokens = 0
         self.dropped_blocks = self.dropped_tokens = 0
 
     def rank(self, queries: torch.Tensor, query_positions: torch.Tensor) -> torch.Tensor:

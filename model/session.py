@@ -20,6 +20,7 @@ import torch
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
+from cache.recall import RecallStats, recall_for_prompt
 from cache.runner import CachedRunner, PrefillInterrupted
 from model.adapters.base import Segment
 from model.loading import LoadedModel
@@ -55,6 +56,9 @@ class ClipMetrics:
     cache_tokens: int  # after the clip's eviction point
     evict_ms: float
     kv_bytes: int
+    store_tokens: int = 0  # host store (tier 2), after this clip
+    store_bytes: int = 0
+    store_dropped_tokens: int = 0  # pushed out of the store by its byte bound, so far
 
 
 @dataclass
@@ -74,6 +78,10 @@ class AnswerMetrics:
     device_mem_bytes: int | None
     process_rss_bytes: int
     cut_off: bool = False  # a stop request ended the answer early
+    recalled_tokens: int = 0  # brought back from the host store for this answer
+    recall_ms: float = 0.0  # search (probe + ranking) + copy, part of ttft_s
+    store_tokens: int = 0  # held by the host store after this answer
+    store_bytes: int = 0
 
 
 class StreamingSession:
@@ -130,6 +138,9 @@ class StreamingSession:
             cache_tokens=self.cache.get_seq_length(),
             evict_ms=sum(s.evict_ms for s in self.runner.last_evictions),
             kv_bytes=self.cache.kv_bytes(),
+            store_tokens=self.cache.store.tokens if self.cache.store else 0,
+            store_bytes=self.cache.store.bytes if self.cache.store else 0,
+            store_dropped_tokens=self.cache.store.dropped_tokens if self.cache.store else 0,
         )
 
     def ask(self, question: str) -> Iterator[str]:
@@ -163,14 +174,22 @@ class StreamingSession:
         positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
         return self.runner.prefill(inputs_embeds=embeds, position_ids=positions, evict_to=evict_to)
 
+    def _recall(self, segment: Segment) -> RecallStats:
+        """Brings the host store's blocks that this question needs back into the cache (tier 2 -> tier 1)."""
+        embeds = self.adapter.segment_embeddings(self.loaded.model, segment)
+        positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
+        return recall_for_prompt(self.runner, inputs_embeds=embeds, position_ids=positions)
+
     def _answer(self, question: str, segment: Segment) -> Iterator[str]:
         self._start()
         self.rounds += 1
         started = time.perf_counter()
         before = self.cache.get_seq_length() + segment.num_tokens
         cut_off = False
+        recall = self._recall(segment)
+        room = self.cache_config.budget - self.config.max_new_tokens + recall.tokens
         try:
-            logits = self._prefill(segment, evict_to=self.cache_config.budget - self.config.max_new_tokens)
+            logits = self._prefill(segment, evict_to=room)
         except PrefillInterrupted:
             cut_off, logits = True, None
         after = self.cache.get_seq_length()
@@ -204,6 +223,7 @@ class StreamingSession:
                 yield rest
         finally:
             self._close_turn(answer_ids, fed_last)
+            self.cache.unpin()  # recalled tokens compete again at the next eviction point
         decode_s = time.perf_counter() - decode_started
         self.last_answer_ids = answer_ids
         self.last_answer = AnswerMetrics(
@@ -222,6 +242,10 @@ class StreamingSession:
             device_mem_bytes=device_memory_bytes(self.loaded.device),
             process_rss_bytes=process_rss_bytes(),
             cut_off=cut_off,
+            recalled_tokens=recall.tokens,
+            recall_ms=recall.search_ms + recall.copy_ms,
+            store_tokens=self.cache.store.tokens if self.cache.store else 0,
+            store_bytes=self.cache.store.bytes if self.cache.store else 0,
         )
 
     def _close_turn(self, answer_ids: list[int], fed_last: bool) -> None:

@@ -21,6 +21,7 @@ import torch
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
 from cache.policies import POLICIES
+from cache.recall import recall_for_prompt
 from cache.rope import KeyRotator
 from cache.runner import CachedRunner
 from quality.lm import TextLM
@@ -140,8 +141,10 @@ def stream(lm: TextLM, sample: NeedleSample, config: CacheConfig, clip_tokens: i
     context = sample.context_ids
     for start in range(0, len(context), clip_tokens):
         runner.prefill(input_ids=torch.tensor([context[start : start + clip_tokens]]))
-    target = config.budget - ANSWER_HEADROOM if POLICIES[config.policy].evicts else None
-    logits = runner.prefill(input_ids=torch.tensor([sample.cue_ids]), evict_to=target)
+    cue = torch.tensor([sample.cue_ids])
+    recalled = recall_for_prompt(runner, input_ids=cue).tokens  # 0 unless config.recall > 0
+    target = config.budget - ANSWER_HEADROOM + recalled if POLICIES[config.policy].evicts else None
+    logits = runner.prefill(input_ids=cue, evict_to=target)
     return _score_answer(runner, logits, sample.answer_ids)
 
 

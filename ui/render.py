@@ -57,6 +57,8 @@ def answer_footer(turn: Turn) -> str:
         parts.append(f"{m['decode_tokens_per_s']:.1f} tokens/s")
     if "cache_tokens_before" in m and "cache_tokens_after" in m:
         parts.append(f"cache {m['cache_tokens_before']} → {m['cache_tokens_after']} tokens")
+    if m.get("recalled_tokens"):
+        parts.append(f"recalled {m['recalled_tokens']} tokens ({m.get('recall_ms', 0):.0f} ms)")
     if m.get("cut_off"):
         parts.append("cut off: the assistant stopped")
     return " · ".join(parts)

@@ -202,7 +202,7 @@ class LiveState:
 
     def _on_answer(self, e: dict, memory: MemoryPoint | None) -> None:
         keys = ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "cache_tokens_after", "cache_tokens_end")
-        keys += ("evict_ms", "kv_bytes", "answer_tokens", "cut_off")
+        keys += ("evict_ms", "kv_bytes", "answer_tokens", "cut_off", "recalled_tokens", "recall_ms")
         metrics = {k: e[k] for k in keys if k in e}
         if self._open is not None and self._open.round == e.get("round"):
             self._update_open(
