@@ -71,3 +71,12 @@ def test_span_pooled_inf_mllm_keeps_the_needle_where_algorithm_1_loses_it(questi
     assert abs(mean_logprob(pooled) - mean_logprob(full)) < 0.5
     assert exact(pooled) >= exact(full) - 1
     assert mean_logprob(published) < mean_logprob(pooled) - 1.5
+
+
+def test_in_the_stream_protocol_recall_from_the_host_store_brings_the_needle_back(samples, question_aware_results):
+    lm = reference_lm()
+    config = CacheConfig(policy="streaming-llm", budget=BUDGET, recall=128, block=32)
+    with_recall = [stream(lm, sample, config, clip_tokens=128) for sample in samples]
+    without = [stream(lm, sample, configs()["window"], clip_tokens=128) for sample in samples]
+    assert mean_logprob(with_recall) > mean_logprob(without) + 3.0
+    assert exact(with_recall) >= 1
