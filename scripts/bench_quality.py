@@ -53,6 +53,7 @@ def configs_for(args, budget: int) -> dict[str, CacheConfig]:
                 pool=args.pool,
                 pool_mode=args.pool_mode,
                 positions=positions,
+                recall=args.recall,
             )
             if policy == "inf-mllm" and configs[name].pool > 1 and not args.no_published:
                 # Algorithm 1 exactly as published, beside the default (span-pooled) selection
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bias", type=float, default=CacheConfig.bias, help="Inf-MLLM attention bias b")
     parser.add_argument("--pool", type=int, default=CacheConfig.pool, help="span pooling (1 = none)")
     parser.add_argument("--pool-mode", choices=POOL_MODES, default=CacheConfig.pool_mode, help="pooling mode")
+    parser.add_argument("--recall", type=int, default=0, help="second tier: tokens recalled per question (0 = off)")
     parser.add_argument(
         "--no-published", action="store_true", help=f"skip {PUBLISHED} (inf-mllm with pool=1: Algorithm 1 as published)"
     )
