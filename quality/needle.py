@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -24,7 +25,9 @@ from cache.policies import POLICIES
 from cache.recall import recall_for_prompt
 from cache.rope import KeyRotator
 from cache.runner import CachedRunner
-from quality.lm import TextLM
+
+if TYPE_CHECKING:  # the kvpress side-by-side imports this module without the project's model/ stack
+    from quality.lm import TextLM
 
 ANSWER_HEADROOM = 16  # tokens kept free for the answer at the cue's eviction point (as the session does)
 
