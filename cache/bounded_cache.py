@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from transformers import DynamicCache, PreTrainedConfig
@@ -132,7 +133,8 @@ class BoundedCache(DynamicCache):
             return None
         if rotator is None:
             raise ValueError("recall needs a KeyRotator (KeyRotator.from_model(model))")
-        return HostStore(config.store_bytes or default_store_bytes(), config.block, rotator)
+        folder = Path(config.store_dir) if config.store_dir else None
+        return HostStore(config.store_bytes or default_store_bytes(), config.block, rotator, folder, config.store_quant)
 
     @classmethod
     def for_model(cls, model: torch.nn.Module, config: CacheConfig) -> BoundedCache:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cache.kv_quant import QUANT_MODES
+
 POSITION_MODES = ("rerotate", "original")
 POOL_MODES = ("max", "avg", "span")
 
@@ -29,6 +31,9 @@ class CacheConfig:
     store_bytes: host store bound in bytes (0: a quarter of the RAM available when the cache is built,
                at most 4 GiB); the oldest blocks go first.
     block:     tokens per host-store block (the unit of recall).
+    store_dir: a folder for the host store's keys and values instead of RAM ("" = RAM); checked when the
+               cache is built (exists, writable, room for store_bytes).
+    store_quant: "none", "int8" or "int4": compress the host store (KIVI: keys per channel, values per token).
     positions: "rerotate" re-rotates kept keys to compact positions at each eviction, so an endless stream
                never leaves the trained position range (default); "original" keeps every token's first
                position, so positions grow with the stream.
@@ -45,6 +50,8 @@ class CacheConfig:
     recall: int = 0
     store_bytes: int = 0
     block: int = 32
+    store_dir: str = ""
+    store_quant: str = "none"
 
     def __post_init__(self) -> None:
         from cache.policies import POLICIES  # late import: policies import this module
@@ -73,5 +80,7 @@ class CacheConfig:
                 "recall and store_bytes must be >= 0 and block >= 1, "
                 f"got {self.recall}, {self.store_bytes}, {self.block}"
             )
+        if self.store_quant not in QUANT_MODES:
+            raise ValueError(f"unknown store_quant {self.store_quant!r}; allowed: {', '.join(QUANT_MODES)}")
         if self.positions not in POSITION_MODES:
             raise ValueError(f"unknown positions mode {self.positions!r}; allowed: {', '.join(POSITION_MODES)}")

@@ -3,9 +3,10 @@
 The device cache (tier 1) holds `budget` tokens chosen by the policy. Each token also reaches this store
 once, when the cache archives what was added since its last eviction point, so whatever tier 1 evicts is
 still here. A block is a run of consecutive tokens (at most `block` of them, never spanning two eviction
-points): its keys and values for every layer and KV head, and an index entry, the mean of its keys with
-RoPE undone ([L, H_kv, D]), which a question's queries score cheaply. When the store outgrows its byte
-bound the oldest blocks go first, and are counted.
+points): its keys and values for every layer and KV head (in RAM, or files in a folder; optionally int8 or
+int4), and an index entry kept in RAM, the per-channel minimum and maximum of its keys with RoPE undone
+([L, H_kv, 2, D]), which a question's queries score cheaply (Quest's bound). When the store outgrows its
+byte bound the oldest blocks go first, and are counted.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from __future__ import annotations
 import logging
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
+from cache.kv_quant import QUANT_MODES, Quantized, dequantize, quantize
 from cache.rope import KeyRotator
+from cache.store_payloads import FolderPayloads, Payload, RamPayloads, check_folder
 
 logger = logging.getLogger(__name__)
 
@@ -31,39 +35,56 @@ def default_store_bytes() -> int:
 
 @dataclass
 class Block:
-    """Tokens [first, first + T) of the stream. keys/values: [L, H_kv, T, D] on the host; positions and
-    origin: [T, P] (where the keys are rotated, and the position had nothing been evicted)."""
+    """Tokens [first, first + tokens) of the stream. Its keys and values ([L, H_kv, T, D], maybe quantised)
+    live in `home` (RAM or a folder) and are read back with `HostStore.load`; positions and origin: [T, P]
+    (where the keys are rotated, and the position had nothing been evicted)."""
 
     first: int
-    keys: torch.Tensor
-    values: torch.Tensor
+    tokens: int
     positions: torch.Tensor
     origin: torch.Tensor
     summary: torch.Tensor  # [L, H_kv, 2, D]: per-channel min and max of its keys, RoPE undone (Quest)
-
-    @property
-    def tokens(self) -> int:
-        return self.keys.shape[2]
-
-    @property
-    def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (self.keys, self.values, self.summary))
+    nbytes: int  # what it costs the store's bound: keys, values and summary
+    stream_time: float | None  # stream second of the clip its tokens came with (None: not known)
+    home: RamPayloads | FolderPayloads
 
 
 class HostStore:
-    """Blocks of archived KV in host memory, oldest first, at most `max_bytes` of them."""
+    """Blocks of archived KV in host memory (or a folder), oldest first, at most `max_bytes` of them.
 
-    def __init__(self, max_bytes: int, block: int, rotator: KeyRotator) -> None:
+    quant "int8"/"int4" compresses keys per channel and values per token (cache/kv_quant.py). A folder that
+    fails at run time (full, removed) is reported once in `errors` and the store goes on in RAM only.
+    """
+
+    def __init__(
+        self, max_bytes: int, block: int, rotator: KeyRotator, folder: Path | None = None, quant: str = "none"
+    ) -> None:
         if max_bytes <= 0 or block < 1:
             raise ValueError(f"store needs max_bytes > 0 and block >= 1, got {max_bytes} and {block}")
+        if quant not in QUANT_MODES:
+            raise ValueError(f"unknown store compression {quant!r}; allowed: {', '.join(QUANT_MODES)}")
+        if folder is not None:
+            check_folder(folder, max_bytes)
         self.max_bytes = max_bytes
         self.block = block
         self.rotator = rotator
+        self.folder = folder
+        self.bits = QUANT_MODES[quant]
         self.blocks: deque[Block] = deque()
-        self.bytes = 0
-        self.tokens = 0
-        self.dropped_blocks = 0
-        self.dropped_tokens = 0
+        self.errors: list[str] = []  # run-time storage problems, for the session to report
+        self.stream_time: float | None = None  # set by the session before a clip's tokens arrive
+        self._ram = RamPayloads()
+        self._home: RamPayloads | FolderPayloads = FolderPayloads(folder) if folder else self._ram
+        self.bytes = self.tokens = 0
+        self.dropped_blocks = self.dropped_tokens = self.lost_tokens = 0
+
+    @property
+    def where(self) -> str:
+        return self._home.where
+
+    @property
+    def oldest_time(self) -> float | None:
+        return self.blocks[0].stream_time if self.blocks else None
 
     def archive(self, keys: list[torch.Tensor], values: list[torch.Tensor], positions, origin, first: int) -> None:
         """Stores T new tokens starting at stream index `first`. keys/values: per layer [H_kv, T, D] (batch 1,
@@ -74,16 +95,62 @@ class HostStore:
         total = keys_all.shape[2]
         for start in range(0, total, self.block):
             stop = min(start + self.block, total)
-            self._add(
-                Block(
-                    first + start,
-                    keys_all[:, :, start:stop].clone(),
-                    values_all[:, :, start:stop].clone(),
-                    positions[start:stop].clone(),
-                    origin[start:stop].clone(),
-                    self._summary(keys_all[:, :, start:stop], positions[start:stop]),
-                )
+            k, v = keys_all[:, :, start:stop], values_all[:, :, start:stop]
+            summary = self._summary(k, positions[start:stop])
+            payload = self._pack(k, v)
+            nbytes = summary.numel() * summary.element_size() + sum(
+                t.numel() * t.element_size() for t in payload.values()
             )
+            home = self._put(first + start, payload)
+            block = Block(first + start, stop - start, positions[start:stop].clone(), origin[start:stop].clone(),
+                          summary, nbytes, self.stream_time, home)  # fmt: skip
+            self._add(block)
+
+    def load(self, block: Block, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The block's keys and values, [L, H_kv, T, D]; None (and the block dropped) if it cannot be read."""
+        try:
+            payload = block.home.get(block.first)
+        except OSError as e:
+            self._report(f"host store: a block could not be read back ({e}); it is dropped")
+            self.blocks.remove(block)
+            self._forget(block)
+            self.lost_tokens += block.tokens
+            return None
+        if self.bits is None:
+            return payload["keys"].to(dtype), payload["values"].to(dtype)
+        keys = dequantize(Quantized.from_dict(_sub(payload, "keys.")), dtype)
+        values = dequantize(Quantized.from_dict(_sub(payload, "values.")), dtype)
+        return keys, values
+
+    def _pack(self, keys: torch.Tensor, values: torch.Tensor) -> Payload:
+        if self.bits is None:
+            return {"keys": keys.clone(), "values": values.clone()}
+        packed_keys = quantize(keys, self.bits, group_dim=2).to_dict()  # per channel, over the block's tokens
+        packed_values = quantize(values, self.bits, group_dim=3).to_dict()  # per token
+        payload = {f"keys.{name}": t for name, t in packed_keys.items()}
+        payload.update({f"values.{name}": t for name, t in packed_values.items()})
+        return payload
+
+    def _put(self, key: int, payload: Payload) -> RamPayloads | FolderPayloads:
+        try:
+            self._home.put(key, payload)
+            return self._home
+        except OSError as e:
+            self._report(
+                f"host store folder {self.folder}: cannot write ({e.strerror or e}); "
+                "the store goes on in RAM only (blocks already written stay there)"
+            )
+            self._home = self._ram
+            self._ram.put(key, payload)
+            return self._ram
+
+    def _report(self, message: str) -> None:
+        logger.error(message)
+        self.errors.append(message)
+
+    def take_errors(self) -> list[str]:
+        errors, self.errors = self.errors, []
+        return errors
 
     def _summary(self, keys: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         layers, heads, tokens, _ = keys.shape
@@ -97,28 +164,41 @@ class HostStore:
         self.tokens += block.tokens
         while self.bytes > self.max_bytes and len(self.blocks) > 1:
             old = self.blocks.popleft()
-            self.bytes -= old.nbytes
-            self.tokens -= old.tokens
+            self._forget(old)
             self.dropped_blocks += 1
             self.dropped_tokens += old.tokens
 
+    def _forget(self, block: Block) -> None:
+        block.home.drop(block.first)
+        self.bytes -= block.nbytes
+        self.tokens -= block.tokens
+
     def reset(self) -> None:
+        for block in self.blocks:
+            block.home.drop(block.first)
         self.blocks.clear()
         self.bytes = self.tokens = 0
-        self.dropped_blocks = self.dropped_tokens = 0
+        self.dropped_blocks = self.dropped_tokens = self.lost_tokens = 0
 
     def rank(self, queries: torch.Tensor, query_positions: torch.Tensor) -> torch.Tensor:
         """Block relevance for a question, best first: indices into `blocks`.
 
         queries: [L, H_q, R, D], the question's last R query rows per layer; query_positions: [R].
-        Each block scores, per layer and KV head, Quest's upper bound of the attention logit any of its
-        keys can get from that head's group of queries (sum over channels of max(q * min, q * max), RoPE
-        undone on both sides); scores are standardised per layer and head across blocks and averaged, so
-        no single layer's scale dominates. Measured on the reference model, this ranks a needle's block far
-        better than the mean key does (see README, "Memory beyond the budget").
+        Scores (see `bounds`) are standardised per layer and head across blocks and averaged, so no single
+        layer's scale dominates. Measured on the reference model, this ranks a needle's block far better
+        than the mean key does (see README, "Memory beyond the budget", and scripts/tune_recall.py).
         """
         if not self.blocks:
             return torch.empty(0, dtype=torch.long)
+        scores = self.bounds(queries, query_positions)
+        if len(self.blocks) > 1:
+            scores = (scores - scores.mean(dim=0)) / (scores.std(dim=0) + 1e-6)
+        return scores.mean(dim=(1, 2)).argsort(descending=True)
+
+    def bounds(self, queries: torch.Tensor, query_positions: torch.Tensor) -> torch.Tensor:
+        """[NB, L, H_kv]: per block, layer and KV head, Quest's upper bound of the attention logit any of
+        the block's keys can get from that head's group of queries (sum over channels of
+        max(q * min, q * max), RoPE undone on both sides), the best over the query rows."""
         layers, q_heads, rows, dim = queries.shape
         summaries = torch.stack([b.summary for b in self.blocks])  # [NB, L, H, 2, D]
         kv_heads = summaries.shape[2]
@@ -129,7 +209,8 @@ class HostStore:
         center = (summaries[:, :, :, 1] + summaries[:, :, :, 0]) / 2
         radius = (summaries[:, :, :, 1] - summaries[:, :, :, 0]) / 2
         bound = torch.einsum("lhkd,blhd->blhk", q, center) + torch.einsum("lhkd,blhd->blhk", q.abs(), radius)
-        scores = bound.amax(dim=-1)  # [NB, L, H]
-        if len(self.blocks) > 1:
-            scores = (scores - scores.mean(dim=0)) / (scores.std(dim=0) + 1e-6)
-        return scores.mean(dim=(1, 2)).argsort(descending=True)
+        return bound.amax(dim=-1)
+
+
+def _sub(payload: Payload, prefix: str) -> dict[str, torch.Tensor]:
+    return {name[len(prefix) :]: t for name, t in payload.items() if name.startswith(prefix)}

@@ -43,10 +43,9 @@ def recall_for_prompt(runner, **prompt) -> RecallStats:
     order = cache.store.rank(queries, query_positions)
     chosen = _choose(cache, order)
     searched = time.perf_counter()
-    if chosen:
-        merge_blocks(cache, chosen)
+    tokens = merge_blocks(cache, chosen) if chosen else 0
     done = time.perf_counter()
-    return RecallStats(sum(b.tokens for b in chosen), len(chosen), (searched - started) * 1e3, (done - searched) * 1e3)
+    return RecallStats(tokens, len(chosen), (searched - started) * 1e3, (done - searched) * 1e3)
 
 
 def _choose(cache: BoundedCache, order: torch.Tensor) -> list[Block]:
@@ -68,8 +67,8 @@ def _choose(cache: BoundedCache, order: torch.Tensor) -> list[Block]:
     return sorted(chosen, key=lambda b: b.first)
 
 
-def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> None:
-    """Puts the blocks' tokens into every layer and head, in stream order, and pins them.
+def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> int:
+    """Puts the blocks' tokens into every layer and head, in stream order, and pins them; returns how many.
 
     A head that already holds some of them drops its own copy; every head then keeps the same count, so
     heads with fewer duplicates also drop their least-attended resident tokens (few: recalled blocks are
@@ -77,14 +76,19 @@ def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> None:
     """
     first = cache.layers[0]
     device, dtype = first.keys.device, first.keys.dtype
+    loaded = [(block, cache.store.load(block, dtype)) for block in blocks]
+    loaded = [(block, kv) for block, kv in loaded if kv is not None]  # an unreadable block is dropped
+    if not loaded:
+        return 0
+    blocks = [block for block, _ in loaded]
     recalled_index = torch.cat([torch.arange(b.first, b.first + b.tokens) for b in blocks]).to(device)
     count = recalled_index.numel()
     resident = torch.stack([layer.token_index for layer in cache.layers])  # [L, B, H, N]
     duplicate = torch.isin(resident, recalled_index)
     n = resident.shape[-1]
     target = n - int(duplicate.sum(dim=-1).max()) + count
-    keys = torch.cat([b.keys for b in blocks], dim=2).to(device, dtype)  # [L, H, R, D]
-    values = torch.cat([b.values for b in blocks], dim=2).to(device, dtype)
+    keys = torch.cat([kv[0] for _, kv in loaded], dim=2).to(device)  # [L, H, R, D]
+    values = torch.cat([kv[1] for _, kv in loaded], dim=2).to(device)
     positions = torch.cat([b.positions for b in blocks]).to(device)  # [R, P]
     origin = torch.cat([b.origin for b in blocks]).to(device)
     for layer_idx, layer in enumerate(cache.layers):
@@ -105,6 +109,7 @@ def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> None:
     if cache.config.positions == "rerotate":
         _compact_from_origin(cache)
     cache.pin(recalled_index)
+    return count
 
 
 def _merged(mine: torch.Tensor, theirs: torch.Tensor, pick: torch.Tensor) -> torch.Tensor:
