@@ -174,6 +174,7 @@ class Assistant:
             self._error("clip", f"clip {clip.index} ({clip.t_start:.1f}-{clip.t_end:.1f}s) failed: {err}")
             return
         self._stream_time = clip.t_end
+        self._report_store_errors()
         self.bus.publish(
             make_event(
                 "clip",
@@ -191,6 +192,7 @@ class Assistant:
                 store_tokens=metrics.store_tokens,
                 store_bytes=metrics.store_bytes,
                 store_dropped_tokens=metrics.store_dropped_tokens,
+                store_oldest_time=metrics.store_oldest_time,
                 dropped_clips=clip.dropped_clips,
                 dropped_frames=clip.dropped_frames,
                 preview=clip.frames[-1],
@@ -233,6 +235,7 @@ class Assistant:
             logger.exception("round %d failed", round_index)
             self._error("answer", f"round {round_index} failed: {err}")
             return
+        self._report_store_errors()
         metrics = asdict(self.session.last_answer)
         extra = self.memory_sample() if self.memory_sample else {}
         self.bus.publish(
@@ -249,6 +252,10 @@ class Assistant:
                 self._error("capture", event.message)
             elif event.type != "end":
                 self.bus.publish(make_event("capture", kind=event.type, message=event.message))
+
+    def _report_store_errors(self) -> None:
+        for message in self.session.take_store_errors():
+            self._error("store", message)
 
     def _error(self, where: str, message: str) -> None:
         self.bus.publish(make_event("error", where=where, message=message, stream_time=self._stream_time))

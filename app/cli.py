@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app.scheduler import DEFAULT_QUESTION
 from cache.config import POOL_MODES, CacheConfig
+from cache.kv_quant import QUANT_MODES
 from cache.policies import POLICIES
 
 try:
@@ -86,6 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="host store bound in MiB (0 = a quarter of the available RAM, at most 4096); oldest blocks go first",
     )
     kv.add_argument("--block", type=int, default=defaults.block, help="tokens per host-store block (unit of recall)")
+    kv.add_argument(
+        "--store-dir",
+        default=defaults.store_dir,
+        help="keep the host store's KV as files in this existing folder instead of RAM (checked at start; "
+        "if it fails later, an error event and the store goes on in RAM)",
+    )
+    kv.add_argument(
+        "--store-quant",
+        choices=list(QUANT_MODES),
+        default=defaults.store_quant,
+        help="compress the host store: int8 or int4 (keys per channel, values per token, as KIVI)",
+    )
     kv.add_argument(
         "--positions",
         choices=["rerotate", "original"],

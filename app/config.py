@@ -84,6 +84,8 @@ class AppConfig:
                 recall=args.recall,
                 store_bytes=int(args.store_mb * 2**20),
                 block=args.block,
+                store_dir=args.store_dir,
+                store_quant=args.store_quant,
                 positions=args.positions,
             ),
             session=SessionConfig(max_new_tokens=args.max_new_tokens, chunk_size=args.chunk_size),

@@ -59,6 +59,7 @@ class ClipMetrics:
     store_tokens: int = 0  # host store (tier 2), after this clip
     store_bytes: int = 0
     store_dropped_tokens: int = 0  # pushed out of the store by its byte bound, so far
+    store_oldest_time: float | None = None  # stream second of the oldest clip the store still holds
 
 
 @dataclass
@@ -123,6 +124,9 @@ class StreamingSession:
         if not t_end >= t_start:
             raise ValueError(f"clip end {t_end} is before its start {t_start}")
         segment = self.adapter.clip_segment(frames, t_start, t_end)  # validates frames, touches nothing
+        if self.cache.store is not None:
+            self.cache.archive_new()  # what came before keeps the time of its own clip
+            self.cache.store.stream_time = t_start  # labels this clip's tokens when they are archived
         self._start()
         started = time.perf_counter()
         self._prefill(segment, evict_to=None)
@@ -141,7 +145,12 @@ class StreamingSession:
             store_tokens=self.cache.store.tokens if self.cache.store else 0,
             store_bytes=self.cache.store.bytes if self.cache.store else 0,
             store_dropped_tokens=self.cache.store.dropped_tokens if self.cache.store else 0,
+            store_oldest_time=self.cache.store.oldest_time if self.cache.store else None,
         )
+
+    def take_store_errors(self) -> list[str]:
+        """Problems of the host store's folder since the last call (it went on in RAM), for error events."""
+        return self.cache.store.take_errors() if self.cache.store else []
 
     def ask(self, question: str) -> Iterator[str]:
         """Prefills the question, evicts, and returns an iterator of answer text pieces.

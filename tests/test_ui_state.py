@@ -266,3 +266,23 @@ def test_each_preview_frame_is_written_once_and_only_the_newest_are_kept(tmp_pat
     assert sorted(p.name.rsplit("-", 1)[1] for p in tmp_path.iterdir()) == ["2.jpg", "3.jpg"]
     files.close()
     assert not tmp_path.exists()
+
+
+def test_the_host_store_gets_its_own_memory_series_and_status_line_when_recall_is_on():
+    live = LiveState()
+    for index, (t, store_mib) in enumerate([(4.0, 0.5), (8.0, 1.0), (12.0, 1.0)]):
+        event = clip(index, t, 100)
+        event.update(store_tokens=int(store_mib * 1000), store_bytes=int(store_mib * 2**20), store_oldest_time=4.0 * index)
+        live(event)
+    snap = live.snapshot()
+    memory = render.memory_frame(snap, "process memory (CPU)")
+    store = memory[memory["series"] == render.KV_SERIES[2]]["MiB"].tolist()
+    assert store == [0.5, 1.0, 1.0]  # fills to its bound while the device KV series stays flat
+    assert memory[memory["series"] == render.KV_SERIES[0]]["MiB"].nunique() == 1
+    status = render.status_markdown(snap, "q", 10)
+    assert "host store 1000 tokens · 1.0 MiB · holds the stream from t = 8.0 s" in status
+
+    without = LiveState()
+    without(clip(0, 4.0, 100))
+    assert render.KV_SERIES[2] not in set(render.memory_frame(without.snapshot(), "x")["series"])
+    assert "host store" not in render.status_markdown(without.snapshot(), "q", 10)

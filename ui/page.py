@@ -164,6 +164,7 @@ def build_page(
                     info.memory_label: "#2563eb",
                     render.KV_SERIES[0]: "#f97316",
                     render.KV_SERIES[1]: "#9ca3af",
+                    render.KV_SERIES[2]: "#16a34a",
                 },
                 elem_id="memory-plot",
             )

@@ -15,7 +15,7 @@ from ui.state import LogLine, Snapshot, Turn
 MIB = 1024 * 1024
 X = "stream time (s)"
 CACHE_SERIES = ("cache tokens", "budget", "tokens seen (what a full cache would hold)")
-KV_SERIES = ("KV cache", "KV cache without eviction (estimate)")
+KV_SERIES = ("KV cache", "KV cache without eviction (estimate)", "host store (tier 2)")
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,11 @@ def status_markdown(snap: Snapshot, standing_question: str, every_s: float) -> s
     else:
         state = "**Idle**: pick a source and press Start"
     cache = f"cache {snap.cache_tokens} / {snap.budget} tokens · {snap.clips} clips · {snap.dropped_clips} dropped"
+    if snap.store_tokens:
+        cache += (
+            f"  \nhost store {snap.store_tokens} tokens · {snap.store_bytes / MIB:.1f} MiB · "
+            f"holds the stream from t = {format_stream_time(snap.store_oldest_time)}"
+        )
     standing = (
         f"standing question every {every_s:g} s: “{standing_question}”" if every_s > 0 else "no standing question"
     )
@@ -135,10 +140,14 @@ def cache_frame(snap: Snapshot) -> pd.DataFrame:
 
 
 def memory_frame(snap: Snapshot, label: str) -> pd.DataFrame:
-    """Memory in MiB over stream time: `label` (device or process memory), the KV cache, a never-evicting one."""
+    """Memory in MiB over stream time: `label` (device or process memory), the KV cache, a never-evicting one,
+    and the host store when recall is on (flat device KV while the store fills to its bound)."""
     rows = []
+    with_store = any(p.store_bytes for p in snap.points)
     for p in snap.points:
         rows += [(p.t, p.full_kv_bytes / MIB, KV_SERIES[1]), (p.t, p.kv_bytes / MIB, KV_SERIES[0])]
+        if with_store:
+            rows.append((p.t, p.store_bytes / MIB, KV_SERIES[2]))
         if p.memory_bytes is not None:
             rows.append((p.t, p.memory_bytes / MIB, label))
     return _frame(rows, "MiB")

@@ -64,6 +64,7 @@ class PlotPoint:
     kv_bytes: int
     full_kv_bytes: int  # what a cache that never evicts would hold (estimate: tokens_seen * bytes per token)
     memory_bytes: int | None
+    store_bytes: int = 0  # the host store (tier 2, --recall), in host RAM or a folder
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,9 @@ class Snapshot:
     dropped_clips: int = 0
     cache_tokens: int = 0
     budget: int = 0
+    store_tokens: int = 0  # host store (tier 2); 0 when recall is off
+    store_bytes: int = 0
+    store_oldest_time: float | None = None  # stream second of the oldest clip it holds
     chat_version: int = 0
     preview_version: int = 0
     plot_version: int = 0
@@ -178,6 +182,9 @@ class LiveState:
             dropped_clips=int(e.get("dropped_clips", 0)),
             cache_tokens=int(e["cache_tokens"]),
             budget=int(e.get("budget", self._snap.budget)),
+            store_tokens=int(e.get("store_tokens", 0)),
+            store_bytes=int(e.get("store_bytes", 0)),
+            store_oldest_time=e.get("store_oldest_time"),
             stream_ended=None,
         )
         self._changed(preview=True, plot=True)
@@ -264,6 +271,7 @@ class LiveState:
                 kv_bytes=kv_bytes,
                 full_kv_bytes=int(per_token * max(self._tokens_seen, cache_tokens)),
                 memory_bytes=None if memory is None else memory.used_bytes,
+                store_bytes=int(e.get("store_bytes", 0)),
             )
         )
         if memory is not None:
