@@ -40,21 +40,19 @@ def recall_for_prompt(runner, **prompt) -> RecallStats:
         return RecallStats(0, 0, 0.0, 0.0)
     started = time.perf_counter()
     queries, query_positions = runner.probe(**prompt)
-    order = cache.store.rank(queries, query_positions)
-    chosen = _choose(cache, order)
+    ranked = cache.store.rank(queries, query_positions)
+    chosen = _choose(cache, ranked)
     searched = time.perf_counter()
     tokens = merge_blocks(cache, chosen) if chosen else 0
     done = time.perf_counter()
     return RecallStats(tokens, len(chosen), (searched - started) * 1e3, (done - searched) * 1e3)
 
 
-def _choose(cache: BoundedCache, order: torch.Tensor) -> list[Block]:
+def _choose(cache: BoundedCache, ranked: list[Block]) -> list[Block]:
     """Best-ranked blocks not wholly resident in the device cache, within the recall budget; in stream order."""
     resident = cache.layers[0].token_index[0]  # [H_kv, N]
     room, chosen = cache.config.recall, []
-    blocks = list(cache.store.blocks)
-    for i in order.tolist():
-        block = blocks[i]
+    for block in ranked:
         if block.tokens > room:
             continue
         index = torch.arange(block.first, block.first + block.tokens, device=resident.device)
