@@ -156,3 +156,18 @@ def test_a_full_disk_at_run_time_is_reported_once_and_the_store_goes_on_in_ram(t
     assert "No space left on device" in errors[0]
     assert cache.store.tokens == PROMPT + QUESTION and cache.store.lost_tokens == 0  # nothing lost
     assert stats.tokens > 0
+
+
+def test_the_store_does_not_change_what_the_stream_computes_between_questions():
+    """Recall acts only at questions: streamed logits (and so the stream's perplexity) are the same with it."""
+    _, bounded, dims = build_pair("llama-gqa")
+    tokens = torch.randint(3, VOCAB, (1, PROMPT), generator=torch.Generator().manual_seed(5))
+    logits = {}
+    for recall in (0, 32):
+        config = CacheConfig(policy="inf-mllm", budget=BUDGET, window=8, recall=recall, block=BLOCK, store_bytes=2**24)
+        runner = CachedRunner(bounded, BoundedCache.for_model(bounded, config), position_dims=dims, chunk_size=16)
+        with torch.inference_mode():
+            logits[recall] = torch.cat([runner.prefill(input_ids=tokens[:, i : i + 16], all_logits=True)
+                                        for i in range(0, PROMPT, 16)], dim=1)  # fmt: skip
+        assert (runner.cache.store is not None) == (recall > 0)
+    torch.testing.assert_close(logits[32], logits[0], atol=0, rtol=0)
