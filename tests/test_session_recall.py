@@ -17,7 +17,9 @@ BUDGET, RECALL, MAX_NEW, CLIPS = 160, 256, 6, 12
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_a_question_recalls_the_first_clip_within_budget_plus_recall(family, positions):
     # window attention keeps only the newest tokens: clip 1 is surely evicted before the question
-    config = CacheConfig(policy="window", budget=BUDGET, window=8, recall=RECALL, block=16, store_bytes=2**26, positions=positions)
+    config = CacheConfig(
+        policy="window", budget=BUDGET, window=8, recall=RECALL, block=16, store_bytes=2**26, positions=positions
+    )
     session = StreamingSession(loaded(family), config, SessionConfig(max_new_tokens=MAX_NEW))
     session.ingest_clip(random_frames(4, seed=0), 0.0, 4.0)
     first_clip_end = session.cache.tokens_seen  # tokens [0, first_clip_end): the prompt start and clip 1

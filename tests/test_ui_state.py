@@ -272,7 +272,8 @@ def test_the_host_store_gets_its_own_memory_series_and_status_line_when_recall_i
     live = LiveState()
     for index, (t, store_mib) in enumerate([(4.0, 0.5), (8.0, 1.0), (12.0, 1.0)]):
         event = clip(index, t, 100)
-        event.update(store_tokens=int(store_mib * 1000), store_bytes=int(store_mib * 2**20), store_oldest_time=4.0 * index)
+        event.update(store_tokens=int(store_mib * 1000), store_bytes=int(store_mib * 2**20))
+        event["store_oldest_time"] = 4.0 * index
         live(event)
     snap = live.snapshot()
     memory = render.memory_frame(snap, "process memory (CPU)")
