@@ -187,7 +187,9 @@ class StaticBoundedLayer(BoundedLayer):
 
     def reserved_bytes(self) -> int:
         """Bytes allocated for keys and values (the whole buffers, not only the cached tokens)."""
-        return sum(b.numel() * b.element_size() for b in (self._buffers["keys"], self._buffers["values"]) if b is not None)
+        return sum(
+            b.numel() * b.element_size() for b in (self._buffers["keys"], self._buffers["values"]) if b is not None
+        )
 
 
 def _is_prefix_of(view: torch.Tensor, buffer: torch.Tensor) -> bool:
