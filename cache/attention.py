@@ -40,7 +40,8 @@ def bounded_sdpa_attention(
         output = (one_query_attention(query, key, value, attention_mask, scaling or module.scaling), None)
     else:
         output = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
-    observer = ACTIVE_OBSERVER.get()
+    # compiled decode steps never record (cache.decode.StaticDecoder), and dynamo cannot trace ContextVar.get
+    observer = None if torch.compiler.is_compiling() else ACTIVE_OBSERVER.get()
     if observer is not None:
         scale = scaling if scaling is not None else module.scaling
         observer.observe(module.layer_idx, query, key, scale)
