@@ -58,14 +58,20 @@ class StaticDecoder:
     """Feeds one token at a time into a cache of `StaticBoundedLayer`s with static shapes.
 
     span: the slots a step attends to, budget + recall + 1 (an evicting cache never holds more while
-    decoding). `compile`: compile the step (see `compile_decode`); `compiled` says whether it still is.
+    decoding). capacity: what every layer's buffers hold while decoding: the span plus `reserve` tokens
+    (a prefill chunk), so that the usual prompts are prefilled without reallocating; buffers that a long
+    prompt grew are cut back to it at the next step. `compile`: compile the step (see `compile_decode`);
+    `compiled` says whether it still is.
     """
 
-    def __init__(self, model: torch.nn.Module, cache: BoundedCache, position_dims: int, compile: bool) -> None:
+    def __init__(
+        self, model: torch.nn.Module, cache: BoundedCache, position_dims: int, compile: bool, reserve: int = 0
+    ) -> None:
         self.model = model
         self.cache = cache
         self.device = next(model.parameters()).device
         self.span = cache.config.budget + cache.config.recall + 1
+        self.capacity = self.span + reserve
         self.input_ids = torch.zeros(1, 1, dtype=torch.long, device=self.device)
         shape = (1, 1) if position_dims == 1 else (position_dims, 1, 1)
         self.position_ids = torch.zeros(shape, dtype=torch.long, device=self.device)
@@ -97,7 +103,8 @@ class StaticDecoder:
         cache.stage_positions(position_ids, self.device)
         slot = -1
         for layer in cache.layers:
-            layer.reserve(self.span)
+            if layer.capacity != self.capacity:  # a compiled step must always see the same buffer shapes
+                layer.resize(self.capacity)
             slot = layer.claim_slot()
             layer.step = (self.slot, self.span)
         self.input_ids.fill_(token_id)

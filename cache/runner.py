@@ -57,7 +57,7 @@ class CachedRunner:
         self.last_evictions: list[EvictionStats] = []
         self.device = next(model.parameters()).device
         self.interrupt: Callable[[], bool] = lambda: False  # checked between prefill chunks
-        self.decoder = StaticDecoder(model, cache, position_dims, compile_decode)
+        self.decoder = StaticDecoder(model, cache, position_dims, compile_decode, reserve=self.chunk_size)
 
     def text_positions(self, length: int, start: int | None = None) -> torch.Tensor:
         """Positions of `length` text tokens appended after the cache, on the CPU: [1, T] or [P, 1, T]."""

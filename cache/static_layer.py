@@ -104,13 +104,20 @@ class StaticBoundedLayer(BoundedLayer):
         return grown
 
     @torch.inference_mode()
-    def reserve(self, capacity: int) -> None:
-        """Grows every buffer to hold at least `capacity` tokens (a decode span must fit without moving)."""
-        self.capacity = max(self.capacity, capacity)
+    def resize(self, capacity: int) -> None:
+        """Reallocates every buffer to exactly `capacity` tokens (at least the cached ones). A decoder keeps one
+        capacity, so a compiled step never sees other shapes, and a long prompt's growth is given back."""
         for name in _FIELDS:
             buffer = self._buffers[name]
-            if buffer is not None and buffer.shape[2] < capacity:
-                self._ensure(name, buffer, capacity)
+            if buffer is None or buffer.shape[2] == capacity:
+                continue
+            count = self._lengths[name]
+            if count > capacity:
+                raise ValueError(f"{count} cached tokens do not fit in {capacity}")
+            resized = buffer.new_zeros((*buffer.shape[:2], capacity, *buffer.shape[3:]))
+            resized[:, :, :count].copy_(buffer[:, :, :count])
+            self._buffers[name] = resized
+        self.capacity = capacity
 
     @torch.inference_mode()
     def _append(self, name: str, value: torch.Tensor) -> None:

@@ -72,14 +72,15 @@ def test_decode_steps_write_in_place_without_reallocating():
     runner = CachedRunner(model, cache, position_dims=dims, chunk_size=16)
     with torch.inference_mode():
         token = int(runner.prefill(input_ids=torch.randint(3, VOCAB, (1, 40)), evict_to=BUDGET - 8).argmax(-1))
+        token = int(runner.decode_step(token).argmax(-1))  # the first step sizes the buffers to the decoder's capacity
         layer = cache.layers[0]
         pointers = {name: buffer.data_ptr() for name, buffer in layer._buffers.items()}
-        for step in range(8):
+        for step in range(7):
             assert runner.decoder.can_step()
             token = int(runner.decode_step(token).argmax(-1))
-            assert layer.length == BUDGET - 8 + step + 1
+            assert layer.length == BUDGET - 8 + step + 2
         assert {name: buffer.data_ptr() for name, buffer in layer._buffers.items()} == pointers
-        assert layer.capacity >= runner.decoder.span
+        assert layer.capacity == runner.decoder.capacity >= runner.decoder.span
 
 
 def test_assigning_views_copies_and_grows_in_place():
@@ -150,3 +151,19 @@ def test_decoding_falls_back_to_eager_when_compiling_fails(monkeypatch, caplog):
     assert calls == [1] and not decoder.compiled
     assert "decoding eagerly" in caplog.text
     torch.testing.assert_close(got, eager, atol=0, rtol=0)
+
+
+def test_a_long_prompt_grows_the_buffers_and_decoding_cuts_them_back():
+    _, model, dims = build_pair("llama-gqa")
+    cache = BoundedCache.for_model(model, CacheConfig(policy="streaming-llm", budget=BUDGET, window=8))
+    runner = CachedRunner(model, cache, position_dims=dims, chunk_size=16)
+    with torch.inference_mode():
+        logits = runner.prefill(input_ids=torch.randint(3, VOCAB, (1, 40)))
+        token = int(runner.decode_step(int(logits.argmax(-1))).argmax(-1))
+        shapes = [b.shape for b in cache.layers[0]._buffers.values()]
+        runner.chunk_size = 600  # one long chunk: the buffers must grow past the decoder's capacity
+        logits = runner.prefill(input_ids=torch.randint(3, VOCAB, (1, 600)), evict_to=BUDGET - 4)
+        assert cache.layers[0].capacity > runner.decoder.capacity
+        runner.decode_step(int(logits.argmax(-1)))
+    assert [b.shape for b in cache.layers[0]._buffers.values()] == shapes  # the same shapes as before
+    assert token >= 0
