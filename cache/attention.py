@@ -36,12 +36,35 @@ def bounded_sdpa_attention(
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """SDPA attention; reports queries and keys to the recording cache, if any."""
-    output = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
-    observer = ACTIVE_OBSERVER.get()
+    if query.shape[2] == 1 and attention_mask is not None and attention_mask.dtype == torch.bool:
+        output = (one_query_attention(query, key, value, attention_mask, scaling or module.scaling), None)
+    else:
+        output = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+    # compiled decode steps never record (cache.decode.StaticDecoder), and dynamo cannot trace ContextVar.get
+    observer = None if torch.compiler.is_compiling() else ACTIVE_OBSERVER.get()
     if observer is not None:
         scale = scaling if scaling is not None else module.scaling
         observer.observe(module.layer_idx, query, key, scale)
     return output
+
+
+def one_query_attention(
+    query: torch.Tensor,  # [B, H_q, 1, D]
+    key: torch.Tensor,  # [B, H_kv, N, D]
+    value: torch.Tensor,  # [B, H_kv, N, D]
+    mask: torch.Tensor,  # [B or 1, 1, 1, N] bool, True = attend
+    scaling: float,
+) -> torch.Tensor:
+    """Attention of one new token (a decode step over a masked span of slots): [B, 1, H_q, D].
+
+    The query heads that share a KV head become that head's query rows, so each key and value is read once
+    (transformers' SDPA path repeats the KV heads whenever a mask is given).
+    """
+    batch, q_heads, _, dim = query.shape
+    kv_heads = key.shape[1]
+    rows = query.reshape(batch, kv_heads, q_heads // kv_heads, dim)  # head h -> KV head h // group, as repeat_kv
+    out = torch.nn.functional.scaled_dot_product_attention(rows, key, value, attn_mask=mask, scale=scaling)
+    return out.reshape(batch, q_heads, 1, dim).transpose(1, 2).contiguous()
 
 
 def register_attention() -> str:

@@ -111,9 +111,9 @@ class BoundedCache(DynamicCache):
         super().__init__(config=model_config)
         if any(getattr(layer, "is_sliding", False) for layer in self.layers):
             raise ValueError("models with sliding-window attention layers are not supported by the bounded cache")
-        self.layers = [BoundedLayer() for _ in self.layers]
         self.config = config
         self.policy = POLICIES[config.policy](config)
+        self.layers = [self._new_layer() for _ in self.layers]
         if config.positions == "rerotate" and self.policy.evicts and rotator is None:
             raise ValueError("positions='rerotate' needs a KeyRotator (KeyRotator.from_model(model))")
         self.rotator = rotator
@@ -126,6 +126,14 @@ class BoundedCache(DynamicCache):
         self.store = self._make_store(config, rotator)
         self.archived = 0  # tokens [0, archived) of the stream are in the store
         self.pinned: torch.Tensor | None = None  # token indices no eviction may remove (recalled for an answer)
+
+    def _new_layer(self) -> BoundedLayer:
+        if self.config.storage == "dynamic":
+            return BoundedLayer()
+        from cache.static_layer import StaticBoundedLayer  # late import: it builds on BoundedLayer
+
+        # an evicting cache decodes within budget + recall tokens (+ the token being added): preallocate them
+        return StaticBoundedLayer(self.config.budget + self.config.recall + 1 if self.policy.evicts else 0)
 
     @staticmethod
     def _make_store(config: CacheConfig, rotator: KeyRotator | None) -> HostStore | None:

@@ -8,6 +8,7 @@ from cache.kv_quant import QUANT_MODES
 
 POSITION_MODES = ("rerotate", "original")
 POOL_MODES = ("max", "avg", "span")
+STORAGE_MODES = ("static", "dynamic")
 
 
 @dataclass
@@ -37,6 +38,9 @@ class CacheConfig:
     positions: "rerotate" re-rotates kept keys to compact positions at each eviction, so an endless stream
                never leaves the trained position range (default); "original" keeps every token's first
                position, so positions grow with the stream.
+    storage:   "static" keeps each layer's tokens in preallocated buffers filled and compacted in place, so
+               decode steps have static shapes (cache/static_layer.py, cache/decode.py; default); "dynamic"
+               keeps transformers' DynamicLayer storage, concatenated at every step.
     """
 
     policy: str = "inf-mllm"
@@ -52,6 +56,7 @@ class CacheConfig:
     block: int = 32
     store_dir: str = ""
     store_quant: str = "none"
+    storage: str = "static"
 
     def __post_init__(self) -> None:
         from cache.policies import POLICIES  # late import: policies import this module
@@ -84,3 +89,5 @@ class CacheConfig:
             raise ValueError(f"unknown store_quant {self.store_quant!r}; allowed: {', '.join(QUANT_MODES)}")
         if self.positions not in POSITION_MODES:
             raise ValueError(f"unknown positions mode {self.positions!r}; allowed: {', '.join(POSITION_MODES)}")
+        if self.storage not in STORAGE_MODES:
+            raise ValueError(f"unknown storage {self.storage!r}; allowed: {', '.join(STORAGE_MODES)}")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 
 from cache.bounded_cache import BoundedCache, EvictionStats
+from cache.decode import StaticDecoder
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +38,17 @@ class PrefillInterrupted(Exception):
 class CachedRunner:
     """Runs a transformers causal LM (or VLM) with a `BoundedCache`, one batch-1 stream at a time.
 
-    position_dims: 1 for RoPE models, 3 for M-RoPE (Qwen2-VL family).
+    position_dims: 1 for RoPE models, 3 for M-RoPE (Qwen2-VL family). compile_decode: compile the static
+    decode step (cache/decode.py; it falls back to eager decoding where compiling is not available).
     """
 
     def __init__(
-        self, model: torch.nn.Module, cache: BoundedCache, position_dims: int = 1, chunk_size: int = 512
+        self,
+        model: torch.nn.Module,
+        cache: BoundedCache,
+        position_dims: int = 1,
+        chunk_size: int = 512,
+        compile_decode: bool = False,
     ) -> None:
         self.model = model
         self.cache = cache
@@ -50,6 +57,7 @@ class CachedRunner:
         self.last_evictions: list[EvictionStats] = []
         self.device = next(model.parameters()).device
         self.interrupt: Callable[[], bool] = lambda: False  # checked between prefill chunks
+        self.decoder = StaticDecoder(model, cache, position_dims, compile_decode, reserve=self.chunk_size)
 
     def text_positions(self, length: int, start: int | None = None) -> torch.Tensor:
         """Positions of `length` text tokens appended after the cache, on the CPU: [1, T] or [P, 1, T]."""
@@ -137,10 +145,16 @@ class CachedRunner:
 
     @torch.inference_mode()
     def decode_step(self, token_id: int) -> torch.Tensor:
-        """Feeds one generated token; returns the logits for the next: [1, vocab]."""
-        ids = torch.tensor([[token_id]], device=self.device)
-        capture = "accumulate" if self.cache.policy.capture == "accumulate" else None
-        logits = self._forward(self.text_positions(1), capture, 1, input_ids=ids)[:, -1]
+        """Feeds one generated token; returns the logits for the next: [1, vocab].
+
+        Static shapes (cache/decode.py) whenever the cache allows; otherwise (full, h2o, dynamic storage)
+        a plain forward over the cached tokens."""
+        if self.decoder.can_step():
+            logits = self.decoder.step(token_id, self.text_positions(1))
+        else:
+            ids = torch.tensor([[token_id]], device=self.device)
+            capture = "accumulate" if self.cache.policy.capture == "accumulate" else None
+            logits = self._forward(self.text_positions(1), capture, 1, input_ids=ids)[:, -1]
         pinned = 0 if self.cache.pinned is None else self.cache.pinned.numel()  # recalled for this answer
         if self.cache.policy.evicts and self.cache.get_seq_length() > self.cache.config.budget + pinned:
             logger.warning("answer outgrew the cache's headroom; evicting during decoding")
