@@ -14,7 +14,8 @@ Two protocols:
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -58,6 +59,9 @@ class NeedleResult:
     exact: bool
     logprob: float  # mean log-prob of the answer tokens
     token_logprobs: list[float]
+    ttft_ms: float = 0.0  # stream protocol: from the cue's arrival to the first answer logits (recall included)
+    recall_ms: float = 0.0  # of which recall: probe + ranking + copy
+    recalled_tokens: int = 0
 
 
 def make_samples(
@@ -145,10 +149,14 @@ def stream(lm: TextLM, sample: NeedleSample, config: CacheConfig, clip_tokens: i
     for start in range(0, len(context), clip_tokens):
         runner.prefill(input_ids=torch.tensor([context[start : start + clip_tokens]]))
     cue = torch.tensor([sample.cue_ids])
-    recalled = recall_for_prompt(runner, input_ids=cue).tokens  # 0 unless config.recall > 0
-    target = config.budget - ANSWER_HEADROOM + recalled if POLICIES[config.policy].evicts else None
+    started = time.perf_counter()
+    recalled = recall_for_prompt(runner, input_ids=cue)  # nothing unless config.recall > 0
+    target = config.budget - ANSWER_HEADROOM + recalled.tokens if POLICIES[config.policy].evicts else None
     logits = runner.prefill(input_ids=cue, evict_to=target)
-    return _score_answer(runner, logits, sample.answer_ids)
+    ttft_ms = (time.perf_counter() - started) * 1e3
+    result = _score_answer(runner, logits, sample.answer_ids)
+    return replace(result, ttft_ms=ttft_ms, recall_ms=recalled.search_ms + recalled.copy_ms,
+                   recalled_tokens=recalled.tokens)  # fmt: skip
 
 
 def _score_answer(runner: CachedRunner, logits: torch.Tensor, answer_ids: list[int]) -> NeedleResult:

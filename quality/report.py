@@ -29,6 +29,9 @@ def summarize_needles(rows: list[dict]) -> list[dict]:
             "samples": len(group),
             "exact_rate": round(sum(r["exact"] for r in group) / len(group), 3),
             "mean_logprob": round(sum(r["logprob"] for r in group) / len(group), 3),
+            "mean_ttft_ms": round(sum(r.get("ttft_ms", 0.0) for r in group) / len(group), 1),
+            "mean_recall_ms": round(sum(r.get("recall_ms", 0.0) for r in group) / len(group), 1),
+            "mean_recalled_tokens": round(sum(r.get("recalled_tokens", 0) for r in group) / len(group), 1),
         }
         for (protocol, policy, context), group in groups.items()
     ]
@@ -49,6 +52,18 @@ def needle_table(summary: list[dict], protocol: str, budget: int) -> str:
             cells.append(f"{r['exact_rate'] * r['samples']:.0f}/{r['samples']} ({r['mean_logprob']:.2f})" if r else "")
         label = f"{policy} (ceiling)" if policy == CEILING else policy
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def recall_cost_table(summary: list[dict]) -> str:
+    """Markdown: per recall run and context, the recall's cost (probe + ranking + copy) and its share of TTFT."""
+    mine = sorted((r for r in summary if r["protocol"] == "stream" and r["mean_recalled_tokens"] > 0),
+                  key=lambda r: (r["policy"], r["context_tokens"]))  # fmt: skip
+    lines = ["| run | context | tokens recalled | recall ms | TTFT ms | recall share of TTFT |", "|---" * 6 + "|"]
+    for r in mine:
+        share = r["mean_recall_ms"] / r["mean_ttft_ms"] if r["mean_ttft_ms"] else 0.0
+        lines.append(f"| {r['policy']} | {r['context_tokens']:,} | {r['mean_recalled_tokens']:.0f} | "
+                     f"{r['mean_recall_ms']:.0f} | {r['mean_ttft_ms']:.0f} | {share:.0%} |")  # fmt: skip
     return "\n".join(lines)
 
 

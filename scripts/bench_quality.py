@@ -27,6 +27,7 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.config import POOL_MODES, POSITION_MODES, CacheConfig  # noqa: E402
+from cache.kv_quant import QUANT_MODES  # noqa: E402
 from cache.policies import POLICIES  # noqa: E402
 from model.loading import ModelLoadError  # noqa: E402
 from quality import report  # noqa: E402
@@ -53,8 +54,11 @@ def configs_for(args, budget: int) -> dict[str, CacheConfig]:
                 pool=args.pool,
                 pool_mode=args.pool_mode,
                 positions=positions,
-                recall=args.recall,
             )
+            if args.recall and POLICIES[policy].evicts:  # the same policy with the second tier (stream only)
+                configs[f"{name}+recall"] = dataclasses.replace(
+                    configs[name], recall=args.recall, block=args.block, store_quant=args.store_quant
+                )
             if policy == "inf-mllm" and configs[name].pool > 1 and not args.no_published:
                 # Algorithm 1 exactly as published, beside the default (span-pooled) selection
                 published = dataclasses.replace(configs[name], pool=1)
@@ -72,7 +76,8 @@ def run_needles(lm: TextLM, text: str, args) -> list[dict]:
         sample = benchmark_sample(lm, text, context, index, args.budget, args.seed)
         base = {"context_tokens": context, "sample": index, "depth": round(sample.depth, 3), "needle": sample.needle}
         bar.set_postfix_str(f"{context} tok, question-aware")
-        for name, result in question_aware(lm, sample, configs).items():
+        without_recall = {name: c for name, c in configs.items() if c.recall == 0}  # recall needs a stream
+        for name, result in question_aware(lm, sample, without_recall).items():
             protocols = ["question-aware", "stream"] if name == report.CEILING else ["question-aware"]
             for protocol in protocols:
                 rows.append({**base, "protocol": protocol, "policy": name, **_result_fields(result)})
@@ -80,11 +85,18 @@ def run_needles(lm: TextLM, text: str, args) -> list[dict]:
             bar.set_postfix_str(f"{context} tok, stream {name}")
             result = stream(lm, sample, config, clip_tokens=args.clip)
             rows.append({**base, "protocol": "stream", "policy": name, **_result_fields(result)})
+        report.write_csv(rows, args.out / "needle.partial.csv")  # what is done so far, if the run is cut short
     return rows
 
 
 def _result_fields(result) -> dict:
-    return {"exact": int(result.exact), "logprob": round(result.logprob, 4)}
+    return {
+        "exact": int(result.exact),
+        "logprob": round(result.logprob, 4),
+        "ttft_ms": round(result.ttft_ms, 1),
+        "recall_ms": round(result.recall_ms, 1),
+        "recalled_tokens": result.recalled_tokens,
+    }
 
 
 def run_perplexity(lm: TextLM, text: str, args) -> list[dict]:
@@ -119,7 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bias", type=float, default=CacheConfig.bias, help="Inf-MLLM attention bias b")
     parser.add_argument("--pool", type=int, default=CacheConfig.pool, help="span pooling (1 = none)")
     parser.add_argument("--pool-mode", choices=POOL_MODES, default=CacheConfig.pool_mode, help="pooling mode")
-    parser.add_argument("--recall", type=int, default=0, help="second tier: tokens recalled per question (0 = off)")
+    parser.add_argument(
+        "--recall", type=int, default=0, help="also run each bounded policy with this recall budget (stream protocol)"
+    )
+    parser.add_argument("--block", type=int, default=CacheConfig.block, help="host-store block (tokens)")
+    parser.add_argument("--store-quant", choices=list(QUANT_MODES), default="none", help="host-store compression")
     parser.add_argument(
         "--no-published", action="store_true", help=f"skip {PUBLISHED} (inf-mllm with pool=1: Algorithm 1 as published)"
     )
@@ -159,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         for protocol in ("question-aware", "stream"):
             tables += [f"## needle, {protocol}, budget {args.budget}: exact (mean log-prob)\n",
                        report.needle_table(summary, protocol, args.budget), ""]  # fmt: skip
+        if args.recall:
+            tables += [f"## recall cost, recall {args.recall}, block {args.block}, store {args.store_quant}\n",
+                       report.recall_cost_table(summary), ""]  # fmt: skip
     if args.only in (None, "perplexity"):
         rows = run_perplexity(lm, text, args)
         report.write_csv(rows, args.out / "perplexity.csv")
