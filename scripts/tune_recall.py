@@ -50,6 +50,36 @@ SHARED = {
 }
 
 
+def exact_scores(cache, blocks, queries, positions) -> dict[str, torch.Tensor]:
+    """Scores from the stored keys themselves (what a second, exact stage over a shortlist would compute):
+    the best logit in the block, and the softmax mass the block gets over the whole store, RoPE undone."""
+    store = cache.store
+    keys = torch.cat([store.load(b, torch.float32)[0] for b in blocks], dim=2)  # [L, H, N, D]
+    stored_pos = torch.cat([b.positions[:, 0] for b in blocks])
+    layers, kv_heads, n, dim = keys.shape
+    plain_keys = store.rotator.rotate(keys, -stored_pos.view(1, 1, n).expand(layers, kv_heads, n))
+    q_heads, rows = queries.shape[1], queries.shape[2]
+    q = store.rotator.rotate(queries.float(), -positions.view(1, 1, rows).expand(layers, q_heads, rows))
+    q = q.view(layers, kv_heads, (q_heads // kv_heads) * rows, dim)
+    logits = torch.einsum("lhkd,lhnd->lhkn", q, plain_keys) / dim**0.5  # [L, H, K, N]
+    owner = torch.cat([torch.full((b.tokens,), i) for i, b in enumerate(blocks)])
+    nb = len(blocks)
+
+    def per_block(x, reduce):  # [..., N] -> [..., NB]
+        out = torch.full((*x.shape[:-1], nb), -torch.inf if reduce == "amax" else 0.0)
+        return out.scatter_reduce(-1, owner.expand_as(x), x, reduce=reduce, include_self=reduce != "amax")
+
+    best = per_block(logits, "amax").amax(dim=2)  # [L, H, NB]
+    mass = per_block(logits.softmax(dim=-1), "sum")  # [L, H, K, NB]
+    last = per_block(logits.view(layers, kv_heads, -1, rows, n)[:, :, :, -1].softmax(dim=-1), "sum")
+    return {
+        "exact-max z-mean": standardised(best.permute(2, 0, 1)).mean(dim=(1, 2)),
+        "exact-mass mean": mass.mean(dim=(0, 1, 2)),
+        "exact-mass last row": last.mean(dim=(0, 1, 2)),
+        "exact-mass max-head": mass.mean(dim=2).amax(dim=1).mean(dim=0),
+    }
+
+
 def needle_ranks(lm, sample, config: CacheConfig, clip: int) -> dict:
     """Streams the sample, probes with the cue; the best rank of a block holding the answer, per variant."""
     cache = BoundedCache.for_model(lm.model, config)
@@ -70,6 +100,16 @@ def needle_ranks(lm, sample, config: CacheConfig, clip: int) -> dict:
     for name, reduce in SHARED.items():
         order = reduce(bounds).argsort(descending=True)
         ranks[name] = int(targets[order].nonzero()[0])
+    for name, score in exact_scores(cache, blocks, queries, positions).items():
+        ranks[name] = int(targets[score.argsort(descending=True)].nonzero()[0])
+    z_mean = SHARED["z-mean"](bounds)
+    for shortlist in (32, 64):
+        keep = z_mean.argsort(descending=True)[:shortlist].sort().values
+        sub = [blocks[i] for i in keep.tolist()]
+        score = exact_scores(cache, sub, queries, positions)["exact-mass mean"]
+        order = keep[score.argsort(descending=True)]
+        hit = targets[order].nonzero()
+        ranks[f"z-mean top {shortlist}, then exact mass"] = int(hit[0]) if len(hit) else len(blocks)
     per_layer = [int(targets[bounds[:, layer].mean(dim=1).argsort(descending=True)].nonzero()[0])
                  for layer in range(bounds.shape[1])]  # fmt: skip
     return {"blocks": len(blocks), **ranks, "per-layer": per_layer}
@@ -107,11 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nneedle block hit in the top {chosen} (recall {args.recall} / block {args.block}), {args.text}:")
     print("| ranking | " + " | ".join(f"{n} tokens" for n in args.contexts) + " |")
     print("| --- |" + " --- |" * len(args.contexts))
-    for name in [*SHARED, "per-layer hit share"]:
+    for name in [n for n in rows[0] if n not in ("context_tokens", "sample", "blocks")]:
         cells = []
         for n in args.contexts:
             mine = [r for r in rows if r["context_tokens"] == n]
-            if name in SHARED:
+            if name != "per-layer hit share":
                 cells.append(f"{sum(r[name] < chosen for r in mine)}/{len(mine)} (median rank "
                              f"{sorted(r[name] for r in mine)[len(mine) // 2]})")  # fmt: skip
             else:
