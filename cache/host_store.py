@@ -89,14 +89,16 @@ class HostStore:
     def archive(self, keys: list[torch.Tensor], values: list[torch.Tensor], positions, origin, first: int) -> None:
         """Stores T new tokens starting at stream index `first`. keys/values: per layer [H_kv, T, D] (batch 1,
         tokens not yet evicted, so every head holds the same ones); positions/origin: [T, P]."""
-        keys_all = torch.stack(keys).detach().to("cpu", copy=True)  # [L, H, T, D]
-        values_all = torch.stack(values).detach().to("cpu", copy=True)
         positions, origin = positions.to("cpu"), origin.to("cpu")
-        total = keys_all.shape[2]
+        rotated = torch.stack(keys).detach().to("cpu").float()  # [L, H, T, D]
+        total = rotated.shape[2]
+        # kept with RoPE undone (as if at position 0): ranking reads them as they are, recall rotates them back
+        keys_all = self.rotator.rotate(rotated, -positions[:, 0].view(1, 1, total)).to(keys[0].dtype)
+        values_all = torch.stack(values).detach().to("cpu", copy=True)
         for start in range(0, total, self.block):
             stop = min(start + self.block, total)
             k, v = keys_all[:, :, start:stop], values_all[:, :, start:stop]
-            summary = self._summary(k, positions[start:stop])
+            summary = torch.stack([k.float().amin(dim=2), k.float().amax(dim=2)], dim=2)  # [L, H, 2, D]
             payload = self._pack(k, v)
             nbytes = summary.numel() * summary.element_size() + sum(
                 t.numel() * t.element_size() for t in payload.values()
@@ -107,7 +109,16 @@ class HostStore:
             self._add(block)
 
     def load(self, block: Block, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """The block's keys and values, [L, H_kv, T, D]; None (and the block dropped) if it cannot be read."""
+        """The block's keys (rotated at their stored positions) and values, [L, H_kv, T, D]; None (and the
+        block dropped) if it cannot be read."""
+        plain = self.load_plain(block, dtype)
+        if plain is None:
+            return None
+        keys, values = plain
+        return self.rotator.rotate(keys, block.positions[:, 0].view(1, 1, block.tokens)), values
+
+    def load_plain(self, block: Block, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Like `load`, with the keys' RoPE undone (how the store keeps them)."""
         try:
             payload = block.home.get(block.first)
         except OSError as e:
@@ -152,12 +163,6 @@ class HostStore:
         errors, self.errors = self.errors, []
         return errors
 
-    def _summary(self, keys: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        layers, heads, tokens, _ = keys.shape
-        back = -positions[:, 0].view(1, 1, tokens).expand(layers, heads, tokens)
-        plain = self.rotator.rotate(keys.float(), back)  # as if every key sat at position 0
-        return torch.stack([plain.amin(dim=2), plain.amax(dim=2)], dim=2)  # [L, H, 2, D]
-
     def _add(self, block: Block) -> None:
         self.blocks.append(block)
         self.bytes += block.nbytes
@@ -200,7 +205,7 @@ class HostStore:
             scores = (scores - scores.mean(dim=0)) / (scores.std(dim=0) + 1e-6)
         by_bound = [blocks[i] for i in scores.mean(dim=(1, 2)).argsort(descending=True).tolist()]
         head, tail = by_bound[:shortlist], by_bound[shortlist:]
-        loaded = [(block, self.load(block, torch.float32)) for block in head]
+        loaded = [(block, self.load_plain(block, torch.float32)) for block in head]
         loaded = [(block, kv[0]) for block, kv in loaded if kv is not None]  # unreadable blocks are dropped
         if not loaded:
             return tail
@@ -209,13 +214,12 @@ class HostStore:
         return [loaded[i][0] for i in mass.argsort(descending=True).tolist()] + tail
 
     def _attention_mass(self, blocks, keys, queries, query_positions) -> torch.Tensor:
-        """[len(blocks)]: mean softmax mass per block, over the blocks' own tokens (RoPE undone)."""
-        keys = torch.cat(keys, dim=2)  # [L, H, N, D]
-        layers, kv_heads, n, dim = keys.shape
-        stored = torch.cat([b.positions[:, 0] for b in blocks])
-        plain_keys = self.rotator.rotate(keys, -stored.view(1, 1, n).expand(layers, kv_heads, n))
-        q_heads, rows = queries.shape[1], queries.shape[2]
-        back = -query_positions.view(1, 1, rows).expand(layers, q_heads, rows)
+        """[len(blocks)]: mean softmax mass per block, over the blocks' own tokens (RoPE undone on both sides:
+        `keys` are as the store keeps them)."""
+        plain_keys = torch.cat(keys, dim=2)  # [L, H, N, D]
+        layers, kv_heads, n, dim = plain_keys.shape
+        rows = queries.shape[2]
+        back = -query_positions.view(1, 1, rows)
         q = self.rotator.rotate(queries.float().cpu(), back.cpu()).view(layers, kv_heads, -1, dim)
         probs = torch.einsum("lhkd,lhnd->lhkn", q, plain_keys).mul(dim**-0.5).softmax(dim=-1)
         owner = torch.cat([torch.full((b.tokens,), i) for i, b in enumerate(blocks)])
