@@ -117,8 +117,10 @@ class HostStore:
         keys, values = plain
         return self.rotator.rotate(keys, block.positions[:, 0].view(1, 1, block.tokens)), values
 
-    def load_plain(self, block: Block, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Like `load`, with the keys' RoPE undone (how the store keeps them)."""
+    def load_plain(
+        self, block: Block, dtype: torch.dtype, with_values: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        """Like `load`, with the keys' RoPE undone (how the store keeps them); values only if asked."""
         try:
             payload = block.home.get(block.first)
         except OSError as e:
@@ -128,9 +130,9 @@ class HostStore:
             self.lost_tokens += block.tokens
             return None
         if self.bits is None:
-            return payload["keys"].to(dtype), payload["values"].to(dtype)
+            return payload["keys"].to(dtype), payload["values"].to(dtype) if with_values else None
         keys = dequantize(Quantized.from_dict(_sub(payload, "keys.")), dtype)
-        values = dequantize(Quantized.from_dict(_sub(payload, "values.")), dtype)
+        values = dequantize(Quantized.from_dict(_sub(payload, "values.")), dtype) if with_values else None
         return keys, values
 
     def _pack(self, keys: torch.Tensor, values: torch.Tensor) -> Payload:
@@ -205,7 +207,7 @@ class HostStore:
             scores = (scores - scores.mean(dim=0)) / (scores.std(dim=0) + 1e-6)
         by_bound = [blocks[i] for i in scores.mean(dim=(1, 2)).argsort(descending=True).tolist()]
         head, tail = by_bound[:shortlist], by_bound[shortlist:]
-        loaded = [(block, self.load_plain(block, torch.float32)) for block in head]
+        loaded = [(block, self.load_plain(block, torch.float32, with_values=False)) for block in head]
         loaded = [(block, kv[0]) for block, kv in loaded if kv is not None]  # unreadable blocks are dropped
         if not loaded:
             return tail
