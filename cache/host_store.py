@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from cache.block_index import BlockIndex
 from cache.kv_quant import QUANT_MODES, Quantized, dequantize, quantize
 from cache.rope import KeyRotator
 from cache.store_payloads import FolderPayloads, Payload, RamPayloads, check_folder
@@ -43,8 +44,7 @@ class Block:
     tokens: int
     positions: torch.Tensor
     origin: torch.Tensor
-    summary: torch.Tensor  # [L, H_kv, 2, D]: per-channel min and max of its keys, RoPE undone (Quest)
-    nbytes: int  # what it costs the store's bound: keys, values and summary
+    nbytes: int  # what it costs the store's bound: keys, values and its index row
     stream_time: float | None  # stream second of the clip its tokens came with (None: not known)
     home: RamPayloads | FolderPayloads
 
@@ -71,6 +71,7 @@ class HostStore:
         self.folder = folder
         self.bits = QUANT_MODES[quant]
         self.blocks: deque[Block] = deque()
+        self.index = BlockIndex()  # row i: blocks[i]'s key bounds
         self.errors: list[str] = []  # run-time storage problems, for the session to report
         self.stream_time: float | None = None  # set by the session before a clip's tokens arrive
         self._ram = RamPayloads()
@@ -98,14 +99,13 @@ class HostStore:
         for start in range(0, total, self.block):
             stop = min(start + self.block, total)
             k, v = keys_all[:, :, start:stop], values_all[:, :, start:stop]
-            summary = torch.stack([k.float().amin(dim=2), k.float().amax(dim=2)], dim=2)  # [L, H, 2, D]
+            low, high = k.float().amin(dim=2), k.float().amax(dim=2)  # [L, H, D]: Quest's per-channel bounds
             payload = self._pack(k, v)
-            nbytes = summary.numel() * summary.element_size() + sum(
-                t.numel() * t.element_size() for t in payload.values()
-            )
+            nbytes = 2 * low.numel() * 4 + sum(t.numel() * t.element_size() for t in payload.values())
             home = self._put(first + start, payload)
             block = Block(first + start, stop - start, positions[start:stop].clone(), origin[start:stop].clone(),
-                          summary, nbytes, self.stream_time, home)  # fmt: skip
+                          nbytes, self.stream_time, home)  # fmt: skip
+            self.index.append(low, high)
             self._add(block)
 
     def load(self, block: Block, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -124,7 +124,9 @@ class HostStore:
         try:
             payload = block.home.get(block.first)
         except OSError as e:
-            self._report(f"host store: a block could not be read back ({e}); it is dropped")
+            if not self.lost_tokens:  # once: a folder that went away fails every block it held
+                self._report(f"host store: blocks could not be read back ({e}); they are dropped and counted")
+            self.index.remove(self.blocks.index(block))
             self.blocks.remove(block)
             self._forget(block)
             self.lost_tokens += block.tokens
@@ -171,6 +173,7 @@ class HostStore:
         self.tokens += block.tokens
         while self.bytes > self.max_bytes and len(self.blocks) > 1:
             old = self.blocks.popleft()
+            self.index.drop_oldest()
             self._forget(old)
             self.dropped_blocks += 1
             self.dropped_tokens += old.tokens
@@ -184,6 +187,7 @@ class HostStore:
         for block in self.blocks:
             block.home.drop(block.first)
         self.blocks.clear()
+        self.index.clear()
         self.bytes = self.tokens = 0
         self.dropped_blocks = self.dropped_tokens = self.lost_tokens = 0
 
@@ -233,16 +237,9 @@ class HostStore:
         the block's keys can get from that head's group of queries (sum over channels of
         max(q * min, q * max), RoPE undone on both sides), the best over the query rows."""
         layers, q_heads, rows, dim = queries.shape
-        summaries = torch.stack([b.summary for b in self.blocks])  # [NB, L, H, 2, D]
-        kv_heads = summaries.shape[2]
-        back = -query_positions.view(1, 1, rows).expand(layers, q_heads, rows)
-        q = self.rotator.rotate(queries.float().cpu(), back.cpu())
-        q = q.view(layers, kv_heads, (q_heads // kv_heads) * rows, dim)  # [L, H, K, D]
-        # sum_d max(q*lo, q*hi) = q . (hi + lo) / 2 + |q| . (hi - lo) / 2: two matmuls, no [NB, L, H, K, D]
-        center = (summaries[:, :, :, 1] + summaries[:, :, :, 0]) / 2
-        radius = (summaries[:, :, :, 1] - summaries[:, :, :, 0]) / 2
-        bound = torch.einsum("lhkd,blhd->blhk", q, center) + torch.einsum("lhkd,blhd->blhk", q.abs(), radius)
-        return bound.amax(dim=-1)
+        kv_heads = self.index.center.shape[1]
+        q = self.rotator.rotate(queries.float().cpu(), -query_positions.view(1, 1, rows).cpu())
+        return self.index.bounds(q.view(layers, kv_heads, (q_heads // kv_heads) * rows, dim))
 
 
 def _sub(payload: Payload, prefix: str) -> dict[str, torch.Tensor]:
