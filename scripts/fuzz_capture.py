@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import faulthandler
 import json
 import os
 import resource
@@ -196,17 +197,20 @@ def decode_file(path: Path) -> dict:
     return {"outcome": "end", "frames": decoded, "sampled": sampled, "bad_packets": source.bad_packets}
 
 
-def _child(path: Path, write_fd: int, mem_bytes: int) -> None:
+def _child(target: Callable[[Path], dict], path: Path, write_fd: int, mem_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    faulthandler.disable()  # a crash is reported by the parent, as a signal
     try:
-        result = decode_file(path)
+        result = target(path)
     except MemoryError as err:
         result = {"outcome": "memory-limit", "message": f"MemoryError: {err}"}
     except BaseException as err:  # the finding this script looks for: report its type, not die
         result = {"outcome": f"unhandled:{type(err).__module__}.{type(err).__name__}", "message": str(err)[:300]}
-    os.write(write_fd, json.dumps(result).encode())
-    os._exit(0)
+    try:
+        os.write(write_fd, json.dumps(result).encode())
+    finally:
+        os._exit(0)  # never return into the parent's code
 
 
 @dataclass
@@ -217,13 +221,16 @@ class CaseResult:
     detail: dict
 
 
-def run_case(path: Path, time_limit_s: float, mem_bytes: int) -> CaseResult:
+def run_case(
+    path: Path, time_limit_s: float, mem_bytes: int, target: Callable[[Path], dict] = decode_file
+) -> CaseResult:
+    """Runs ``target(path)`` (default: ``decode_file``) in a forked child; classifies how it ended."""
     read_fd, write_fd = os.pipe()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _child(path, write_fd, mem_bytes)
+        _child(target, path, write_fd, mem_bytes)
     os.close(write_fd)
     chunks, timed_out = [], False
     while True:
