@@ -178,6 +178,11 @@ def slopes(answers: list[dict], warmup: float) -> tuple[float, list[Slope]]:
     return start, out
 
 
+def signed(x: float) -> str:
+    """A slope for people: 3 significant digits, and 0 for float noise (a flat line fits at ~1e-16)."""
+    return "0" if abs(x) < 1e-9 else f"{x:+.3g}"
+
+
 def markdown(rows: list[Slope], start_h: float, end_h: float) -> str:
     lines = [
         f"| quantity | after warm-up ({start_h:.0f} h) | end ({end_h:.0f} h) | min - max after warm-up | "
@@ -188,7 +193,7 @@ def markdown(rows: list[Slope], start_h: float, end_h: float) -> str:
         change = r.per_hour * (end_h - start_h)
         lines.append(
             f"| {r.label} | {r.at_warmup:,.2f} | {r.last:,.2f} | {r.low:,.2f} - {r.high:,.2f} | "
-            f"{r.per_hour:+.4g} | {change:+.3g} |"
+            f"{signed(r.per_hour)} | {signed(change)} |"
         )
     return "\n".join(lines)
 
@@ -218,7 +223,7 @@ def plot(path: Path, answers: list[dict], rows: list[Slope], start_h: float, tit
         ax.plot(hours, values, lw=0.8)
         fit = hours >= start_h
         ax.plot(hours[fit], r.at_warmup + r.per_hour * (hours[fit] - start_h), "r--", lw=1,
-                label=f"fit: {r.per_hour:+.3g} {r.quantity.unit}/h")  # fmt: skip
+                label=f"fit: {signed(r.per_hour)} {r.quantity.unit}/h")  # fmt: skip
         ax.axvspan(0, start_h, color="grey", alpha=0.12, lw=0)
         ax.set_title(r.label)
         ax.grid(alpha=0.3)
