@@ -56,14 +56,14 @@ def _open_hint(spec: SourceSpec, config: CaptureConfig, err: Exception) -> str:
         if isinstance(err, av.error.InvalidDataError):
             return f"cannot open {desc}: the server sent data that is not a video stream FFmpeg can read"
         return f"cannot open {desc}: {err}; check the URL, the network and that the stream is live"
-    if isinstance(err, (av.error.InvalidDataError, av.error.EOFError)):  # EOF: headers cut short or garbled
+    if isinstance(err, av.error.PermissionError):
+        return f"cannot open {desc}: permission denied; check the file's permissions"
+    if isinstance(err, av.error.FFmpegError):  # damaged headers read as invalid data, EOF, I/O error, ...
         return (
             f"cannot open {desc}: not a video FFmpeg can read, or truncated/corrupt ({err}); give a "
             "complete video file (mp4, mkv, webm, avi, mov). An mp4 cut off while recording has no index "
             "and cannot be opened: re-download or re-record it (.mkv/.ts stay readable when cut)"
         )
-    if isinstance(err, av.error.PermissionError):
-        return f"cannot open {desc}: permission denied; check the file's permissions"
     return f"cannot open {desc}: {err}; check that it is a readable video file"
 
 

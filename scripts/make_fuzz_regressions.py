@@ -93,6 +93,7 @@ FILES: dict[str, Callable[[], bytes]] = {
     "huge-dims-mpeg4.avi": huge_dims("a.avi", "mpeg4"),
     "truncated.mp4": truncated("a.mp4", 4, 0.5),
     "truncated.mkv": truncated("a.mkv", 12, 0.6),
+    "truncated-header.mkv": lambda: encode("a.mkv", "libx264", 4)[:100],  # FFmpeg: "Input/output error"
     "empty.mp4": lambda: b"",
     "garbage.webm": garbage(),
     "header-then-garbage.mkv": garbage("a.mkv", 64),

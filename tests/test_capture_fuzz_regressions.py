@@ -83,6 +83,7 @@ def test_truncated_files():
         ("empty.mp4", "the file is empty"),
         ("garbage.webm", "not a video FFmpeg can read"),
         ("header-then-garbage.mkv", "not a video FFmpeg can read, or truncated/corrupt"),  # was a bare "End of file"
+        ("truncated-header.mkv", "not a video FFmpeg can read, or truncated/corrupt"),  # was a bare I/O error
     ],
 )
 def test_empty_and_garbage_files(name, expected):
