@@ -5,7 +5,7 @@
 Runs the assistant on a video file looped with `--loop` (default: a generated 10-minute 160x120 clip, so
 the file is reopened 144 times a day) with the tiny model, `--no-realtime`, the host store and recall on,
 and the JSON-lines event log. By default frames are sampled at a quarter of the app's rate (0.25 fps,
-clips of 16 s: the same 4 frames per clip, a quarter as many clips), so that a day takes about 20 minutes
+clips of 16 s: the same 4 frames per clip, a quarter as many clips), so that a day takes about 45 minutes
 on a loaded 2-core CPU; `--fps 1 --clip-seconds 4` soaks the defaults (about 4x longer).
 Every answer event carries process RSS, KV bytes, host-store tokens and bytes, OS threads and open file
 descriptors; after the run each of them is fitted by least squares over
