@@ -8,6 +8,8 @@ import logging
 import sys
 from dataclasses import dataclass, replace
 
+import psutil
+
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
@@ -60,7 +62,9 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
 
 
 def memory_fields(monitor: MemoryMonitor):
-    """Extra answer-event fields from the memory monitor."""
+    """Extra answer-event fields: the memory monitor's reading, and this process's OS threads (FFmpeg's
+    and torch's included) and open file descriptors, so a long run shows whether either leaks."""
+    process = psutil.Process()
 
     def sample() -> dict:
         s = monitor.sample()
@@ -69,6 +73,8 @@ def memory_fields(monitor: MemoryMonitor):
             "memory_label": s.label,
             "device_used_bytes": s.device_used_bytes,
             "device_total_bytes": s.device_total_bytes,
+            "process_threads": process.num_threads(),
+            "process_open_fds": process.num_fds(),
         }
 
     return sample

@@ -56,14 +56,14 @@ def _open_hint(spec: SourceSpec, config: CaptureConfig, err: Exception) -> str:
         if isinstance(err, av.error.InvalidDataError):
             return f"cannot open {desc}: the server sent data that is not a video stream FFmpeg can read"
         return f"cannot open {desc}: {err}; check the URL, the network and that the stream is live"
-    if isinstance(err, av.error.InvalidDataError):
+    if isinstance(err, av.error.PermissionError):
+        return f"cannot open {desc}: permission denied; check the file's permissions"
+    if isinstance(err, av.error.FFmpegError):  # damaged headers read as invalid data, EOF, I/O error, ...
         return (
             f"cannot open {desc}: not a video FFmpeg can read, or truncated/corrupt ({err}); give a "
             "complete video file (mp4, mkv, webm, avi, mov). An mp4 cut off while recording has no index "
             "and cannot be opened: re-download or re-record it (.mkv/.ts stay readable when cut)"
         )
-    if isinstance(err, av.error.PermissionError):
-        return f"cannot open {desc}: permission denied; check the file's permissions"
     return f"cannot open {desc}: {err}; check that it is a readable video file"
 
 
@@ -83,14 +83,14 @@ def _check_path(spec: SourceSpec) -> None:
 class AvSource:
     """An opened file or network stream; ``frames()`` yields its decoded video frames."""
 
-    def __init__(self, container: av.container.InputContainer, config: CaptureConfig) -> None:
+    def __init__(self, container: av.container.InputContainer, config: CaptureConfig, stream: av.VideoStream) -> None:
         self.config = config
         self.spec = config.spec
         self.description = config.spec.describe()
         self.is_live = config.spec.kind == "url"
         self.bad_packets = 0
         self._container = container
-        self._stream = container.streams.video[0]
+        self._stream = stream
         self._last_time: float | None = None
         self._interpolation = "AREA"
         self._decoded: Iterator[RawFrame] = self._decode()
@@ -114,7 +114,8 @@ class AvSource:
             _check_path(spec)
         target = str(Path(str(spec.target)).expanduser()) if spec.kind == "file" else str(spec.target)
         try:
-            container = av.open(target, mode="r", options=options, timeout=timeout)
+            # metadata that is not valid UTF-8 (damaged or mislabelled) must not make a video unreadable
+            container = av.open(target, mode="r", options=options, timeout=timeout, metadata_errors="replace")
         except (av.error.FFmpegError, OSError) as err:
             raise SourceError(_open_hint(spec, config, err)) from err
         if not container.streams.video:
@@ -124,7 +125,15 @@ class AvSource:
                 f"cannot open {spec.describe()}: it has no video stream (streams found: {', '.join(kinds)}); "
                 "give a file or URL with video"
             )
-        source = cls(container, config)
+        # a stream whose codec FFmpeg does not know (or whose header is damaged) has no decoder
+        decodable = [s for s in container.streams.video if s.codec_context is not None]
+        if not decodable:
+            container.close()
+            raise SourceError(
+                f"cannot open {spec.describe()}: its video is in a codec this FFmpeg build cannot decode, or "
+                "its header is damaged; re-encode it (e.g. H.264 in mp4) or give another file"
+            )
+        source = cls(container, config, decodable[0])
         try:
             source._first = source._first_frame()
         except BaseException:
@@ -205,7 +214,7 @@ class AvSource:
                 continue
             try:
                 decoded = packet.decode()
-            except (av.error.InvalidDataError, av.error.UndefinedError) as err:
+            except av.error.FFmpegError as err:  # any decoder complaint about this packet: skip it
                 consecutive += 1
                 self._bad_packet(err, consecutive)
                 continue
