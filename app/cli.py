@@ -11,6 +11,10 @@ from cache.config import POOL_MODES, CacheConfig
 from cache.kv_quant import QUANT_MODES
 from cache.policies import POLICIES
 
+# On in the app: in a stream, only recall lets an answer reach what the cache evicted (README, "Memory beyond
+# the budget"). The library's CacheConfig keeps recall=0, a cache with no host store.
+DEFAULT_RECALL = 256
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
@@ -76,9 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     kv.add_argument(
         "--recall",
         type=int,
-        default=defaults.recall,
-        help="second tier: keep every token in a host-RAM store and bring back up to this many tokens per "
-        "question (0 = off); device KV stays within budget + recall",
+        default=DEFAULT_RECALL,
+        help="second tier: keep every token in a host store and bring back up to this many tokens per "
+        "question (0 = off: the device cache alone); device KV stays within budget + recall",
     )
     kv.add_argument(
         "--store-mb",
