@@ -31,15 +31,15 @@ from pathlib import Path
 
 import torch
 from tqdm import tqdm
-from transformers import DynamicCache, Qwen2Config, Qwen2ForCausalLM
+from transformers import DynamicCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cache.attention import register_attention  # noqa: E402
 from cache.bounded_cache import BoundedCache  # noqa: E402
 from cache.config import CacheConfig  # noqa: E402
 from cache.layouts import tune_linear_layouts  # noqa: E402
 from cache.runner import CachedRunner  # noqa: E402
+from scripts.bench_cache import build_model as qwen2_decoder  # noqa: E402
 
 QUESTION_TOKENS = 32
 _BANDWIDTH_PROBE = torch.empty(0)
@@ -51,20 +51,8 @@ def build_model(name: str) -> torch.nn.Module:
         from quality.lm import load_text_lm
 
         return load_text_lm("reference").model
-    config = Qwen2Config(  # Qwen2-VL-2B-Instruct's decoder (1-D RoPE instead of M-RoPE: the same bytes)
-        vocab_size=151936,
-        hidden_size=1536,
-        intermediate_size=8960,
-        num_hidden_layers=28,
-        num_attention_heads=12,
-        num_key_value_heads=2,
-        max_position_embeddings=131072,
-        tie_word_embeddings=True,
-    )
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(config).eval()
-    model.set_attn_implementation(register_attention())
-    return model
+    # Qwen2-VL-2B-Instruct's decoder is bench_cache's "qwen2-1.5b" shape (1-D RoPE instead of M-RoPE: same bytes)
+    return qwen2_decoder("qwen2-1.5b", "cpu", torch.float32)
 
 
 def read_bandwidth() -> float:
