@@ -52,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     mdl.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with the model")
     mdl.add_argument("--max-new-tokens", type=int, default=64, help="answer length cap (also the cache headroom)")
     mdl.add_argument("--chunk-size", type=int, default=512, help="tokens per prefill step (bounds peak memory)")
+    mdl.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the decode step with torch.compile (CUDA graphs on a GPU) for faster answers under an "
+        "evicting policy; the first answer waits for the compilation (tens of seconds), and decoding goes on "
+        "eagerly where compiling fails",
+    )
 
     kv = p.add_argument_group("bounded KV cache")
     defaults = CacheConfig()

@@ -88,7 +88,9 @@ class AppConfig:
                 store_quant=args.store_quant,
                 positions=args.positions,
             ),
-            session=SessionConfig(max_new_tokens=args.max_new_tokens, chunk_size=args.chunk_size),
+            session=SessionConfig(
+                max_new_tokens=args.max_new_tokens, chunk_size=args.chunk_size, compile_decode=args.compile
+            ),
             schedule=StandingQuestion(question=args.question, every_s=args.every),
             limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
             capture=capture,

@@ -14,6 +14,7 @@ from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
 from cache.attention import register_attention
+from cache.layouts import tune_linear_layouts
 from capture import SourceError, open_source
 from model.loading import LoadedModel, ModelLoadError, load_model
 from model.session import StreamingSession
@@ -48,13 +49,16 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
     print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
     try:
         loaded = load_model(config.model, text_attention=register_attention())
+        if loaded.device.type == "cpu":
+            tune_linear_layouts(loaded.model)  # strides only: one-row products read faster (README, decode)
         session = StreamingSession(loaded, config.cache, config.session)
     except (ModelLoadError, ValueError) as err:
         raise StartupError(str(err)) from err
     print(
         f"model ready: {loaded.family} on {loaded.device} ({str(loaded.dtype).removeprefix('torch.')}); "
         f"cache: {config.cache.policy}, budget {config.cache.budget}, window {config.cache.window}, "
-        f"bias {config.cache.bias:g}, pool {config.cache.pool} ({config.cache.pool_mode})",
+        f"bias {config.cache.bias:g}, pool {config.cache.pool} ({config.cache.pool_mode}); "
+        f"decode: {'compiled' if session.runner.decoder.compiled else 'eager'}",
         file=sys.stderr,
         flush=True,
     )

@@ -42,8 +42,10 @@ def tune_linear_layouts(model: torch.nn.Module, rounds: int = 5) -> dict[tuple[i
 
 
 def _column_major_is_faster(weight: torch.Tensor, rounds: int) -> bool:
-    copies = max(1, _STREAM_BYTES // (weight.numel() * weight.element_size()))
-    row_major = [weight.detach().clone() for _ in range(copies)]
+    row_bytes = weight.shape[1] * weight.element_size()
+    sample = weight.detach()[: max(1, _STREAM_BYTES // row_bytes)]  # a large LM head is timed on its first rows
+    copies = max(1, _STREAM_BYTES // (sample.numel() * sample.element_size()))
+    row_major = [sample.clone() for _ in range(copies)]
     column_major = [w.t().contiguous().t() for w in row_major]
     x = torch.randn(1, weight.shape[1], dtype=weight.dtype)
     return _best_seconds(x, column_major, rounds) < _best_seconds(x, row_major, rounds)

@@ -32,10 +32,13 @@ logger = logging.getLogger(__name__)
 @dataclass
 class SessionConfig:
     """max_new_tokens: answer length cap, also the headroom kept free in the cache at each question.
-    chunk_size: tokens per prefill forward; bounds peak activation memory whatever the clip length."""
+    chunk_size: tokens per prefill forward; bounds peak activation memory whatever the clip length.
+    compile_decode: compile the static decode step with torch.compile (CUDA graphs on a GPU); the first
+    answer waits for the compilation, and decoding falls back to eager where compiling fails."""
 
     max_new_tokens: int = 64
     chunk_size: int = 512
+    compile_decode: bool = False
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -100,7 +103,11 @@ class StreamingSession:
             )
         self.cache = BoundedCache.for_model(loaded.model, cache_config)
         self.runner = CachedRunner(
-            loaded.model, self.cache, position_dims=self.adapter.position_dims, chunk_size=self.config.chunk_size
+            loaded.model,
+            self.cache,
+            position_dims=self.adapter.position_dims,
+            chunk_size=self.config.chunk_size,
+            compile_decode=self.config.compile_decode,
         )
         self.stop_requested: Callable[[], bool] = lambda: False  # checked between forward passes
         self.runner.interrupt = lambda: self.stop_requested()

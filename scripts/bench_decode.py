@@ -2,8 +2,10 @@
 
 A decode step has to read every weight once and every cached key and value once, so no decoder beats
 bytes-per-token / read bandwidth. For each context length N the cache is filled with N tokens of random
-keys/values (prefilling 64K real tokens would take this CPU hours and measure prefill), then one clip of
-`--clip-tokens` embeddings is ingested (chunked prefill + eviction: "clip ms"), a 32-token question is
+keys/values (prefilling 64K real tokens would take this CPU hours and measure prefill), then two clips of
+`--clip-tokens` embeddings are ingested (chunked prefill + eviction: "clip ms" for the first, which also
+evicts the N filled tokens, "clip at budget ms" for the second, what each clip of a running stream costs), a
+32-token question is
 prefilled (its window attention scores every cached token, then the policy evicts: "TTFT", and the
 eviction's share of it), and `--decode-tokens` tokens are decoded. Read bandwidth is measured with a torch
 sum over 1 GiB right before each decode loop, so every row's bound holds for the conditions of that row.
@@ -42,6 +44,7 @@ from cache.runner import CachedRunner  # noqa: E402
 from scripts.bench_cache import build_model as qwen2_decoder  # noqa: E402
 
 QUESTION_TOKENS = 32
+VARIANTS = ("plain", "before", "full", "bounded", "eager")
 _BANDWIDTH_PROBE = torch.empty(0)
 
 
@@ -120,6 +123,7 @@ def measure_bounded(model, policy: str, storage: str, compile_decode: bool, n: i
     fill(cache, model, n)
     clip = torch.randn(1, args.clip_tokens, model.config.hidden_size) * 0.02
     _, clip_ms = timed(lambda: runner.prefill(inputs_embeds=clip))
+    _, clip_at_budget_ms = timed(lambda: runner.prefill(inputs_embeds=clip))  # what a stream at its budget pays
     question = torch.randint(100, model.config.vocab_size - 1, (1, QUESTION_TOKENS))
     logits, ttft_ms = timed(lambda: runner.prefill(input_ids=question, evict_to=args.budget - args.decode_tokens - 1))
     evict_ms = sum(s.evict_ms for s in runner.last_evictions)
@@ -131,6 +135,7 @@ def measure_bounded(model, policy: str, storage: str, compile_decode: bool, n: i
         ttft_ms=ttft_ms,
         evict_ms=evict_ms,
         clip_ms=clip_ms,
+        clip_at_budget_ms=clip_at_budget_ms,
         bandwidth=bandwidth,
         first_step_ms=times[0],
         times=times[1:],
@@ -147,6 +152,7 @@ def measure_plain(model, n: int, args) -> dict:
 
     clip = torch.randn(1, args.clip_tokens, model.config.hidden_size) * 0.02
     _, clip_ms = timed(lambda: forward(inputs_embeds=clip))
+    _, second_clip_ms = timed(lambda: forward(inputs_embeds=clip))
     question = torch.randint(100, model.config.vocab_size - 1, (1, QUESTION_TOKENS))
     logits, ttft_ms = timed(lambda: forward(input_ids=question))
     bandwidth = read_bandwidth()
@@ -158,6 +164,7 @@ def measure_plain(model, n: int, args) -> dict:
         ttft_ms=ttft_ms,
         evict_ms=0.0,
         clip_ms=clip_ms,
+        clip_at_budget_ms=second_clip_ms,  # plain transformers has no budget: its cache keeps growing
         bandwidth=bandwidth,
         first_step_ms=times[0],
         times=times[1:],
@@ -181,7 +188,9 @@ def row(model_name: str, variant: str, context: int, result: dict, weights: int,
         "x_bound": round(ms / bound_ms, 2),
         "ttft_ms": round(result["ttft_ms"], 1),
         "evict_ms": round(result["evict_ms"], 1),
+        "evict_share_of_ttft": round(result["evict_ms"] / result["ttft_ms"], 3),
         "clip_ms": round(result["clip_ms"], 1),
+        "clip_at_budget_ms": round(result["clip_at_budget_ms"], 1),
         "first_step_ms": round(result["first_step_ms"], 1),
         "compiled": result["compiled"],
     }
@@ -227,6 +236,13 @@ def main() -> None:
     parser.add_argument("--decode-tokens", type=int, default=8, help="tokens timed per measurement (+1 warm-up)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (pin the process with taskset)")
     parser.add_argument("--plain-max", type=int, default=16384, help="largest context for plain / before / full")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=VARIANTS,
+        default=list(VARIANTS),
+        help="which rows to run: plain transformers, the previous path, full, the compiled bounded policies, eager",
+    )
     parser.add_argument("--out", type=Path, default=Path("out"), help="folder for decode.csv (appended) and .png")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -236,9 +252,11 @@ def main() -> None:
     model = build_model(args.model)
     weights, kv_token = weight_bytes(model), kv_bytes_per_token(model)
     small = [n for n in args.contexts if n <= args.plain_max]
-    jobs = [("plain", n) for n in small] + [("before", n) for n in small] + [("tune", 0)]
-    jobs += [("full", n) for n in small] + [(p, n) for n in args.contexts for p in args.policies]
-    jobs += [("inf-mllm eager", n) for n in args.contexts]
+    wanted = set(args.variants)
+    jobs = [(v, n) for v in ("plain", "before") if v in wanted for n in small] + [("tune", 0)]
+    jobs += [("full", n) for n in small if "full" in wanted]
+    jobs += [(p, n) for n in args.contexts for p in args.policies if "bounded" in wanted]
+    jobs += [("inf-mllm eager", n) for n in args.contexts if "eager" in wanted]
     rows = []
     with torch.inference_mode():
         for variant, n in tqdm(jobs, desc=args.model, unit="run"):
@@ -255,7 +273,7 @@ def main() -> None:
                 result = measure_bounded(model, "inf-mllm", "static", False, n, args)
             else:
                 result = measure_bounded(model, variant, "static", True, n, args)
-            context = n + args.clip_tokens + QUESTION_TOKENS  # tokens the stream has seen when decoding starts
+            context = n + 2 * args.clip_tokens + QUESTION_TOKENS  # tokens the stream has seen when decoding starts
             rows.append(row(args.model, variant, context, result, weights, kv_token))
             tqdm.write(str(rows[-1]))
     path = args.out / "decode.csv"

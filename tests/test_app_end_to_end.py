@@ -88,3 +88,19 @@ def test_a_damaged_file_is_an_error_event_and_the_run_ends_cleanly(tmp_path):
     assert errors and all(e["where"] == "capture" and "damaged.ts" in e["message"] for e in errors)
     assert of_type(events, "end") and of_type(events, "clip")[-1]["stream_time"] >= 25  # decoding went on
     assert len(of_type(events, "answer")) >= 2
+
+
+def test_compiled_decoding_gives_the_same_answers(tmp_path):
+    answers = {}
+    for flags in ((), ("--compile",)):
+        log = tmp_path / f"run{len(flags)}.jsonl"
+        done = run_app(
+            "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "20", "--budget", str(BUDGET),
+            "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), *flags,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"decode: {'compiled' if flags else 'eager'}" in done.stderr
+        events = of_type(read_log(log), "answer")
+        assert max(a["cache_tokens_before"] for a in events) > BUDGET  # later answers follow an eviction
+        answers[flags] = [a["answer"] for a in events]
+    assert len(answers[()]) == 3 and answers[("--compile",)] == answers[()]

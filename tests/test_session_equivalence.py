@@ -15,11 +15,20 @@ MAX_NEW = 10
 @pytest.mark.parametrize("policy", ["inf-mllm", "snapkv", "h2o", "full"])
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_answers_equal_generate_on_the_whole_conversation(family, policy):
+    _check_answers_equal_generate(family, policy, compile_decode=False)
+
+
+@pytest.mark.parametrize("family", TINY_FAMILIES)
+def test_compiled_decoding_answers_equal_generate(family):
+    session = _check_answers_equal_generate(family, "inf-mllm", compile_decode=True)
+    assert session.runner.decoder.compiled  # compiling worked, so the answers came from the compiled step
+
+
+def _check_answers_equal_generate(family: str, policy: str, compile_decode: bool) -> StreamingSession:
     ours = loaded(family)
     reference = loaded(family, attention="sdpa")
-    session = StreamingSession(
-        ours, CacheConfig(policy=policy, budget=8192, window=8), SessionConfig(max_new_tokens=MAX_NEW, chunk_size=16)
-    )
+    config = SessionConfig(max_new_tokens=MAX_NEW, chunk_size=16, compile_decode=compile_decode)
+    session = StreamingSession(ours, CacheConfig(policy=policy, budget=8192, window=8), config)
     adapter = reference.adapter
     conversation = [adapter.conversation_prefix()]
     plan = [("clip", 0), ("clip", 1), ("ask", "What is on screen?"), ("clip", 2), ("ask", "And before that?")]
@@ -41,6 +50,7 @@ def test_answers_equal_generate_on_the_whole_conversation(family, policy):
         answers += 1
     assert session.cache.evictions == 0
     assert session.cache.get_seq_length() == sum(s.num_tokens for s in conversation)
+    return session
 
 
 def test_every_policy_is_registered_for_the_session():
