@@ -180,9 +180,10 @@ class BoundedCache(DynamicCache):
         new = staged.shape[2]
         index = torch.arange(self.tokens_seen, self.tokens_seen + new, device=staged.device)[None, None]
         self.tokens_seen += new
+        origin = staged + self.position_offset
         for layer in self.layers:
             layer.staged_positions = staged
-            layer.staged_origin = staged + self.position_offset
+            layer.staged_origin = origin
             layer.staged_index = index
 
     def kv_bytes(self) -> int:

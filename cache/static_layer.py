@@ -168,9 +168,16 @@ class StaticBoundedLayer(BoundedLayer):
         """Before a static decode step: records the staged token's positions and makes room for its key and
         value, which the forward writes into the returned slot. The buffers must hold one more token."""
         slot = self.length
-        batch, heads = self._buffers["keys"].shape[:2]
-        self._append_bookkeeping(batch, heads, 1)
-        self._lengths["keys"] = self._lengths["values"] = slot + 1
+        buffers = self._buffers
+        if slot >= buffers["keys"].shape[2]:
+            raise RuntimeError(f"no free slot: the buffers hold {slot} tokens (resize them first)")
+        # the hot path of every decode step: written in place, no tensor allocated
+        buffers["positions"][:, :, slot] = self.staged_positions[:, :, 0]
+        buffers["origin"][:, :, slot] = self.staged_origin[:, :, 0]
+        buffers["token_index"][:, :, slot] = self.staged_index[:, :, 0]
+        buffers["attention"][:, :, slot] = 0.0
+        for name in _FIELDS:
+            self._lengths[name] = slot + 1
         return slot
 
     def get_seq_length(self) -> int:
