@@ -129,29 +129,45 @@ def decode_times(step, first_token: int, tokens: int) -> list[float]:
     return times
 
 
-def measure_bounded(model, policy: str, storage: str, compile_decode: bool, n: int, args) -> dict:
-    config = CacheConfig(policy=policy, budget=args.budget, window=args.window, storage=storage)
-    cache = BoundedCache.for_model(model, config)
-    runner = CachedRunner(model, cache, chunk_size=args.clip_tokens, compile_decode=compile_decode)
-    fill(cache, model, n)
+def run_protocol(model, ingest, ask, step, args) -> dict:
+    """Two clips (the second at the budget, for an evicting cache), a question (TTFT), then the decode
+    steps, with the read bandwidth measured right before them. ingest(embeddings), ask(ids) and
+    step(token) return logits."""
     clip = torch.randn(1, args.clip_tokens, model.config.hidden_size) * 0.02
-    _, clip_ms = timed(lambda: runner.prefill(inputs_embeds=clip))
-    _, clip_at_budget_ms = timed(lambda: runner.prefill(inputs_embeds=clip))  # what a stream at its budget pays
+    _, clip_ms = timed(lambda: ingest(clip))
+    _, clip_at_budget_ms = timed(lambda: ingest(clip))  # what each clip of a stream at its budget costs
     question = torch.randint(100, model.config.vocab_size - 1, (1, QUESTION_TOKENS))
-    logits, ttft_ms = timed(lambda: runner.prefill(input_ids=question, evict_to=args.budget - args.decode_tokens - 1))
-    evict_ms = sum(s.evict_ms for s in runner.last_evictions)
-    cache_tokens = cache.get_seq_length()
+    logits, ttft_ms = timed(lambda: ask(question))
     bandwidth = read_bandwidth()
-    times = decode_times(runner.decode_step, int(logits.argmax(-1)), args.decode_tokens + 1)
+    times = decode_times(step, int(logits.argmax(-1)), args.decode_tokens + 1)
     return dict(
-        cache_tokens=cache_tokens,
         ttft_ms=ttft_ms,
-        evict_ms=evict_ms,
         clip_ms=clip_ms,
         clip_at_budget_ms=clip_at_budget_ms,
         bandwidth=bandwidth,
         first_step_ms=times[0],
         times=times[1:],
+    )
+
+
+def measure_bounded(model, policy: str, storage: str, compile_decode: bool, n: int, args) -> dict:
+    config = CacheConfig(policy=policy, budget=args.budget, window=args.window, storage=storage)
+    cache = BoundedCache.for_model(model, config)
+    runner = CachedRunner(model, cache, chunk_size=args.clip_tokens, compile_decode=compile_decode)
+    fill(cache, model, n)
+    evict_to = args.budget - args.decode_tokens - 1
+    evictions = []
+
+    def ask(question):
+        logits = runner.prefill(input_ids=question, evict_to=evict_to)
+        evictions.extend(runner.last_evictions)
+        return logits
+
+    result = run_protocol(model, lambda clip: runner.prefill(inputs_embeds=clip), ask, runner.decode_step, args)
+    return dict(
+        result,
+        cache_tokens=evictions[-1].tokens_after,  # after the question's eviction, before decoding
+        evict_ms=sum(s.evict_ms for s in evictions),
         compiled=runner.decoder.compiled,
     )
 
@@ -163,26 +179,16 @@ def measure_plain(model, n: int, args) -> dict:
     def forward(**inputs):
         return model(past_key_values=cache, use_cache=True, logits_to_keep=1, **inputs).logits[:, -1]
 
-    clip = torch.randn(1, args.clip_tokens, model.config.hidden_size) * 0.02
-    _, clip_ms = timed(lambda: forward(inputs_embeds=clip))
-    _, second_clip_ms = timed(lambda: forward(inputs_embeds=clip))
-    question = torch.randint(100, model.config.vocab_size - 1, (1, QUESTION_TOKENS))
-    logits, ttft_ms = timed(lambda: forward(input_ids=question))
-    bandwidth = read_bandwidth()
-    times = decode_times(
-        lambda t: forward(input_ids=torch.tensor([[t]])), int(logits.argmax(-1)), args.decode_tokens + 1
+    result = run_protocol(
+        model,
+        lambda clip: forward(inputs_embeds=clip),
+        lambda question: forward(input_ids=question),
+        lambda token: forward(input_ids=torch.tensor([[token]])),
+        args,
     )
-    return dict(
-        cache_tokens=cache.get_seq_length(),
-        ttft_ms=ttft_ms,
-        evict_ms=0.0,
-        clip_ms=clip_ms,
-        clip_at_budget_ms=second_clip_ms,  # plain transformers has no budget: its cache keeps growing
-        bandwidth=bandwidth,
-        first_step_ms=times[0],
-        times=times[1:],
-        compiled=False,
-    )
+    # plain transformers has no budget: its cache keeps growing (cache tokens: after the decode steps), and
+    # "clip at budget" is just the second clip
+    return dict(result, cache_tokens=cache.get_seq_length(), evict_ms=0.0, compiled=False)
 
 
 def row(model_name: str, variant: str, context: int, result: dict, weights: int, kv_token: int) -> dict:
