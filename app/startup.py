@@ -9,11 +9,13 @@ import sys
 from dataclasses import dataclass, replace
 
 import psutil
+import torch
 
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
 from cache.attention import register_attention
+from cache.cpu_kernels import kernels_ready
 from cache.layouts import tune_linear_layouts
 from capture import SourceError, open_source
 from model.loading import LoadedModel, ModelLoadError, load_model
@@ -49,8 +51,12 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
     print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
     try:
         loaded = load_model(config.model, text_attention=register_attention())
+        kernels_note = ""
         if loaded.device.type == "cpu":
-            tune_linear_layouts(loaded.model)  # strides only: one-row products read faster (README, decode)
+            print("preparing the CPU decode kernels (built once per machine: about a minute) ...", file=sys.stderr)
+            used = loaded.dtype == torch.float32 and kernels_ready()  # the kernels are fp32 only
+            kernels_note = f", CPU kernels {'on' if used else 'off'}"
+            tune_linear_layouts(loaded.model)  # the fastest one-row product per weight shape (README, decode)
         session = StreamingSession(loaded, config.cache, config.session)
     except (ModelLoadError, ValueError) as err:
         raise StartupError(str(err)) from err
@@ -58,7 +64,7 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
         f"model ready: {loaded.family} on {loaded.device} ({str(loaded.dtype).removeprefix('torch.')}); "
         f"cache: {config.cache.policy}, budget {config.cache.budget}, window {config.cache.window}, "
         f"bias {config.cache.bias:g}, pool {config.cache.pool} ({config.cache.pool_mode}); "
-        f"decode: {'compiled' if session.runner.decoder.compiled else 'eager'}",
+        f"decode: {'compiled' if session.runner.decoder.compiled else 'eager'}" + kernels_note,
         file=sys.stderr,
         flush=True,
     )

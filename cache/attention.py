@@ -16,6 +16,8 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from cache.cpu_kernels import fits, kernels_ready
+
 ATTENTION_NAME = "bounded_sdpa"
 
 
@@ -58,8 +60,11 @@ def one_query_attention(
     """Attention of one new token (a decode step over a masked span of slots): [B, 1, H_q, D].
 
     The query heads that share a KV head become that head's query rows, so each key and value is read once
-    (transformers' SDPA path repeats the KV heads whenever a mask is given).
+    (transformers' SDPA path repeats the KV heads whenever a mask is given). On an AVX2 CPU in fp32 the
+    kernel of `cache.cpu_kernels` does it, about twice as fast as SDPA there.
     """
+    if fits(query, key, value) and mask.numel() == key.shape[2] and key.stride(-1) == 1 and kernels_ready():
+        return torch.ops.edge_assistant.decode_attention(query, key, value, mask.reshape(-1), scaling)
     batch, q_heads, _, dim = query.shape
     kv_heads = key.shape[1]
     rows = query.reshape(batch, kv_heads, q_heads // kv_heads, dim)  # head h -> KV head h // group, as repeat_kv

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 
 from cache.bounded_cache import BoundedCache
+from cache.cpu_kernels import kernels_ready
 from cache.static_layer import StaticBoundedLayer
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,8 @@ class StaticDecoder:
         self.slot = torch.zeros(1, dtype=torch.long, device=self.device)
         self.mask = torch.zeros(1, 1, 1, self.span, dtype=torch.bool, device=self.device)
         self._slots = torch.arange(self.span, device=self.device)
+        if compile and self.device.type == "cpu":
+            kernels_ready()  # build the CPU kernel now: a compiled step must not trace its build
         self._compiled = compile_decode(decode_forward, self.device) if compile else None
 
     @property

@@ -1,61 +1,89 @@
-"""Weight memory layouts that make single-token decoding read faster on a CPU.
+"""How each weight is multiplied by one row, picked by timing, so that single-token decoding reads faster on a CPU.
 
 A decode step multiplies one row by every weight matrix, so it streams the model's weights from memory.
-How fast a CPU BLAS streams a `[out, in]` weight depends on its layout: on the 2-core AVX2 machine of the
-README, `x @ W.T` read the 49152 x 576 tied LM head of SmolLM2 at 13 GB/s when W is row-major and at 24 GB/s
-when it is stored column-major (the same matrix, `W.t().contiguous().t()`), while `down_proj` was faster
-row-major. So each distinct weight shape is timed both ways once and stored the faster way. Values, shapes
-and module code stay as they are: only strides change (results differ by float rounding at most).
+How fast that goes depends on the weight's shape and how it is multiplied. On the 2-core AMD machine of the
+README, MKL's `x @ W.T` read the 49152 x 576 tied LM head of SmolLM2 at 13 GB/s when W is row-major and at
+24 GB/s when it is stored column-major (the same matrix, `W.t().contiguous().t()`), while the 576-wide
+attention projections read at 11-13 GB/s either way and at 17-19 GB/s with the AVX2 kernel of
+`cache.cpu_kernels` (one dot product per weight row). So each distinct weight shape is timed three ways
+once:
+- "row": MKL, the weight as loaded;
+- "column": MKL, the weight stored column-major;
+- "kernel": the one-row kernel, the weight as loaded (only where `kernels_ready()`), for which the module
+  becomes a `OneRowLinear`: an `nn.Linear` whose one-row products call the kernel.
+Values and shapes stay as they are (results differ by float rounding at most).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import torch
 
+from cache.cpu_kernels import fits, kernels_ready
+
 logger = logging.getLogger(__name__)
 
-_STREAM_BYTES = 64 * 2**20  # time over this many bytes of copies, so that caches do not hold them
+_STREAM_BYTES = 64 * 2**20  # time over this many bytes of weights, so that caches do not hold them
 
 
-def tune_linear_layouts(model: torch.nn.Module, rounds: int = 5) -> dict[tuple[int, int], bool]:
-    """Stores each CPU `nn.Linear` weight column-major where one-row products measured faster that way.
+class OneRowLinear(torch.nn.Linear):
+    """An `nn.Linear` whose one-row products on the CPU run `edge_assistant::one_row_linear`."""
 
-    Returns {(out, in): column_major} per weight shape tried. Tied weights (an LM head shared with the
-    embedding) change for both users, which index and multiply strided weights alike.
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.numel() == x.shape[-1] and fits(x, self.weight) and self.weight.is_contiguous() and kernels_ready():
+            return torch.ops.edge_assistant.one_row_linear(x, self.weight, self.bias)
+        return super().forward(x)
+
+
+def tune_linear_layouts(model: torch.nn.Module, rounds: int = 5) -> dict[tuple[int, int], str]:
+    """Gives each CPU fp32 `nn.Linear` the fastest one-row product measured for its weight shape.
+
+    Returns {(out, in): "row" | "column" | "kernel"} per weight shape tried. Tied weights (an LM head shared
+    with the embedding) change for both users, which index and multiply strided weights alike.
     """
-    choices: dict[tuple[int, int], bool] = {}
+    choices: dict[tuple[int, int], str] = {}
     with torch.no_grad():
         for module in model.modules():
-            if not isinstance(module, torch.nn.Linear) or module.weight.device.type != "cpu":
+            if type(module) not in (torch.nn.Linear, OneRowLinear) or not fits(module.weight):
                 continue
             weight = module.weight
             shape = tuple(weight.shape)
             if shape not in choices:
-                choices[shape] = _column_major_is_faster(weight, rounds)
-            if choices[shape] and weight.is_contiguous():
+                choices[shape] = _fastest(weight, rounds)
+            choice = choices[shape]
+            if choice == "column" and weight.is_contiguous():
                 weight.data = weight.data.t().contiguous().t()
-    logger.info("weights stored column-major for shapes %s", [s for s, c in choices.items() if c])
+            if choice == "kernel" and weight.is_contiguous() and "forward" not in module.__dict__:
+                module.__class__ = OneRowLinear  # a hook's saved forward (accelerate) would bypass the class
+    logger.info("one-row products per weight shape: %s", choices)
     return choices
 
 
-def _column_major_is_faster(weight: torch.Tensor, rounds: int) -> bool:
+def _fastest(weight: torch.Tensor, rounds: int) -> str:
     row_bytes = weight.shape[1] * weight.element_size()
     sample = weight.detach()[: max(1, _STREAM_BYTES // row_bytes)]  # a large LM head is timed on its first rows
     copies = max(1, _STREAM_BYTES // (sample.numel() * sample.element_size()))
     row_major = [sample.clone() for _ in range(copies)]
-    column_major = [w.t().contiguous().t() for w in row_major]
     x = torch.randn(1, weight.shape[1], dtype=weight.dtype)
-    return _best_seconds(x, column_major, rounds) < _best_seconds(x, row_major, rounds)
+    mkl = torch.nn.functional.linear
+    seconds = {
+        "row": _best_seconds(lambda w: mkl(x, w), row_major, rounds),
+        "column": _best_seconds(lambda w: mkl(x, w), [w.t().contiguous().t() for w in row_major], rounds),
+    }
+    if kernels_ready():
+        kernel = torch.ops.edge_assistant.one_row_linear
+        seconds["kernel"] = _best_seconds(lambda w: kernel(x, w, None), row_major, rounds)
+    return min(seconds, key=seconds.get)
 
 
-def _best_seconds(x: torch.Tensor, weights: list[torch.Tensor], rounds: int) -> float:
+def _best_seconds(product: Callable[[torch.Tensor], torch.Tensor], weights: list[torch.Tensor], rounds: int) -> float:
     best = float("inf")
     for _ in range(rounds):
         started = time.perf_counter()
         for w in weights:
-            torch.nn.functional.linear(x, w)
+            product(w)
         best = min(best, time.perf_counter() - started)
     return best

@@ -15,11 +15,14 @@ so gives the tighter bound.
 
 Variants (columns of the CSV):
 - `plain`: transformers' DynamicCache and SDPA, the weights as loaded (no eviction: the context grows);
-- `before`: inf-mllm on the previous path (DynamicLayer storage, torch.cat per step, eager, weights as loaded);
+- `before`: inf-mllm on the previous path (DynamicLayer storage, torch.cat per step, eager, weights as loaded,
+  SDPA attention);
 - then the weights get the layouts `cache.layouts.tune_linear_layouts` picks, and:
 - `full`: the full policy on static storage (grows; decoded eagerly: its shapes change every step);
 - `<policy>`: each bounded policy on static storage with the compiled static decode step;
-- `inf-mllm eager`: the same without torch.compile (what a build without compile gets).
+- `inf-mllm eager`: the same without torch.compile (what a build without compile gets);
+- `inf-mllm sdpa`: compiled, with SDPA instead of the CPU attention kernel (`cache.cpu_kernels`).
+All but `plain`, `before` and `inf-mllm sdpa` use that kernel where the CPU has AVX2.
 
     taskset -c 1 python scripts/bench_decode.py --model reference --contexts 1024 4096 16384 65536
     taskset -c 1 python scripts/bench_decode.py --model qwen2-vl-2b --contexts 1024 4096 16384
@@ -42,12 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.bounded_cache import BoundedCache  # noqa: E402
 from cache.config import CacheConfig  # noqa: E402
+from cache.cpu_kernels import kernels_ready, use_cpu_kernels  # noqa: E402
 from cache.layouts import tune_linear_layouts  # noqa: E402
 from cache.runner import CachedRunner  # noqa: E402
 from scripts.bench_cache import build_model as qwen2_decoder  # noqa: E402
 
 QUESTION_TOKENS = 32
-VARIANTS = ("plain", "before", "full", "bounded", "eager")
+VARIANTS = ("plain", "before", "full", "bounded", "eager", "sdpa")
 _BANDWIDTH_PROBE = torch.empty(0)
 _MATRIX_PROBE = torch.empty(0)
 
@@ -266,7 +270,8 @@ def main() -> None:
         nargs="+",
         choices=VARIANTS,
         default=list(VARIANTS),
-        help="which rows to run: plain transformers, the previous path, full, the compiled bounded policies, eager",
+        help="which rows to run: plain transformers, the previous path, full, the compiled bounded policies, eager,"
+        " sdpa (compiled inf-mllm with SDPA instead of the CPU attention kernel)",
     )
     parser.add_argument("--out", type=Path, default=Path("out"), help="folder for decode.csv (appended) and .png")
     args = parser.parse_args()
@@ -282,13 +287,16 @@ def main() -> None:
     jobs += [("full", n) for n in small if "full" in wanted]
     jobs += [(p, n) for n in args.contexts for p in args.policies if "bounded" in wanted]
     jobs += [("inf-mllm eager", n) for n in args.contexts if "eager" in wanted]
+    jobs += [("inf-mllm sdpa", n) for n in args.contexts if "sdpa" in wanted and kernels_ready()]
     rows = []
     with torch.inference_mode():
         for variant, n in tqdm(jobs, desc=args.model, unit="run"):
             if variant == "plain":
                 result = measure_plain(model, n, args)
             elif variant == "before":
+                use_cpu_kernels(False)
                 result = measure_bounded(model, "inf-mllm", "dynamic", False, n, args)
+                use_cpu_kernels(True)
             elif variant == "tune":
                 tune_linear_layouts(model)
                 continue
@@ -296,6 +304,10 @@ def main() -> None:
                 result = measure_bounded(model, "full", "static", False, n, args)
             elif variant == "inf-mllm eager":
                 result = measure_bounded(model, "inf-mllm", "static", False, n, args)
+            elif variant == "inf-mllm sdpa":
+                use_cpu_kernels(False)
+                result = measure_bounded(model, "inf-mllm", "static", True, n, args)
+                use_cpu_kernels(True)
             else:
                 result = measure_bounded(model, variant, "static", True, n, args)
             context = n + 2 * args.clip_tokens + QUESTION_TOKENS  # tokens the stream has seen when decoding starts

@@ -1,0 +1,97 @@
+"""CPU kernels for decoding one token, built on first use where the CPU has AVX2.
+
+A decode step on a CPU is a memory-bound read of the weights and the cached keys and values. On the
+README's AMD CPU, MKL's small products and SDPA read them at half the memory bandwidth or less, so two AVX2
+kernels (`csrc/`) do the hot parts of a step:
+- `edge_assistant::decode_attention`: the attention of one token, each key and value row read once for all
+  the query heads that share it (the reference model's attention over a 2K-token span: about 15 -> 8.5 ms
+  a step);
+- `edge_assistant::one_row_linear`: a one-row product with a row-major weight, one dot product per weight
+  row (`cache.layouts` times it against MKL per weight shape and keeps the faster).
+
+They are compiled with torch's C++ extension builder (g++ and ninja) into torch's extension cache, once per
+machine (about a minute), as torch operators registered in C++ (a Python custom op cost 15 us a call, about
+3 ms a step for the reference model's 210 products), so that a compiled decode step calls each as one
+opaque op. `kernels_ready()` says whether they can be used; where the CPU lacks AVX2, the build fails or
+`EDGE_ASSISTANT_CPU_KERNELS=0` is set, it says False and the model runs on SDPA and MKL (same results up to
+float rounding).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+SOURCES = [Path(__file__).parent / "csrc" / n for n in ("bindings.cpp", "decode_attention.cpp", "one_row_linear.cpp")]
+DISABLE_VARIABLE = "EDGE_ASSISTANT_CPU_KERNELS"
+_state: dict[str, bool] = {"enabled": True}  # "built": whether the ops are loaded, once tried
+
+
+def kernels_ready() -> bool:
+    """Whether the custom ops run the kernels (builds them the first time; False where they cannot)."""
+    if not _state["enabled"]:
+        return False
+    if "built" not in _state:
+        _state["built"] = _build()
+    return _state["built"]
+
+
+def use_cpu_kernels(enabled: bool) -> None:
+    """Turns the kernels on or off for this process (benchmarks compare them with SDPA and MKL)."""
+    _state["enabled"] = enabled
+
+
+def _build() -> bool:
+    if os.environ.get(DISABLE_VARIABLE, "1") == "0":
+        logger.info("CPU decode kernels disabled by %s=0", DISABLE_VARIABLE)
+        return False
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        logger.info("CPU decode kernels need AVX2; using SDPA and MKL")
+        return False
+    try:
+        import ninja  # the pip package: its binary is not on PATH outside an activated venv
+
+        os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+    except ImportError:
+        pass
+    from torch.utils.cpp_extension import load
+
+    started = time.perf_counter()
+    logger.info("building the CPU decode kernels (once per machine, about a minute)")
+    try:
+        load(
+            name="edge_assistant_cpu_kernels",
+            sources=[str(s) for s in SOURCES],
+            extra_cflags=["-O3", "-mavx2", "-mfma"],
+            is_python_module=False,  # loading the library registers its ops with torch
+        )
+    except (RuntimeError, OSError, ImportError) as e:  # no compiler, no ninja, a failed build
+        logger.warning("CPU decode kernels not built (%s: %s); using SDPA and MKL", type(e).__name__, e)
+        return False
+    _register_fakes()
+    logger.info("CPU decode kernels ready in %.1f s", time.perf_counter() - started)
+    return True
+
+
+def fits(*tensors: torch.Tensor) -> bool:
+    """Whether these are tensors the kernels take: fp32 on the CPU."""
+    return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+
+
+def _register_fakes() -> None:
+    """Output shapes of the ops for tracing (torch.compile), which never runs the kernels."""
+
+    @torch.library.register_fake("edge_assistant::decode_attention")
+    def _(query, key, value, attended, scaling):  # query [B, H_q, 1, D] -> [B, 1, H_q, D]
+        batch, q_heads, _, dim = query.shape
+        return query.new_empty(batch, 1, q_heads, dim)
+
+    @torch.library.register_fake("edge_assistant::one_row_linear")
+    def _(x, weight, bias):  # x [..., in] -> [..., out]
+        return x.new_empty(*x.shape[:-1], weight.shape[0])

@@ -1,0 +1,65 @@
+// AVX2 building blocks of the CPU decode kernels: one-row dot products and scaled row sums in fp32.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace edge_kernels {
+
+constexpr int64_t kLanes = 8;  // floats in one AVX register
+
+inline float sum_lanes(__m256 x) {
+  __m128 half = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  half = _mm_add_ps(half, _mm_movehl_ps(half, half));
+  half = _mm_add_ss(half, _mm_movehdup_ps(half));
+  return _mm_cvtss_f32(half);
+}
+
+// a . b over `dim` floats: four independent FMA chains (one chain waits on the FMA latency), scalar tail.
+inline float dot(const float* a, const float* b, int64_t dim) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps(), acc2 = _mm256_setzero_ps(),
+         acc3 = _mm256_setzero_ps();
+  int64_t d = 0;
+  for (; d + 4 * kLanes <= dim; d += 4 * kLanes) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d + kLanes), _mm256_loadu_ps(b + d + kLanes), acc1);
+    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d + 2 * kLanes), _mm256_loadu_ps(b + d + 2 * kLanes), acc2);
+    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d + 3 * kLanes), _mm256_loadu_ps(b + d + 3 * kLanes), acc3);
+  }
+  for (; d + kLanes <= dim; d += kLanes) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc0);
+  }
+  float total = sum_lanes(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; d < dim; ++d) total += a[d] * b[d];
+  return total;
+}
+
+// The dot products of `q` with four rows at once, [q.r0, q.r1, q.r2, q.r3]; dim a multiple of kLanes.
+// One horizontal reduction for the four (instead of one per row) keeps this loop at the memory's pace.
+inline __m128 dot_four(const float* q, const float* r0, const float* r1, const float* r2, const float* r3,
+                       int64_t dim) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+  for (int64_t d = 0; d < dim; d += kLanes) {
+    const __m256 x = _mm256_loadu_ps(q + d);
+    a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r0 + d), a0);
+    a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r1 + d), a1);
+    a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r2 + d), a2);
+    a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r3 + d), a3);
+  }
+  // hadd pairs lanes: [a0 a1 a2 a3 | a0 a1 a2 a3] partial sums, then the two halves are added
+  const __m256 sums = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(sums), _mm256_extractf128_ps(sums, 1));
+}
+
+// out += weight * row, over `dim` floats.
+inline void add_scaled(float* out, const float* row, float weight, int64_t dim) {
+  const __m256 w = _mm256_set1_ps(weight);
+  int64_t d = 0;
+  for (; d + kLanes <= dim; d += kLanes) {
+    _mm256_storeu_ps(out + d, _mm256_fmadd_ps(w, _mm256_loadu_ps(row + d), _mm256_loadu_ps(out + d)));
+  }
+  for (; d < dim; ++d) out[d] += weight * row[d];
+}
+
+}  // namespace edge_kernels
