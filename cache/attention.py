@@ -38,6 +38,9 @@ def bounded_sdpa_attention(
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """SDPA attention; reports queries and keys to the recording cache, if any."""
+    if query.shape[2] == 1 and attention_mask is None and kernel_takes(query, key, value):
+        # one new token without a mask (transformers skips it when causality alone decides) sees every key
+        attention_mask = torch.ones(1, 1, 1, key.shape[2], dtype=torch.bool, device=key.device)
     if query.shape[2] == 1 and attention_mask is not None and attention_mask.dtype == torch.bool:
         output = (one_query_attention(query, key, value, attention_mask, scaling or module.scaling), None)
     else:
@@ -63,13 +66,18 @@ def one_query_attention(
     (transformers' SDPA path repeats the KV heads whenever a mask is given). On an AVX2 CPU in fp32 the
     kernel of `cache.cpu_kernels` does it, about twice as fast as SDPA there.
     """
-    if fits(query, key, value) and mask.numel() == key.shape[2] and key.stride(-1) == 1 and kernels_ready():
+    if mask.numel() == key.shape[2] and kernel_takes(query, key, value):
         return torch.ops.edge_assistant.decode_attention(query, key, value, mask.reshape(-1), scaling)
     batch, q_heads, _, dim = query.shape
     kv_heads = key.shape[1]
     rows = query.reshape(batch, kv_heads, q_heads // kv_heads, dim)  # head h -> KV head h // group, as repeat_kv
     out = torch.nn.functional.scaled_dot_product_attention(rows, key, value, attn_mask=mask, scale=scaling)
     return out.reshape(batch, q_heads, 1, dim).transpose(1, 2).contiguous()
+
+
+def kernel_takes(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> bool:
+    """Whether `cache.cpu_kernels`' attention runs for these tensors (fp32 on the CPU, rows contiguous)."""
+    return fits(query, key, value) and key.stride(-1) == 1 and value.stride(-1) == 1 and kernels_ready()
 
 
 def register_attention() -> str:

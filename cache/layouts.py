@@ -42,7 +42,8 @@ def tune_linear_layouts(model: torch.nn.Module, rounds: int = 5) -> dict[tuple[i
     """Gives each CPU fp32 `nn.Linear` the fastest one-row product measured for its weight shape.
 
     Returns {(out, in): "row" | "column" | "kernel"} per weight shape tried. Tied weights (an LM head shared
-    with the embedding) change for both users, which index and multiply strided weights alike.
+    with the embedding) change for both users, which index and multiply strided weights alike. Tuning again
+    (say, after `use_cpu_kernels(False)`) undoes what the previous tuning chose where it chooses otherwise.
     """
     choices: dict[tuple[int, int], str] = {}
     with torch.no_grad():
@@ -56,8 +57,10 @@ def tune_linear_layouts(model: torch.nn.Module, rounds: int = 5) -> dict[tuple[i
             choice = choices[shape]
             if choice == "column" and weight.is_contiguous():
                 weight.data = weight.data.t().contiguous().t()
-            if choice == "kernel" and weight.is_contiguous() and "forward" not in module.__dict__:
-                module.__class__ = OneRowLinear  # a hook's saved forward (accelerate) would bypass the class
+            elif choice != "column" and not weight.is_contiguous():  # tuned before, another way
+                weight.data = weight.data.contiguous()
+            if "forward" not in module.__dict__:  # a hook's saved forward (accelerate) would bypass the class
+                module.__class__ = OneRowLinear if choice == "kernel" else torch.nn.Linear
     logger.info("one-row products per weight shape: %s", choices)
     return choices
 
@@ -66,7 +69,7 @@ def _fastest(weight: torch.Tensor, rounds: int) -> str:
     row_bytes = weight.shape[1] * weight.element_size()
     sample = weight.detach()[: max(1, _STREAM_BYTES // row_bytes)]  # a large LM head is timed on its first rows
     copies = max(1, _STREAM_BYTES // (sample.numel() * sample.element_size()))
-    row_major = [sample.clone() for _ in range(copies)]
+    row_major = [sample.contiguous().clone() for _ in range(copies)]
     x = torch.randn(1, weight.shape[1], dtype=weight.dtype)
     mkl = torch.nn.functional.linear
     seconds = {

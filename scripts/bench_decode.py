@@ -17,12 +17,13 @@ Variants (columns of the CSV):
 - `plain`: transformers' DynamicCache and SDPA, the weights as loaded (no eviction: the context grows);
 - `before`: inf-mllm on the previous path (DynamicLayer storage, torch.cat per step, eager, weights as loaded,
   SDPA attention);
-- then the weights get the layouts `cache.layouts.tune_linear_layouts` picks, and:
+- then the weights get the one-row products `cache.layouts.tune_linear_layouts` picks, and:
 - `full`: the full policy on static storage (grows; decoded eagerly: its shapes change every step);
 - `<policy>`: each bounded policy on static storage with the compiled static decode step;
 - `inf-mllm eager`: the same without torch.compile (what a build without compile gets);
-- `inf-mllm sdpa`: compiled, with SDPA instead of the CPU attention kernel (`cache.cpu_kernels`).
-All but `plain`, `before` and `inf-mllm sdpa` use that kernel where the CPU has AVX2.
+- `inf-mllm no kernels`: compiled, without the CPU decode kernels of `cache.cpu_kernels` (SDPA attention,
+  MKL products with the layouts tuned without the kernels): the previous session's fast path.
+The others use those kernels where the CPU has AVX2 (attention, and the products where they won the tuning).
 
     taskset -c 1 python scripts/bench_decode.py --model reference --contexts 1024 4096 16384 65536
     taskset -c 1 python scripts/bench_decode.py --model qwen2-vl-2b --contexts 1024 4096 16384
@@ -51,7 +52,7 @@ from cache.runner import CachedRunner  # noqa: E402
 from scripts.bench_cache import build_model as qwen2_decoder  # noqa: E402
 
 QUESTION_TOKENS = 32
-VARIANTS = ("plain", "before", "full", "bounded", "eager", "sdpa")
+VARIANTS = ("plain", "before", "no-kernels", "full", "bounded", "eager")
 _BANDWIDTH_PROBE = torch.empty(0)
 _MATRIX_PROBE = torch.empty(0)
 
@@ -270,8 +271,8 @@ def main() -> None:
         nargs="+",
         choices=VARIANTS,
         default=list(VARIANTS),
-        help="which rows to run: plain transformers, the previous path, full, the compiled bounded policies, eager,"
-        " sdpa (compiled inf-mllm with SDPA instead of the CPU attention kernel)",
+        help="which rows to run: plain transformers, the previous path, compiled inf-mllm without the CPU kernels,"
+        " full, the compiled bounded policies, eager",
     )
     parser.add_argument("--out", type=Path, default=Path("out"), help="folder for decode.csv (appended) and .png")
     args = parser.parse_args()
@@ -283,11 +284,13 @@ def main() -> None:
     weights, kv_token = weight_bytes(model), kv_bytes_per_token(model)
     small = [n for n in args.contexts if n <= args.plain_max]
     wanted = set(args.variants)
-    jobs = [(v, n) for v in ("plain", "before") if v in wanted for n in small] + [("tune", 0)]
+    jobs = [(v, n) for v in ("plain", "before") if v in wanted for n in small]
+    if "no-kernels" in wanted and kernels_ready():
+        jobs += [("tune without kernels", 0)] + [("inf-mllm no kernels", n) for n in args.contexts]
+    jobs += [("tune", 0)]
     jobs += [("full", n) for n in small if "full" in wanted]
     jobs += [(p, n) for n in args.contexts for p in args.policies if "bounded" in wanted]
     jobs += [("inf-mllm eager", n) for n in args.contexts if "eager" in wanted]
-    jobs += [("inf-mllm sdpa", n) for n in args.contexts if "sdpa" in wanted and kernels_ready()]
     rows = []
     with torch.inference_mode():
         for variant, n in tqdm(jobs, desc=args.model, unit="run"):
@@ -297,17 +300,20 @@ def main() -> None:
                 use_cpu_kernels(False)
                 result = measure_bounded(model, "inf-mllm", "dynamic", False, n, args)
                 use_cpu_kernels(True)
-            elif variant == "tune":
+            elif variant == "tune without kernels":
+                use_cpu_kernels(False)
                 tune_linear_layouts(model)
                 continue
+            elif variant == "tune":
+                use_cpu_kernels(True)
+                tune_linear_layouts(model)
+                continue
+            elif variant == "inf-mllm no kernels":
+                result = measure_bounded(model, "inf-mllm", "static", True, n, args)
             elif variant == "full":
                 result = measure_bounded(model, "full", "static", False, n, args)
             elif variant == "inf-mllm eager":
                 result = measure_bounded(model, "inf-mllm", "static", False, n, args)
-            elif variant == "inf-mllm sdpa":
-                use_cpu_kernels(False)
-                result = measure_bounded(model, "inf-mllm", "static", True, n, args)
-                use_cpu_kernels(True)
             else:
                 result = measure_bounded(model, variant, "static", True, n, args)
             context = n + 2 * args.clip_tokens + QUESTION_TOKENS  # tokens the stream has seen when decoding starts

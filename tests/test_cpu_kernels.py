@@ -1,0 +1,151 @@
+"""The CPU decode kernels compute what the plain math computes, on every path through them, and the model
+falls back to SDPA/MKL where they cannot be used.
+
+The reference is the textbook formula in float64 (softmax(q K^T * scale) V with KV head h // group for query
+head h, as transformers' repeat_kv), not the kernels' own output. The shapes reach each branch of the C++
+code: the register-accumulator sums for group sizes 1-8 (slices of 32, 16 and 8 floats), the generic sums
+(16 query heads per KV head, head sizes no slice divides), four-row blocks and their tails, and scalar dot
+products for head sizes that are not a multiple of 8.
+"""
+
+import logging
+import os
+
+import pytest
+import torch
+
+from cache import cpu_kernels
+from cache.attention import one_query_attention
+from cache.layouts import OneRowLinear, tune_linear_layouts
+from tests.tiny_text_models import VOCAB, build_pair
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernels():
+    """The kernels must build on this AVX2 machine in CI (EDGE_ASSISTANT_REQUIRE_TOOLS=1); elsewhere skip."""
+    if not cpu_kernels.kernels_ready():
+        if os.environ.get("EDGE_ASSISTANT_REQUIRE_TOOLS") == "1":
+            pytest.fail("the CPU decode kernels did not build (see the log for the compiler's message)")
+        pytest.skip("the CPU decode kernels are not available here")
+
+
+def _reference_attention(query, key, value, mask, scaling):
+    """[B, H_q, 1, D] x [B, H_kv, N, D] -> [B, 1, H_q, D], in float64."""
+    group = query.shape[1] // key.shape[1]
+    k = key.double().repeat_interleave(group, dim=1)
+    v = value.double().repeat_interleave(group, dim=1)
+    scores = (query.double() @ k.transpose(-1, -2)) * scaling
+    scores = scores.masked_fill(~mask.reshape(1, 1, 1, -1), float("-inf"))
+    return (torch.softmax(scores, dim=-1) @ v).transpose(1, 2)
+
+
+@pytest.mark.parametrize(
+    ("q_heads", "kv_heads", "dim", "tokens"),
+    [
+        (9, 3, 64, 2049),  # the reference model (group 3: slices of 32 floats)
+        (12, 2, 128, 301),  # Qwen2-VL-2B (group 6: slices of 16)
+        (28, 4, 128, 77),  # Qwen2-VL-7B (group 7: slices of 8)
+        (8, 8, 64, 40),  # no grouping
+        (16, 1, 64, 50),  # group 16: the generic sums
+        (4, 4, 40, 13),  # 40 floats: no 32-float slice, four-row blocks still
+        (6, 2, 36, 9),  # 36 floats: scalar dot tails
+        (9, 3, 64, 3),  # fewer keys than a four-row block
+    ],
+)
+def test_decode_attention_matches_the_formula(q_heads, kv_heads, dim, tokens):
+    gen = torch.Generator().manual_seed(q_heads * 1000 + tokens)
+    batch, capacity = 2, tokens + 17
+    query = torch.randn(batch, q_heads, 1, dim, generator=gen)
+    # a prefix of larger buffers, as the static cache hands them to attention
+    key = torch.randn(batch, kv_heads, capacity, dim, generator=gen)[:, :, :tokens]
+    value = torch.randn(batch, kv_heads, capacity, dim, generator=gen)[:, :, :tokens]
+    mask = torch.rand(tokens, generator=gen) > 0.3
+    mask[-1] = True  # a decoding token always sees itself
+    scaling = dim**-0.5
+    expected = _reference_attention(query, key, value, mask, scaling)
+    got = torch.ops.edge_assistant.decode_attention(query, key, value, mask, scaling)
+    torch.testing.assert_close(got.double(), expected, atol=2e-5, rtol=1e-4)
+    # and through the attention function the model calls, with the model's 4-D mask
+    via_model = one_query_attention(query, key, value, mask.view(1, 1, 1, -1), scaling)
+    torch.testing.assert_close(via_model, got, atol=0, rtol=0)
+
+
+def test_decode_attention_refuses_what_it_cannot_do():
+    query, key = torch.randn(1, 4, 1, 8), torch.randn(1, 2, 5, 8)
+    with pytest.raises(RuntimeError, match="hides every key"):
+        torch.ops.edge_assistant.decode_attention(query, key, key, torch.zeros(5, dtype=torch.bool), 1.0)
+    with pytest.raises(RuntimeError, match="fp32"):
+        torch.ops.edge_assistant.decode_attention(query.double(), key.double(), key.double(), torch.ones(5) > 0, 1.0)
+
+
+@pytest.mark.parametrize(("out_features", "in_features"), [(576, 576), (49, 64), (3, 37), (1536, 576)])
+def test_one_row_linear_matches_the_formula(out_features, in_features):
+    gen = torch.Generator().manual_seed(out_features + in_features)
+    weight = torch.randn(out_features, in_features, generator=gen)
+    bias = torch.randn(out_features, generator=gen)
+    x = torch.randn(1, 1, in_features, generator=gen)
+    expected = x.double() @ weight.double().T + bias.double()
+    got = torch.ops.edge_assistant.one_row_linear(x, weight, bias)
+    assert got.shape == (1, 1, out_features)
+    torch.testing.assert_close(got.double(), expected, atol=1e-4, rtol=1e-5)
+    no_bias = torch.ops.edge_assistant.one_row_linear(x, weight, None)
+    torch.testing.assert_close(no_bias.double(), expected - bias.double(), atol=1e-4, rtol=1e-5)
+
+
+def test_tuning_picks_the_kernel_and_keeps_outputs(monkeypatch):
+    _, model, _ = build_pair("llama-gqa")
+    ids = torch.arange(3, 40)[None] % VOCAB
+    with torch.inference_mode():
+        expected_prefill = model(input_ids=ids).logits
+        expected_step = model(input_ids=ids[:, :1]).logits
+    monkeypatch.setattr("cache.layouts._fastest", lambda weight, rounds: "kernel")
+    tune_linear_layouts(model)
+    gate = model.model.layers[0].mlp.gate_proj
+    assert type(gate) is OneRowLinear and gate.weight.is_contiguous()
+    calls = []
+    kernel = torch.ops.edge_assistant.one_row_linear
+    monkeypatch.setattr(torch.ops.edge_assistant, "one_row_linear", lambda *a: calls.append(1) or kernel(*a))
+    with torch.inference_mode():
+        torch.testing.assert_close(model(input_ids=ids[:, :1]).logits, expected_step, atol=1e-5, rtol=0)
+        assert calls  # one row: the kernel ran
+        calls.clear()
+        torch.testing.assert_close(model(input_ids=ids).logits, expected_prefill, atol=1e-5, rtol=0)
+        assert not calls  # a prompt of many rows: MKL
+    # tuning again another way undoes the kernel choice
+    monkeypatch.setattr("cache.layouts._fastest", lambda weight, rounds: "column")
+    tune_linear_layouts(model)
+    assert type(gate) is torch.nn.Linear and gate.weight.stride() == (1, gate.weight.shape[0])
+
+
+def test_disabled_kernels_fall_back_to_the_same_results():
+    gen = torch.Generator().manual_seed(0)
+    query, key, value = torch.randn(1, 6, 1, 64, generator=gen), *torch.randn(2, 1, 2, 70, 64, generator=gen)
+    mask = torch.ones(1, 1, 1, 70, dtype=torch.bool)
+    with_kernel = one_query_attention(query, key, value, mask, 0.125)
+    cpu_kernels.use_cpu_kernels(False)
+    try:
+        assert not cpu_kernels.kernels_ready()
+        without = one_query_attention(query, key, value, mask, 0.125)
+    finally:
+        cpu_kernels.use_cpu_kernels(True)
+    torch.testing.assert_close(with_kernel, without, atol=1e-5, rtol=0)
+
+
+def test_a_failed_build_leaves_sdpa_and_says_why(monkeypatch, caplog):
+    def no_compiler(**kwargs):
+        raise RuntimeError("Error building extension: g++ not found")
+
+    monkeypatch.setattr("torch.utils.cpp_extension.load", no_compiler)
+    monkeypatch.setattr(cpu_kernels, "_state", {"enabled": True})  # as in a process that has not built yet
+    with caplog.at_level(logging.WARNING, logger="cache.cpu_kernels"):
+        assert not cpu_kernels.kernels_ready()
+    assert "g++ not found" in caplog.text and "using SDPA and MKL" in caplog.text
+    query, key = torch.randn(1, 2, 1, 8), torch.randn(1, 1, 4, 8)
+    out = one_query_attention(query, key, key, torch.ones(1, 1, 1, 4, dtype=torch.bool), 1.0)
+    torch.testing.assert_close(out.double(), _reference_attention(query, key, key, torch.ones(4) > 0, 1.0))
+
+
+def test_the_switch_variable_turns_them_off(monkeypatch):
+    monkeypatch.setenv(cpu_kernels.DISABLE_VARIABLE, "0")
+    monkeypatch.setattr(cpu_kernels, "_state", {"enabled": True})
+    assert not cpu_kernels.kernels_ready()
