@@ -19,6 +19,7 @@ using edge_kernels::add_scaled;
 using edge_kernels::dot;
 using edge_kernels::dot_four;
 using edge_kernels::kLanes;
+using edge_kernels::kSliceBytes;
 
 // out[g] = sum_i p[g, i] v_{visible[i]} for a group of G query rows, [G, D] (out zeroed). The G x C
 // accumulators (C registers of 8 floats per row) stay in registers, so D is done in slices of C * 8 floats,
@@ -111,8 +112,10 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
 
   // scores[b, h_q, i] = scale * q . k_{visible[i]}: each key row read once for its whole group of query heads
   auto scores = at::empty({batch, q_heads, count}, query.options());
+  // threads share the KV heads in slices of at least kSliceBytes of keys (or values) each
+  const int64_t grain = std::max<int64_t>(1, kSliceBytes / (count * dim * static_cast<int64_t>(sizeof(float))));
   float* sp = scores.data_ptr<float>();
-  at::parallel_for(0, batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * kv_heads, grain, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / kv_heads, h = bh % kv_heads;
       const float* keys = kp + b * key.stride(0) + h * key.stride(1);
@@ -145,7 +148,7 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
   // out[b, 0, h_q] = sum_i p[b, h_q, i] v_{visible[i]}: each value row read once for its whole group
   auto out = at::zeros({batch, 1, q_heads, dim}, query.options());
   float* op = out.data_ptr<float>();
-  at::parallel_for(0, batch * kv_heads, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * kv_heads, grain, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / kv_heads, h = bh % kv_heads;
       const float* values = vp + b * value.stride(0) + h * value.stride(1);

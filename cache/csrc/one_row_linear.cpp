@@ -8,11 +8,14 @@
 #include <ATen/Parallel.h>
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "simd.h"
 
 using edge_kernels::dot;
 using edge_kernels::dot_four;
 using edge_kernels::kLanes;
+using edge_kernels::kSliceBytes;
 
 // x [..., in] with one row in all; weight [out, in] contiguous; bias [out] or none. Returns [..., out].
 at::Tensor one_row_linear(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias) {
@@ -29,7 +32,9 @@ at::Tensor one_row_linear(const at::Tensor& x, const at::Tensor& weight, const c
   const float* xp = row.data_ptr<float>();
   const float* wp = weight.data_ptr<float>();
   float* yp = y.data_ptr<float>();
-  at::parallel_for(0, out_features, 64, [&](int64_t begin, int64_t end) {
+  // threads share the rows in slices of at least kSliceBytes: below that a thread's start costs more than it reads
+  const int64_t grain = std::max<int64_t>(1, kSliceBytes / (in_features * static_cast<int64_t>(sizeof(float))));
+  at::parallel_for(0, out_features, grain, [&](int64_t begin, int64_t end) {
     // four rows a quarter of the range apart at a time: four memory streams at once read faster than one
     // (on the README's CPU, 23-29 GB/s against 18-20 GB/s row after row)
     const int64_t quarter = in_features % kLanes == 0 ? (end - begin) / 4 : 0;
