@@ -29,6 +29,15 @@ def kernels():
         pytest.skip("the CPU decode kernels are not available here")
 
 
+@pytest.fixture
+def two_threads():
+    """Two torch threads, so that the large cases take the kernels' parallel split."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
 def _reference_attention(query, key, value, mask, scaling):
     """[B, H_q, 1, D] x [B, H_kv, N, D] -> [B, 1, H_q, D], in float64."""
     group = query.shape[1] // key.shape[1]
@@ -50,9 +59,10 @@ def _reference_attention(query, key, value, mask, scaling):
         (4, 4, 40, 13),  # 40 floats: no 32-float slice, four-row blocks still
         (6, 2, 36, 9),  # 36 floats: scalar dot tails
         (9, 3, 64, 3),  # fewer keys than a four-row block
+        (4, 2, 64, 16500),  # 4 MB of keys per head: two threads share the heads
     ],
 )
-def test_decode_attention_matches_the_formula(q_heads, kv_heads, dim, tokens):
+def test_decode_attention_matches_the_formula(q_heads, kv_heads, dim, tokens, two_threads):
     gen = torch.Generator().manual_seed(q_heads * 1000 + tokens)
     batch, capacity = 2, tokens + 17
     query = torch.randn(batch, q_heads, 1, dim, generator=gen)
@@ -78,8 +88,11 @@ def test_decode_attention_refuses_what_it_cannot_do():
         torch.ops.edge_assistant.decode_attention(query.double(), key.double(), key.double(), torch.ones(5) > 0, 1.0)
 
 
-@pytest.mark.parametrize(("out_features", "in_features"), [(576, 576), (49, 64), (3, 37), (1536, 576)])
-def test_one_row_linear_matches_the_formula(out_features, in_features):
+@pytest.mark.parametrize(
+    ("out_features", "in_features"),
+    [(576, 576), (49, 64), (3, 37), (1536, 576), (4099, 576)],  # the last: 9 MB, two threads share the rows
+)
+def test_one_row_linear_matches_the_formula(out_features, in_features, two_threads):
     gen = torch.Generator().manual_seed(out_features + in_features)
     weight = torch.randn(out_features, in_features, generator=gen)
     bias = torch.randn(out_features, generator=gen)
