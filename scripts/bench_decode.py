@@ -15,7 +15,8 @@ one-row kernel of `cache.cpu_kernels` on the same matrix (`kernel_bound_ms`, `x_
 streams at once, the fastest read we know on this CPU, so the tightest bound; empty without the kernels).
 
 Variants (columns of the CSV):
-- `plain`: transformers' DynamicCache and SDPA, the weights as loaded (no eviction: the context grows);
+- `plain`: transformers' DynamicCache and SDPA (no CPU kernels), the weights as loaded (no eviction: the
+  context grows);
 - `before`: inf-mllm on the previous path (DynamicLayer storage, torch.cat per step, eager, weights as loaded,
   SDPA attention);
 - then the weights get the one-row products `cache.layouts.tune_linear_layouts` picks, and:
@@ -316,7 +317,9 @@ def main() -> None:
     with torch.inference_mode():
         for variant, n in tqdm(jobs, desc=args.model, unit="run"):
             if variant == "plain":
+                use_cpu_kernels(False)  # stock transformers: its SDPA, not the kernels
                 result = measure_plain(model, n, args)
+                use_cpu_kernels(True)
             elif variant == "before":
                 use_cpu_kernels(False)
                 result = measure_bounded(model, "inf-mllm", "dynamic", False, n, args)
