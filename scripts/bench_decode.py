@@ -9,10 +9,10 @@ costs), a 32-token question is prefilled (its window attention scores every cach
 evicts: "TTFT", and the eviction's share of it), and `--decode-tokens` tokens are decoded.
 
 Read bandwidth is measured right before each decode loop, so every row's bound holds for the conditions
-of that row, three ways over 1 GiB: a torch sum (the issue's probe: `bound_ms`, `x_bound`), MKL's
-matrix-vector product (`mv_bound_ms`, `x_mv_bound`; on one core about 1.25x faster than the sum) and the
-one-row kernel of `cache.cpu_kernels` on the same matrix (`kernel_bound_ms`, `x_kernel_bound`; four
-streams at once, the fastest read we know on this CPU, so the tightest bound; empty without the kernels).
+of that row, two ways over 1 GiB: a torch sum (the issue's probe: `bound_ms`, `x_bound`) and MKL's
+matrix-vector product (`mv_bound_ms`, `x_mv_bound`), which on one core reads about 1.2x faster than the
+sum and so gives the tighter bound. (The one-row kernel of `cache.cpu_kernels` read that 16384 x 16384
+matrix slower than MKL, so it is no better probe, although it reads the models' narrow matrices faster.)
 
 Variants (columns of the CSV):
 - `plain`: transformers' DynamicCache and SDPA (no CPU kernels), the weights as loaded (no eviction: the
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import statistics
 import sys
 import time
@@ -58,7 +57,6 @@ QUESTION_TOKENS = 32
 VARIANTS = ("plain", "before", "no-kernels", "full", "bounded", "eager")
 _BANDWIDTH_PROBE = torch.empty(0)
 _MATRIX_PROBE = torch.empty(0)
-_KERNELS_BUILT = False
 
 
 def build_model(name: str) -> torch.nn.Module:
@@ -71,20 +69,16 @@ def build_model(name: str) -> torch.nn.Module:
     return qwen2_decoder("qwen2-1.5b", "cpu", torch.float32)
 
 
-def read_bandwidth() -> tuple[float, float, float]:
-    """Bytes per second read from 1 GiB (median of 3): by a torch sum (the issue's probe), by MKL's
-    matrix-vector product over a 16384 x 16384 matrix, and by the one-row kernel over that matrix (nan
-    without the kernels). The faster a probe reads, the tighter (more honest) its bound."""
+def read_bandwidth() -> tuple[float, float]:
+    """Bytes per second read from 1 GiB (median of 3): by a torch sum (the issue's probe), and by a
+    matrix-vector product over a 16384 x 16384 matrix, which reads faster on one core (several streams at
+    once), so its bound is the tighter, more honest one."""
     global _BANDWIDTH_PROBE, _MATRIX_PROBE
     if _BANDWIDTH_PROBE.numel() == 0:
         _BANDWIDTH_PROBE = torch.ones(2**28)
         _MATRIX_PROBE = torch.ones(2**14, 2**14)
     vector = torch.ones(2**14)
-    kernel_rate = float("nan")
-    if _KERNELS_BUILT:  # whatever use_cpu_kernels says for the rows: this only reads memory
-        row = vector[None]
-        kernel_rate = _median_rate(lambda: torch.ops.edge_assistant.one_row_linear(row, _MATRIX_PROBE, None))
-    return _median_rate(_BANDWIDTH_PROBE.sum), _median_rate(lambda: torch.mv(_MATRIX_PROBE, vector)), kernel_rate
+    return _median_rate(_BANDWIDTH_PROBE.sum), _median_rate(lambda: torch.mv(_MATRIX_PROBE, vector))
 
 
 def _median_rate(read) -> float:
@@ -207,10 +201,9 @@ def measure_plain(model, n: int, args) -> dict:
 def row(model_name: str, variant: str, context: int, result: dict, weights: int, kv_token: int) -> dict:
     ms = statistics.median(result["times"])
     bytes_read = weights + kv_token * (result["cache_tokens"] + 1)
-    sum_rate, mv_rate, kernel_rate = result["bandwidth"]
+    sum_rate, mv_rate = result["bandwidth"]
     bound_ms = bytes_read / sum_rate * 1000
     mv_bound_ms = bytes_read / mv_rate * 1000
-    kernel_bound_ms = bytes_read / kernel_rate * 1000
     return {
         "model": model_name,
         "variant": variant,
@@ -224,9 +217,6 @@ def row(model_name: str, variant: str, context: int, result: dict, weights: int,
         "mv_bandwidth_gb_s": round(mv_rate / 1e9, 2),
         "mv_bound_ms": round(mv_bound_ms, 2),
         "x_mv_bound": round(ms / mv_bound_ms, 2),
-        "kernel_bandwidth_gb_s": _round_or_empty(kernel_rate / 1e9),
-        "kernel_bound_ms": _round_or_empty(kernel_bound_ms),
-        "x_kernel_bound": _round_or_empty(ms / kernel_bound_ms),
         "ttft_ms": round(result["ttft_ms"], 1),
         "evict_ms": round(result["evict_ms"], 1),
         "evict_share_of_ttft": round(result["evict_ms"] / result["ttft_ms"], 3),
@@ -235,10 +225,6 @@ def row(model_name: str, variant: str, context: int, result: dict, weights: int,
         "first_step_ms": round(result["first_step_ms"], 1),
         "compiled": result["compiled"],
     }
-
-
-def _round_or_empty(value: float) -> float | str:
-    return "" if math.isnan(value) else round(value, 2)
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -260,9 +246,6 @@ def plot(rows: list[dict], path: Path) -> None:
             x = [r["context_tokens"] for r in bounded]
             ax.plot(x, [r["bound_ms"] for r in bounded], "k--", label="bound, sum bandwidth (inf-mllm)")
             ax.plot(x, [r["mv_bound_ms"] for r in bounded], "k:", label="bound, mv bandwidth (inf-mllm)")
-            if all(r.get("kernel_bound_ms") for r in bounded):
-                kernel = [float(r["kernel_bound_ms"]) for r in bounded]
-                ax.plot(x, kernel, "k-.", label="bound, kernel read bandwidth (inf-mllm)")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("context tokens seen")
@@ -298,16 +281,15 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    global _KERNELS_BUILT
-    _KERNELS_BUILT = kernels_ready()
-    print(f"CPU decode kernels: {'on' if _KERNELS_BUILT else 'off'}", flush=True)
+    kernels = kernels_ready()  # built before any row is timed
+    print(f"CPU decode kernels: {'on' if kernels else 'off'}", flush=True)
     print(f"loading {args.model} ({args.threads} thread(s)) ...", flush=True)
     model = build_model(args.model)
     weights, kv_token = weight_bytes(model), kv_bytes_per_token(model)
     small = [n for n in args.contexts if n <= args.plain_max]
     wanted = set(args.variants)
     jobs = [(v, n) for v in ("plain", "before") if v in wanted for n in small]
-    if "no-kernels" in wanted and _KERNELS_BUILT:
+    if "no-kernels" in wanted and kernels:
         jobs += [("tune without kernels", 0)] + [("inf-mllm no kernels", n) for n in args.contexts]
     jobs += [("tune", 0)]
     jobs += [("full", n) for n in small if "full" in wanted]
@@ -330,7 +312,7 @@ def main() -> None:
                 continue
             elif variant == "tune":
                 use_cpu_kernels(True)
-                tune_linear_layouts(model)
+                tqdm.write(f"one-row products per weight shape: {tune_linear_layouts(model)}")
                 continue
             elif variant == "inf-mllm no kernels":
                 result = measure_bounded(model, "inf-mllm", "static", True, n, args)
