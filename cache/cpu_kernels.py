@@ -4,17 +4,19 @@ A decode step on a CPU is a memory-bound read of the weights and the cached keys
 README's AMD CPU, MKL's small products and SDPA read them at half the memory bandwidth or less, so two AVX2
 kernels (`csrc/`) do the hot parts of a step:
 - `edge_assistant::decode_attention`: the attention of one token, each key and value row read once for all
-  the query heads that share it (the reference model's attention over a 2K-token span: about 15 -> 8.5 ms
+  the query heads that share it (the reference model's attention over a 2K-token span: about 15 -> 7.4 ms
   a step);
-- `edge_assistant::one_row_linear`: a one-row product with a row-major weight, one dot product per weight
-  row (`cache.layouts` times it against MKL per weight shape and keeps the faster).
+- `edge_assistant::one_row_linear`: a one-row product with a row-major weight (`cache.layouts` times it
+  against MKL per weight shape and keeps the faster).
+Both read four rows a quarter of the matrix (or span) apart at a time: four memory streams at once read
+faster than one on that CPU.
 
-They are compiled with torch's C++ extension builder (g++ and ninja) into torch's extension cache, once per
-machine (about a minute), as torch operators registered in C++ (a Python custom op cost 15 us a call, about
-3 ms a step for the reference model's 210 products), so that a compiled decode step calls each as one
-opaque op. `kernels_ready()` says whether they can be used; where the CPU lacks AVX2, the build fails or
-`EDGE_ASSISTANT_CPU_KERNELS=0` is set, it says False and the model runs on SDPA and MKL (same results up to
-float rounding).
+They are compiled with torch's C++ extension builder (g++ and ninja) once per machine and torch version
+(about a minute) into `build_directory()`, as torch operators registered in C++ (a Python custom op cost
+15 us a call, about 3 ms a step for the reference model's 210 products), so that a compiled decode step
+calls each as one opaque op. `kernels_ready()` says whether they can be used; where the CPU lacks AVX2,
+the build fails or `EDGE_ASSISTANT_CPU_KERNELS=0` is set, it says False and the model runs on SDPA and
+MKL (same results up to float rounding).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 SOURCES = [Path(__file__).parent / "csrc" / n for n in ("bindings.cpp", "decode_attention.cpp", "one_row_linear.cpp")]
 DISABLE_VARIABLE = "EDGE_ASSISTANT_CPU_KERNELS"
+STALE_LOCK_SECONDS = 600  # a build takes about a minute; a lock this old was left by a killed build
 _state: dict[str, bool] = {"enabled": True}  # "built": whether the ops are loaded, once tried
 
 
@@ -65,10 +68,14 @@ def _build() -> bool:
     started = time.perf_counter()
     logger.info("building the CPU decode kernels (once per machine, about a minute)")
     try:
+        directory = build_directory()
+        directory.mkdir(parents=True, exist_ok=True)
+        clear_stale_lock(directory)
         load(
             name="edge_assistant_cpu_kernels",
             sources=[str(s) for s in SOURCES],
             extra_cflags=["-O3", "-mavx2", "-mfma"],
+            build_directory=str(directory),
             is_python_module=False,  # loading the library registers its ops with torch
         )
     except (RuntimeError, OSError, ImportError) as e:  # no compiler, no ninja, a failed build
@@ -76,6 +83,28 @@ def _build() -> bool:
         return False
     _register_fakes()
     logger.info("CPU decode kernels ready in %.1f s", time.perf_counter() - started)
+    return True
+
+
+def build_directory() -> Path:
+    """Where the kernels are built: `$EDGE_ASSISTANT_DATA` (default ~/.cache/edge-stream-assistant), per torch
+    version (a library built against one torch does not load into another)."""
+    data = Path(os.environ.get("EDGE_ASSISTANT_DATA", Path.home() / ".cache" / "edge-stream-assistant"))
+    return data / "cpu-kernels" / f"torch-{torch.__version__}"
+
+
+def clear_stale_lock(directory: Path) -> bool:
+    """Removes a build lock left by a killed build; returns whether it did. torch's builder waits for a lock
+    to go away, so a stale one would hang every later start without a word."""
+    lock = directory / "lock"
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age < STALE_LOCK_SECONDS:
+        return False  # another process may be building right now: torch waits for it
+    logger.warning("removing %s, left %.0f s ago by a build that did not finish", lock, age)
+    lock.unlink(missing_ok=True)
     return True
 
 

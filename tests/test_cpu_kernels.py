@@ -10,6 +10,7 @@ products for head sizes that are not a multiple of 8.
 
 import logging
 import os
+import time
 
 import pytest
 import torch
@@ -162,3 +163,16 @@ def test_the_switch_variable_turns_them_off(monkeypatch):
     monkeypatch.setenv(cpu_kernels.DISABLE_VARIABLE, "0")
     monkeypatch.setattr(cpu_kernels, "_state", {"enabled": True})
     assert not cpu_kernels.kernels_ready()
+
+
+def test_a_lock_left_by_a_killed_build_is_removed_and_a_fresh_one_kept(tmp_path, caplog):
+    lock = tmp_path / "lock"
+    lock.touch()
+    assert not cpu_kernels.clear_stale_lock(tmp_path)  # a build may be running: torch waits for it
+    assert lock.exists()
+    old = time.time() - cpu_kernels.STALE_LOCK_SECONDS - 5
+    os.utime(lock, (old, old))
+    with caplog.at_level(logging.WARNING, logger="cache.cpu_kernels"):
+        assert cpu_kernels.clear_stale_lock(tmp_path)
+    assert not lock.exists() and "did not finish" in caplog.text
+    assert not cpu_kernels.clear_stale_lock(tmp_path)  # nothing to remove
