@@ -31,7 +31,9 @@ def app_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "app", *args]
 
 
-def run_app(*args: str, timeout: float = 300, stdin: str | None = None) -> subprocess.CompletedProcess:
+def run_app(
+    *args: str, timeout: float = 300, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         app_command(*args),
         cwd=REPO,
@@ -39,7 +41,7 @@ def run_app(*args: str, timeout: float = 300, stdin: str | None = None) -> subpr
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
 
 

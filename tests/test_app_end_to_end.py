@@ -104,3 +104,19 @@ def test_compiled_decoding_gives_the_same_answers(tmp_path):
         assert max(a["cache_tokens_before"] for a in events) > BUDGET  # later answers follow an eviction
         answers[flags] = [a["answer"] for a in events]
     assert len(answers[()]) == 3 and answers[("--compile",)] == answers[()]
+
+
+def test_cpu_kernels_give_the_same_answers(tmp_path):
+    """The app on a CPU with the decode kernels (AVX2 here) and with them turned off: the same answers."""
+    answers = {}
+    for switch in ("1", "0"):
+        log = tmp_path / f"kernels{switch}.jsonl"
+        done = run_app(
+            "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "20", "--budget", str(BUDGET),
+            "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--compile",
+            env={"EDGE_ASSISTANT_CPU_KERNELS": switch},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"CPU kernels {'on' if switch == '1' else 'off'}" in done.stderr
+        answers[switch] = [a["answer"] for a in of_type(read_log(log), "answer")]
+    assert len(answers["1"]) == 3 and answers["1"] == answers["0"]
