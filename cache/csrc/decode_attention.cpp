@@ -21,35 +21,33 @@ using edge_kernels::dot_four;
 using edge_kernels::kLanes;
 using edge_kernels::kSliceBytes;
 
-// out[g] = sum_i p[g, i] v_{visible[i]} for a group of G query rows, [G, D] (out zeroed). The G x C
-// accumulators (C registers of 8 floats per row) stay in registers, so D is done in slices of C * 8 floats,
-// each a pass over the rows (two passes of 128 bytes per row for the reference model's 64-float heads).
+// Registers of 8 floats per query row that weighted_sum keeps its sums in: at most 12 of the 16 AVX
+// registers hold sums (the rest: a weight and the row's slice).
+constexpr int slice_registers(int64_t group) { return group <= 3 ? 4 : (group <= 6 ? 2 : 1); }
+
+// out[g] = sum_i p[g, i] v_{visible[i]} for a group of G query rows, [G, D] (out zeroed). The G x C sums stay
+// in registers, so D is done in slices of C * 8 floats, each a pass over the rows (two passes of 128 bytes a
+// row for the reference model's 64-float heads).
 template <int G>
 void weighted_sum(const float* values, int64_t stride, const int64_t* visible, int64_t count, const float* p,
                   float* out, int64_t dim) {
-  constexpr int C = G <= 3 ? 4 : (G <= 6 ? 2 : 1);  // at most 12 of the 16 AVX registers hold sums
+  constexpr int C = slice_registers(G);
   for (int64_t start = 0; start < dim; start += C * kLanes) {
     __m256 sums[G][C];
     for (int g = 0; g < G; ++g)
       for (int c = 0; c < C; ++c) sums[g][c] = _mm256_setzero_ps();
-    const int64_t quarter = count / 4;  // four rows a quarter of the span apart at a time: four memory streams
-    for (int64_t i = 0; i < quarter; ++i) {
-      for (int r = 0; r < 4; ++r) {
-        const int64_t row = i + r * quarter;
-        const float* slice = values + visible[row] * stride + start;
-        for (int g = 0; g < G; ++g) {
-          const __m256 w = _mm256_set1_ps(p[g * count + row]);
-          for (int c = 0; c < C; ++c) sums[g][c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(slice + c * kLanes), sums[g][c]);
-        }
-      }
-    }
-    for (int64_t row = 4 * quarter; row < count; ++row) {
+    const auto add_row = [&](int64_t row) {
       const float* slice = values + visible[row] * stride + start;
       for (int g = 0; g < G; ++g) {
         const __m256 w = _mm256_set1_ps(p[g * count + row]);
         for (int c = 0; c < C; ++c) sums[g][c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(slice + c * kLanes), sums[g][c]);
       }
+    };
+    const int64_t quarter = count / 4;  // four rows a quarter of the span apart at a time: four memory streams
+    for (int64_t i = 0; i < quarter; ++i) {
+      for (int r = 0; r < 4; ++r) add_row(i + r * quarter);
     }
+    for (int64_t row = 4 * quarter; row < count; ++row) add_row(row);
     for (int g = 0; g < G; ++g)
       for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + g * dim + start + c * kLanes, sums[g][c]);
   }
@@ -58,8 +56,7 @@ void weighted_sum(const float* values, int64_t stride, const int64_t* visible, i
 // weighted_sum for the group sizes of common models (2-8 query heads per KV head); false: not handled here.
 bool weighted_sum_in_registers(int64_t group, const float* values, int64_t stride, const int64_t* visible,
                                int64_t count, const float* p, float* out, int64_t dim) {
-  const int64_t slice = (group <= 3 ? 4 : (group <= 6 ? 2 : 1)) * kLanes;
-  if (dim % slice != 0) return false;
+  if (dim % (slice_registers(group) * kLanes) != 0) return false;
   switch (group) {
     case 1: weighted_sum<1>(values, stride, visible, count, p, out, dim); return true;
     case 2: weighted_sum<2>(values, stride, visible, count, p, out, dim); return true;
@@ -134,8 +131,7 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
           for (int r = 0; r < 4; ++r) s[g * count + i + r * quarter] = four[r];
         }
       }
-      int64_t i = 4 * quarter;
-      for (; i < count; ++i) {
+      for (int64_t i = 4 * quarter; i < count; ++i) {
         const float* k_row = keys + visible[i] * key.stride(2);
         for (int64_t g = 0; g < group; ++g) s[g * count + i] = scale * dot(rows + g * dim, k_row, dim);
       }

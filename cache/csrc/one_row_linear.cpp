@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "simd.h"
 
@@ -25,6 +26,9 @@ at::Tensor one_row_linear(const at::Tensor& x, const at::Tensor& weight, const c
   TORCH_CHECK(weight.dim() == 2 && weight.is_contiguous(), "one_row_linear: a contiguous [out, in] weight expected");
   const int64_t out_features = weight.size(0), in_features = weight.size(1);
   TORCH_CHECK(x.size(-1) == in_features && x.numel() == in_features, "one_row_linear: one row of in_features expected");
+  const bool has_bias = bias.has_value() && bias->defined();
+  TORCH_CHECK(!has_bias || (bias->numel() == out_features && bias->scalar_type() == at::kFloat && bias->is_cpu()),
+              "one_row_linear: a bias of out_features fp32 values on the CPU expected");
   const auto row = x.contiguous();
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape.back() = out_features;
@@ -47,9 +51,6 @@ at::Tensor one_row_linear(const at::Tensor& x, const at::Tensor& weight, const c
     }
     for (int64_t o = begin + 4 * quarter; o < end; ++o) yp[o] = dot(wp + o * in_features, xp, in_features);
   });
-  if (bias.has_value() && bias->defined()) {
-    TORCH_CHECK(bias->numel() == out_features && bias->scalar_type() == at::kFloat, "one_row_linear: bad bias");
-    y.view({out_features}).add_(bias->view({out_features}));
-  }
+  if (has_bias) y.view({out_features}).add_(bias->view({out_features}));
   return y;
 }
