@@ -38,10 +38,8 @@ def bounded_sdpa_attention(
     **kwargs,
 ) -> tuple[torch.Tensor, None]:
     """SDPA attention; reports queries and keys to the recording cache, if any."""
-    if query.shape[2] == 1 and attention_mask is None and kernel_takes(query, key, value):
-        # one new token without a mask (transformers skips it when causality alone decides) sees every key
-        attention_mask = torch.ones(1, 1, 1, key.shape[2], dtype=torch.bool, device=key.device)
-    if query.shape[2] == 1 and attention_mask is not None and attention_mask.dtype == torch.bool:
+    # one new token; transformers passes no mask where causality alone decides (then it sees every key)
+    if query.shape[2] == 1 and (attention_mask is None or attention_mask.dtype == torch.bool):
         output = (one_query_attention(query, key, value, attention_mask, scaling or module.scaling), None)
     else:
         output = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
@@ -57,7 +55,7 @@ def one_query_attention(
     query: torch.Tensor,  # [B, H_q, 1, D]
     key: torch.Tensor,  # [B, H_kv, N, D]
     value: torch.Tensor,  # [B, H_kv, N, D]
-    mask: torch.Tensor,  # [B or 1, 1, 1, N] bool, True = attend
+    mask: torch.Tensor | None,  # [B or 1, 1, 1, N] bool, True = attend; None: every key
     scaling: float,
 ) -> torch.Tensor:
     """Attention of one new token (a decode step over a masked span of slots): [B, 1, H_q, D].
@@ -66,8 +64,9 @@ def one_query_attention(
     (transformers' SDPA path repeats the KV heads whenever a mask is given). On an AVX2 CPU in fp32 the
     kernel of `cache.cpu_kernels` does it, about twice as fast as SDPA there.
     """
-    if mask.numel() == key.shape[2] and kernel_takes(query, key, value):
-        return torch.ops.edge_assistant.decode_attention(query, key, value, mask.reshape(-1), scaling)
+    if (mask is None or mask.numel() == key.shape[2]) and kernel_takes(query, key, value):
+        attended = None if mask is None else mask.reshape(-1)
+        return torch.ops.edge_assistant.decode_attention(query, key, value, attended, scaling)
     batch, q_heads, _, dim = query.shape
     kv_heads = key.shape[1]
     rows = query.reshape(batch, kv_heads, q_heads // kv_heads, dim)  # head h -> KV head h // group, as repeat_kv

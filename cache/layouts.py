@@ -69,7 +69,7 @@ def _fastest(weight: torch.Tensor, rounds: int) -> str:
     row_bytes = weight.shape[1] * weight.element_size()
     sample = weight.detach()[: max(1, _STREAM_BYTES // row_bytes)]  # a large LM head is timed on its first rows
     copies = max(1, _STREAM_BYTES // (sample.numel() * sample.element_size()))
-    row_major = [sample.contiguous().clone() for _ in range(copies)]
+    row_major = [sample.clone(memory_format=torch.contiguous_format) for _ in range(copies)]
     x = torch.randn(1, weight.shape[1], dtype=weight.dtype)
     mkl = torch.nn.functional.linear
     seconds = {

@@ -20,6 +20,8 @@ from cache.attention import one_query_attention
 from cache.layouts import OneRowLinear, tune_linear_layouts
 from tests.tiny_text_models import VOCAB, build_pair
 
+FP32 = {"atol": 2e-5, "rtol": 1e-4}  # float32 results against the float64 formula
+
 
 @pytest.fixture(scope="module", autouse=True)
 def kernels():
@@ -79,6 +81,18 @@ def test_decode_attention_matches_the_formula(q_heads, kv_heads, dim, tokens, tw
     # and through the attention function the model calls, with the model's 4-D mask
     via_model = one_query_attention(query, key, value, mask.view(1, 1, 1, -1), scaling)
     torch.testing.assert_close(via_model, got, atol=0, rtol=0)
+
+
+def test_no_mask_means_every_key_with_the_kernel_and_without():
+    gen = torch.Generator().manual_seed(5)
+    query, key, value = torch.randn(1, 6, 1, 64, generator=gen), *torch.randn(2, 1, 2, 90, 64, generator=gen)
+    expected = _reference_attention(query, key, value, torch.ones(90, dtype=torch.bool), 0.125)
+    torch.testing.assert_close(one_query_attention(query, key, value, None, 0.125).double(), expected, **FP32)
+    cpu_kernels.use_cpu_kernels(False)
+    try:
+        torch.testing.assert_close(one_query_attention(query, key, value, None, 0.125).double(), expected, **FP32)
+    finally:
+        cpu_kernels.use_cpu_kernels(True)
 
 
 def test_decode_attention_refuses_what_it_cannot_do():

@@ -5,11 +5,11 @@
 #include <ATen/ATen.h>
 
 at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                            const at::Tensor& attended, double scaling);
+                            const c10::optional<at::Tensor>& attended, double scaling);
 at::Tensor one_row_linear(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias);
 
 TORCH_LIBRARY(edge_assistant, m) {
-  m.def("decode_attention(Tensor query, Tensor key, Tensor value, Tensor attended, float scaling) -> Tensor");
+  m.def("decode_attention(Tensor query, Tensor key, Tensor value, Tensor? attended, float scaling) -> Tensor");
   m.def("one_row_linear(Tensor x, Tensor weight, Tensor? bias) -> Tensor");
 }
 

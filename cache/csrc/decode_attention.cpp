@@ -71,10 +71,10 @@ bool weighted_sum_in_registers(int64_t group, const float* values, int64_t strid
 }
 
 // query [B, H_q, 1, D]; key, value [B, H_kv, N, D] (rows contiguous, any token/head/batch strides);
-// attended [N] bool (true = attend), the same for the whole batch. Returns [B, 1, H_q, D].
+// attended [N] bool (true = attend), the same for the whole batch, or none: every key. Returns [B, 1, H_q, D].
 // Query head h reads KV head h / (H_q / H_kv), as transformers' repeat_kv does.
 at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                            const at::Tensor& attended, double scaling) {
+                            const c10::optional<at::Tensor>& attended, double scaling) {
   TORCH_CHECK(query.device().is_cpu() && key.device().is_cpu() && value.device().is_cpu(),
               "decode_attention: CPU tensors expected");
   TORCH_CHECK(query.scalar_type() == at::kFloat && key.scalar_type() == at::kFloat &&
@@ -87,17 +87,22 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
   const int64_t kv_heads = key.size(1), tokens = key.size(2);
   TORCH_CHECK(key.size(0) == batch && key.size(3) == dim && q_heads % kv_heads == 0 && dim > 0,
               "decode_attention: unsupported head shapes");
-  TORCH_CHECK(attended.numel() == tokens && attended.scalar_type() == at::kBool,
+  const bool masked = attended.has_value() && attended->defined();
+  TORCH_CHECK(!masked || (attended->numel() == tokens && attended->scalar_type() == at::kBool),
               "decode_attention: a bool mask over the key tokens expected");
   const int64_t group = q_heads / kv_heads;
 
   const auto q = query.contiguous();
-  const auto mask = attended.contiguous();
   std::vector<int64_t> visible;
   visible.reserve(tokens);
-  const bool* shown = mask.data_ptr<bool>();
-  for (int64_t t = 0; t < tokens; ++t) {
-    if (shown[t]) visible.push_back(t);
+  if (masked) {
+    const auto mask = attended->contiguous();
+    const bool* shown = mask.data_ptr<bool>();
+    for (int64_t t = 0; t < tokens; ++t) {
+      if (shown[t]) visible.push_back(t);
+    }
+  } else {
+    for (int64_t t = 0; t < tokens; ++t) visible.push_back(t);
   }
   const int64_t count = static_cast<int64_t>(visible.size());
   TORCH_CHECK(count > 0, "decode_attention: the mask hides every key");
