@@ -8,8 +8,8 @@ from pathlib import Path
 
 from app.scheduler import DEFAULT_QUESTION
 from cache.config import POOL_MODES, CacheConfig
-from cache.kv_quant import QUANT_MODES
 from cache.policies import POLICIES
+from cache.store.kv_quant import QUANT_MODES
 
 # On in the app: in a stream, only recall lets an answer reach what the cache evicted (README, "Memory beyond
 # the budget"). The library's CacheConfig keeps recall=0, a cache with no host store.

@@ -15,8 +15,8 @@ from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
 from cache.attention import register_attention
-from cache.cpu_kernels import kernels_ready
-from cache.layouts import tune_linear_layouts
+from cache.cpu.kernels import kernels_ready
+from cache.cpu.layouts import tune_linear_layouts
 from capture import SourceError, open_source
 from model.loading import LoadedModel, ModelLoadError, load_model
 from model.session import StreamingSession

@@ -16,7 +16,7 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-from cache.cpu_kernels import fits, kernels_ready
+from cache.cpu.kernels import fits, kernels_ready
 
 ATTENTION_NAME = "bounded_sdpa"
 
@@ -62,7 +62,7 @@ def one_query_attention(
 
     The query heads that share a KV head become that head's query rows, so each key and value is read once
     (transformers' SDPA path repeats the KV heads whenever a mask is given). On an AVX2 CPU in fp32 the
-    kernel of `cache.cpu_kernels` does it, about twice as fast as SDPA there.
+    kernel of `cache.cpu.kernels` does it, about twice as fast as SDPA there.
     """
     if (mask is None or mask.numel() == key.shape[2]) and kernel_takes(query, key, value):
         attended = None if mask is None else mask.reshape(-1)
@@ -75,7 +75,7 @@ def one_query_attention(
 
 
 def kernel_takes(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> bool:
-    """Whether `cache.cpu_kernels`' attention runs for these tensors (fp32 on the CPU, rows contiguous)."""
+    """Whether `cache.cpu.kernels`' attention runs for these tensors (fp32 on the CPU, rows contiguous)."""
     return fits(query, key, value) and key.stride(-1) == 1 and value.stride(-1) == 1 and kernels_ready()
 
 

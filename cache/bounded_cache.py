@@ -17,80 +17,19 @@ from pathlib import Path
 
 import torch
 from transformers import DynamicCache, PreTrainedConfig
-from transformers.cache_utils import DynamicLayer
 
 from cache.attention import ACTIVE_OBSERVER, attention_probs
 from cache.config import CacheConfig
-from cache.host_store import HostStore, default_store_bytes
+from cache.layer import BoundedLayer
 from cache.policies import POLICIES, select_keep
 from cache.positions import compact_positions
 from cache.rope import KeyRotator
+from cache.static_layer import StaticBoundedLayer
+from cache.store.host_store import HostStore, default_store_bytes
 
 logger = logging.getLogger(__name__)
 
 _ROW_BLOCK = 256  # query rows per block when accumulating attention (bounds the [rows, N] temporary)
-
-
-class BoundedLayer(DynamicLayer):
-    """A DynamicLayer that also keeps, per token, its positions, its place in the stream and received attention.
-
-    keys/values: [B, H_kv, N, D]; positions: [B, H_kv, N, P] int64 (where its key is rotated now);
-    origin: [B, H_kv, N, P] int64 (its position had nothing ever been evicted); token_index: [B, H_kv, N]
-    int64 (its rank in the whole stream); attention: [B, H_kv, N] float32.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.positions: torch.Tensor | None = None
-        self.origin: torch.Tensor | None = None
-        self.token_index: torch.Tensor | None = None
-        self.attention: torch.Tensor | None = None
-        self.staged_positions: torch.Tensor | None = None  # [B, 1, T, P] of the tokens being added
-        self.staged_origin: torch.Tensor | None = None  # [B, 1, T, P]
-        self.staged_index: torch.Tensor | None = None  # [1, 1, T]
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        if self.staged_positions is None:
-            raise RuntimeError("positions of the new tokens were not staged (BoundedCache.stage_positions)")
-        keys, values = super().update(key_states, value_states)
-        batch, heads, new = key_states.shape[:3]
-        pos = self.staged_positions.expand(batch, heads, new, -1)
-        if pos.shape[2] != new:
-            raise RuntimeError(f"staged positions for {pos.shape[2]} tokens, model added {new}")
-        fresh = torch.zeros(batch, heads, new, dtype=torch.float32, device=key_states.device)
-        origin = self.staged_origin.expand(batch, heads, new, -1)
-        index = self.staged_index.expand(batch, heads, new)
-        self.positions = _append(self.positions, pos)
-        self.origin = _append(self.origin, origin)
-        self.token_index = _append(self.token_index, index)
-        self.attention = _append(self.attention, fresh)
-        return keys, values
-
-    def keep(self, index: torch.Tensor) -> None:
-        """Keeps the tokens at `index` ([B, H_kv, K]) in every per-token tensor, in that order."""
-        self.keys = _gather_tokens(self.keys, index)
-        self.values = _gather_tokens(self.values, index)
-        self.positions = _gather_tokens(self.positions, index)
-        self.origin = _gather_tokens(self.origin, index)
-        self.token_index = self.token_index.gather(2, index)
-        self.attention = self.attention.gather(2, index)
-
-    def reset(self) -> None:
-        super().reset()
-        self.positions = self.origin = self.token_index = self.attention = None
-        self.staged_positions = self.staged_origin = self.staged_index = None
-
-
-def _append(old: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
-    return new if old is None else torch.cat([old, new], dim=2)
-
-
-def _gather_tokens(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    # x: [B, H, N, D], index: [B, H, K] -> [B, H, K, D] (advanced indexing: faster than gather on CPU)
-    batch, heads = index.shape[:2]
-    rows = torch.arange(batch, device=x.device)[:, None, None]
-    cols = torch.arange(heads, device=x.device)[None, :, None]
-    return x[rows, cols, index]
 
 
 @dataclass
@@ -130,8 +69,6 @@ class BoundedCache(DynamicCache):
     def _new_layer(self) -> BoundedLayer:
         if self.config.storage == "dynamic":
             return BoundedLayer()
-        from cache.static_layer import StaticBoundedLayer  # late import: it builds on BoundedLayer
-
         # an evicting cache decodes within budget + recall tokens (+ the token being added): preallocate them
         return StaticBoundedLayer(self.config.budget + self.config.recall + 1 if self.policy.evicts else 0)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cache.kv_quant import QUANT_MODES
+from cache.store.kv_quant import QUANT_MODES
 
 POSITION_MODES = ("rerotate", "original")
 POOL_MODES = ("max", "avg", "span")
@@ -28,7 +28,7 @@ class CacheConfig:
                tokens up to and including this one: a token is kept when one just before it is).
     sinks:     first tokens that `streaming-llm` always keeps.
     recall:    tokens brought back from the host store (tier 2) per question, 0 = no second tier. The device
-               cache then holds at most budget + recall tokens (cache/host_store.py).
+               cache then holds at most budget + recall tokens (cache/store/host_store.py).
     store_bytes: host store bound in bytes (0: a quarter of the RAM available when the cache is built,
                at most 4 GiB); the oldest blocks go first.
     block:     tokens per host-store block (the unit of recall).

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 
 from cache.bounded_cache import BoundedCache
-from cache.cpu_kernels import kernels_ready
+from cache.cpu.kernels import kernels_ready
 from cache.static_layer import StaticBoundedLayer
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from cache.bounded_cache import BoundedLayer
+from cache.layer import BoundedLayer
 
 _FIELDS = ("keys", "values", "positions", "origin", "token_index", "attention")
 _GROW = 256  # capacities are multiples of this many tokens

@@ -1,4 +1,4 @@
-"""The interface every backend implements, and ``open_source`` which picks the backend for a config."""
+"""The interface every backend implements (``capture.backends.open_source`` picks the backend for a config)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-
-from capture.config import CaptureConfig
 
 
 @dataclass
@@ -59,19 +57,3 @@ class ClosedSource:
 
     def close(self) -> None:
         pass
-
-
-def open_source(config: CaptureConfig) -> FrameSource:
-    """Open the source of ``config`` and decode its first frame, so failures surface now.
-
-    Raises:
-        SourceError: with a message naming the source and what to try.
-    """
-    kind = config.spec.kind
-    if kind in ("camera", "gstreamer"):
-        from capture.camera_source import CameraSource
-
-        return CameraSource.open(config)
-    from capture.av_source import AvSource
-
-    return AvSource.open(config)

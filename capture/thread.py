@@ -29,11 +29,12 @@ from dataclasses import asdict
 
 import numpy as np
 
+from capture.backends import open_source
 from capture.config import CaptureConfig
 from capture.drop_queue import DropOldestQueue
 from capture.errors import SourceError, StreamDropped
 from capture.sampling import ClipAssembler, FrameSampler, PendingClip, StreamClock, fit_size, pacing_delay
-from capture.source import ClosedSource, FrameSource, open_source
+from capture.source import ClosedSource, FrameSource
 from capture.types import CaptureEvent, CaptureStats, Clip, EndOfStream, EventType
 
 logger = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ import torch
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
-from cache.recall import RecallStats, recall_for_prompt
 from cache.runner import CachedRunner, PrefillInterrupted
+from cache.store.recall import RecallStats, recall_for_prompt
 from model.adapters.base import Segment
 from model.loading import LoadedModel
 from model.resources import device_memory_bytes, process_rss_bytes

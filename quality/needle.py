@@ -23,9 +23,9 @@ import torch
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
 from cache.policies import POLICIES
-from cache.recall import recall_for_prompt
 from cache.rope import KeyRotator
 from cache.runner import CachedRunner
+from cache.store.recall import recall_for_prompt
 
 if TYPE_CHECKING:  # the kvpress side-by-side imports this module without the project's model/ stack
     from quality.lm import TextLM

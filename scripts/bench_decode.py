@@ -11,7 +11,7 @@ evicts: "TTFT", and the eviction's share of it), and `--decode-tokens` tokens ar
 Read bandwidth is measured right before each decode loop, so every row's bound holds for the conditions
 of that row, two ways over 1 GiB: a torch sum (the issue's probe: `bound_ms`, `x_bound`) and MKL's
 matrix-vector product (`mv_bound_ms`, `x_mv_bound`), which on one core reads about 1.2x faster than the
-sum and so gives the tighter bound. (The one-row kernel of `cache.cpu_kernels` read that 16384 x 16384
+sum and so gives the tighter bound. (The one-row kernel of `cache.cpu.kernels` read that 16384 x 16384
 matrix slower than MKL, so it is no better probe, although it reads the models' narrow matrices faster.)
 
 Variants (columns of the CSV):
@@ -19,11 +19,11 @@ Variants (columns of the CSV):
   context grows);
 - `before`: inf-mllm on the previous path (DynamicLayer storage, torch.cat per step, eager, weights as loaded,
   SDPA attention);
-- then the weights get the one-row products `cache.layouts.tune_linear_layouts` picks, and:
+- then the weights get the one-row products `cache.cpu.layouts.tune_linear_layouts` picks, and:
 - `full`: the full policy on static storage (grows; decoded eagerly: its shapes change every step);
 - `<policy>`: each bounded policy on static storage with the compiled static decode step;
 - `inf-mllm eager`: the same without torch.compile (what a build without compile gets);
-- `inf-mllm no kernels`: compiled, without the CPU decode kernels of `cache.cpu_kernels` (SDPA attention,
+- `inf-mllm no kernels`: compiled, without the CPU decode kernels of `cache.cpu.kernels` (SDPA attention,
   MKL products with the layouts tuned without the kernels): the previous session's fast path.
 The others use those kernels where the CPU has AVX2 (attention, and the products where they won the tuning).
 
@@ -48,8 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.bounded_cache import BoundedCache  # noqa: E402
 from cache.config import CacheConfig  # noqa: E402
-from cache.cpu_kernels import kernels_ready, use_cpu_kernels  # noqa: E402
-from cache.layouts import tune_linear_layouts  # noqa: E402
+from cache.cpu.kernels import kernels_ready, use_cpu_kernels  # noqa: E402
+from cache.cpu.layouts import tune_linear_layouts  # noqa: E402
 from cache.runner import CachedRunner  # noqa: E402
 from scripts.bench_cache import build_model as qwen2_decoder  # noqa: E402
 

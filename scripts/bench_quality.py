@@ -27,8 +27,8 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.config import POOL_MODES, POSITION_MODES, CacheConfig  # noqa: E402
-from cache.kv_quant import QUANT_MODES  # noqa: E402
 from cache.policies import POLICIES  # noqa: E402
+from cache.store.kv_quant import QUANT_MODES  # noqa: E402
 from model.loading import ModelLoadError  # noqa: E402
 from quality import report  # noqa: E402
 from quality.lm import REFERENCE, TextLM, load_text_lm  # noqa: E402

@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.bounded_cache import BoundedCache  # noqa: E402
 from cache.config import CacheConfig  # noqa: E402
-from cache.host_store import HostStore  # noqa: E402
-from cache.kv_quant import QUANT_MODES  # noqa: E402
 from cache.rope import KeyRotator  # noqa: E402
 from cache.runner import CachedRunner  # noqa: E402
+from cache.store.host_store import HostStore  # noqa: E402
+from cache.store.kv_quant import QUANT_MODES  # noqa: E402
 from quality import report  # noqa: E402
 from quality.lm import REFERENCE, load_text_lm  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from cache.block_index import BlockIndex
+from cache.store.block_index import BlockIndex
 
 
 def brute_force_bound(queries, keys):

@@ -15,9 +15,9 @@ import time
 import pytest
 import torch
 
-from cache import cpu_kernels
 from cache.attention import one_query_attention
-from cache.layouts import OneRowLinear, tune_linear_layouts
+from cache.cpu import kernels as cpu_kernels
+from cache.cpu.layouts import OneRowLinear, tune_linear_layouts
 from tests.tiny_text_models import VOCAB, build_pair
 
 FP32 = {"atol": 2e-5, "rtol": 1e-4}  # float32 results against the float64 formula
@@ -126,7 +126,7 @@ def test_tuning_picks_the_kernel_and_keeps_outputs(monkeypatch):
     with torch.inference_mode():
         expected_prefill = model(input_ids=ids).logits
         expected_step = model(input_ids=ids[:, :1]).logits
-    monkeypatch.setattr("cache.layouts._fastest", lambda weight, rounds: "kernel")
+    monkeypatch.setattr("cache.cpu.layouts._fastest", lambda weight, rounds: "kernel")
     tune_linear_layouts(model)
     gate = model.model.layers[0].mlp.gate_proj
     assert type(gate) is OneRowLinear and gate.weight.is_contiguous()
@@ -140,7 +140,7 @@ def test_tuning_picks_the_kernel_and_keeps_outputs(monkeypatch):
         torch.testing.assert_close(model(input_ids=ids).logits, expected_prefill, atol=1e-5, rtol=0)
         assert not calls  # a prompt of many rows: MKL
     # tuning again another way undoes the kernel choice
-    monkeypatch.setattr("cache.layouts._fastest", lambda weight, rounds: "column")
+    monkeypatch.setattr("cache.cpu.layouts._fastest", lambda weight, rounds: "column")
     tune_linear_layouts(model)
     assert type(gate) is torch.nn.Linear and gate.weight.stride() == (1, gate.weight.shape[0])
 
@@ -165,7 +165,7 @@ def test_a_failed_build_leaves_sdpa_and_says_why(monkeypatch, caplog):
 
     monkeypatch.setattr("torch.utils.cpp_extension.load", no_compiler)
     monkeypatch.setattr(cpu_kernels, "_state", {"enabled": True})  # as in a process that has not built yet
-    with caplog.at_level(logging.WARNING, logger="cache.cpu_kernels"):
+    with caplog.at_level(logging.WARNING, logger="cache.cpu.kernels"):
         assert not cpu_kernels.kernels_ready()
     assert "g++ not found" in caplog.text and "using SDPA and MKL" in caplog.text
     query, key = torch.randn(1, 2, 1, 8), torch.randn(1, 1, 4, 8)
@@ -186,7 +186,7 @@ def test_a_lock_left_by_a_killed_build_is_removed_and_a_fresh_one_kept(tmp_path,
     assert lock.exists()
     old = time.time() - cpu_kernels.STALE_LOCK_SECONDS - 5
     os.utime(lock, (old, old))
-    with caplog.at_level(logging.WARNING, logger="cache.cpu_kernels"):
+    with caplog.at_level(logging.WARNING, logger="cache.cpu.kernels"):
         assert cpu_kernels.clear_stale_lock(tmp_path)
     assert not lock.exists() and "did not finish" in caplog.text
     assert not cpu_kernels.clear_stale_lock(tmp_path)  # nothing to remove

@@ -2,7 +2,7 @@
 
 import torch
 
-from cache.layouts import tune_linear_layouts
+from cache.cpu.layouts import tune_linear_layouts
 from tests.tiny_text_models import VOCAB, build_pair
 
 
@@ -12,7 +12,9 @@ def test_tuning_keeps_every_weight_and_the_outputs(monkeypatch):
     ids = torch.arange(3, 40)[None] % VOCAB
     with torch.inference_mode():
         expected = model(input_ids=ids).logits
-    monkeypatch.setattr("cache.layouts._fastest", lambda weight, rounds: "column" if weight.shape[0] > 64 else "row")
+    monkeypatch.setattr(
+        "cache.cpu.layouts._fastest", lambda weight, rounds: "column" if weight.shape[0] > 64 else "row"
+    )
     choices = tune_linear_layouts(model)
     assert choices[(128, 64)] == "column" and choices[(64, 128)] == "row"  # gate/up and down of the tiny Llama
     gate = model.model.layers[0].mlp.gate_proj.weight

@@ -7,8 +7,8 @@ from transformers import DynamicCache
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
-from cache.recall import recall_for_prompt
 from cache.runner import CachedRunner
+from cache.store.recall import recall_for_prompt
 from tests.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
 
 PROMPT, QUESTION, BUDGET, BLOCK = 150, 10, 48, 16

@@ -13,10 +13,10 @@ import torch
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
-from cache.kv_quant import dequantize, quantize
-from cache.recall import recall_for_prompt
 from cache.runner import CachedRunner
-from cache.store_payloads import FolderPayloads, StoreFolderError
+from cache.store.kv_quant import dequantize, quantize
+from cache.store.payloads import FolderPayloads, StoreFolderError
+from cache.store.recall import recall_for_prompt
 from tests.tiny_text_models import VOCAB, build_pair
 
 PROMPT, QUESTION, BUDGET, BLOCK = 150, 10, 48, 16

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from app.scheduler import StandingQuestion
 from capture import CaptureConfig, SourceError
 from ui.state import LiveState
 
@@ -24,10 +23,20 @@ VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mp
 SOURCE_KINDS = ("file upload", "path or URL", "camera")
 
 
+class Schedule(Protocol):
+    """The standing question as the page shows and edits it (`app.scheduler.StandingQuestion`, passed in by app/)."""
+
+    question: str
+    every_s: float
+    next_due_s: float
+
+    def update(self, question: str | None = None, every_s: float | None = None, now_s: float = 0.0) -> None: ...
+
+
 class AssistantCommands(Protocol):
     """What the page needs from `app.assistant.Assistant`."""
 
-    schedule: StandingQuestion
+    schedule: Schedule
 
     def watch(self, capture_config: CaptureConfig) -> None: ...
 

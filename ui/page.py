@@ -14,9 +14,8 @@ from typing import Any
 import gradio as gr
 from gradio.utils import get_upload_folder
 
-from app.scheduler import StandingQuestion
 from ui import render
-from ui.controls import SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback
+from ui.controls import SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback, Schedule
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState, Snapshot
 
@@ -25,7 +24,7 @@ PLOT_REFRESH_S = 1.0
 LIVE_OUTPUTS = ("chat", "preview", "caption", "status", "log")
 
 
-def live_updates(snap: Snapshot, seen: dict, schedule: StandingQuestion) -> tuple[dict, dict[str, Any]]:
+def live_updates(snap: Snapshot, seen: dict, schedule: Schedule) -> tuple[dict, dict[str, Any]]:
     """What the fast timer must send to a tab that has shown `seen`: (new seen, {output name: value}).
 
     Outputs missing from the dict are unchanged for that tab.
@@ -85,7 +84,7 @@ def build_page(
     live: LiveState,
     controls: Controls,
     info: render.PageInfo,
-    schedule: StandingQuestion,
+    schedule: Schedule,
     previews: PreviewFiles,
     initial_source: str = "",
 ) -> gr.Blocks:

@@ -6,7 +6,7 @@ kernels (`csrc/`) do the hot parts of a step:
 - `edge_assistant::decode_attention`: the attention of one token, each key and value row read once for all
   the query heads that share it (the reference model's attention over a 2K-token span: about 15 -> 7.4 ms
   a step);
-- `edge_assistant::one_row_linear`: a one-row product with a row-major weight (`cache.layouts` times it
+- `edge_assistant::one_row_linear`: a one-row product with a row-major weight (`cache.cpu.layouts` times it
   against MKL per weight shape and keeps the faster).
 Both read four rows a quarter of the matrix (or span) apart at a time: four memory streams at once read
 faster than one on that CPU.

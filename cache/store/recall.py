@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from cache.bounded_cache import BoundedCache, _gather_tokens
-from cache.host_store import Block
-from cache.policies import KEEP
+from cache.layer import gather_tokens
+from cache.policies.base import KEEP
 from cache.positions import compact_positions
+from cache.store.host_store import Block
+
+if TYPE_CHECKING:  # recall works on the device cache it is handed; it never builds one
+    from cache.bounded_cache import BoundedCache
 
 
 @dataclass
@@ -113,7 +117,7 @@ def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> int:
 def _merged(mine: torch.Tensor, theirs: torch.Tensor, pick: torch.Tensor) -> torch.Tensor:
     """Resident [B, H, N, X] + recalled [1 or B, 1 or H, R, X] (same for every head), gathered at `pick`."""
     both = torch.cat([mine, theirs.expand(mine.shape[0], mine.shape[1], -1, -1)], dim=2)
-    return _gather_tokens(both, pick)
+    return gather_tokens(both, pick)
 
 
 def _compact_from_origin(cache: BoundedCache) -> None:

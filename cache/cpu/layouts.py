@@ -5,7 +5,7 @@ How fast that goes depends on the weight's shape and how it is multiplied. On th
 README, MKL's `x @ W.T` read the 49152 x 576 tied LM head of SmolLM2 at 13 GB/s when W is row-major and at
 24 GB/s when it is stored column-major (the same matrix, `W.t().contiguous().t()`), while the 576-wide
 attention projections read at 11-13 GB/s either way and at 17-19 GB/s with the AVX2 kernel of
-`cache.cpu_kernels` (one dot product per weight row). So each distinct weight shape is timed three ways
+`cache.cpu.kernels` (one dot product per weight row). So each distinct weight shape is timed three ways
 once:
 - "row": MKL, the weight as loaded;
 - "column": MKL, the weight stored column-major;
@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from cache.cpu_kernels import fits, kernels_ready
+from cache.cpu.kernels import fits, kernels_ready
 
 logger = logging.getLogger(__name__)
 

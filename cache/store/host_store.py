@@ -18,10 +18,10 @@ from pathlib import Path
 
 import torch
 
-from cache.block_index import BlockIndex
-from cache.kv_quant import QUANT_MODES, Quantized, dequantize, quantize
 from cache.rope import KeyRotator
-from cache.store_payloads import FolderPayloads, Payload, RamPayloads, check_folder
+from cache.store.block_index import BlockIndex
+from cache.store.kv_quant import QUANT_MODES, Quantized, dequantize, quantize
+from cache.store.payloads import FolderPayloads, Payload, RamPayloads, check_folder
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class Block:
 class HostStore:
     """Blocks of archived KV in host memory (or a folder), oldest first, at most `max_bytes` of them.
 
-    quant "int8"/"int4" compresses keys per channel and values per token (cache/kv_quant.py). A folder that
+    quant "int8"/"int4" compresses keys per channel and values per token (cache/store/kv_quant.py). A folder that
     fails at run time (full, removed) is reported once in `errors` and the store goes on in RAM only.
     """
 

@@ -1,0 +1,115 @@
+"""Imports point one way: `app -> ui, capture, model -> cache`, and inside `cache/` the two rooms below tier 1
+(`cache/store/`, `cache/cpu/`) never reach back up into the cache, its layers, the runner or the decode step.
+
+Read from the source with `ast`, so a late import inside a function counts as much as one at the top. Imports
+under `if TYPE_CHECKING:` are left out: they name a type for the reader and never run.
+"""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("app", "ui", "capture", "model", "cache", "quality")
+ALLOWED = {  # package -> the project's packages it may import
+    "app": {"ui", "capture", "model", "cache", "quality"},
+    "ui": {"capture", "model", "cache"},
+    "capture": set(),
+    "model": {"cache"},
+    "cache": set(),
+    "quality": {"model", "cache"},
+}
+TIER_ONE = {"cache.bounded_cache", "cache.static_layer", "cache.runner", "cache.decode"}  # the cache and its driving
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path) -> set[str]:
+    """The project modules `path` imports at run time (`from a import b` counts as a.b when b is a module)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text()))
+    return {name for name in found if name in MODULES}
+
+
+IMPORTS = {module: _imports(path) for module, path in MODULES.items()}
+
+
+def test_packages_import_only_the_layers_below_them():
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in IMPORTS.items()
+        for target in targets
+        if (home := module.split(".")[0]) != (other := target.split(".")[0]) and other not in ALLOWED[home]
+    ]
+    assert not wrong, "imports against the layer order:\n" + "\n".join(sorted(wrong))
+
+
+def test_the_store_and_the_cpu_kernels_never_import_tier_one():
+    wrong = []
+    for module, targets in IMPORTS.items():
+        if module.startswith("cache.store"):
+            wrong += [f"{module} imports {t}" for t in targets if t in TIER_ONE or t == "cache.policies"]
+        elif module.startswith("cache.cpu"):  # the kernels stand alone: nothing of cache/ outside cache/cpu/
+            wrong += [f"{module} imports {t}" for t in targets if not t.startswith("cache.cpu")]
+    assert not wrong, "\n".join(sorted(wrong))
+    # the names this test checks exist (after a rename it would pass without checking anything)
+    assert all(name in MODULES for name in (*TIER_ONE, "cache.store.recall", "cache.cpu.kernels"))
+    assert "cache.layer" in IMPORTS["cache.store.recall"]  # the one tier-1 helper recall uses: gather_tokens
+
+
+def test_no_two_modules_import_each_other():
+    circles = {
+        tuple(sorted((a, b)))
+        for a, targets in IMPORTS.items()
+        for b in targets
+        if a != b
+        and a in IMPORTS.get(b, set())
+        # a package's registry (__init__) importing its members, which import a sibling, is not a circle
+        and not (MODULES[a].name == "__init__.py" or MODULES[b].name == "__init__.py")
+    }
+    assert not circles, f"modules that import each other: {sorted(circles)}"
+
+
+def test_the_reader_sees_each_kind_of_import(tmp_path):
+    """The parser itself: a late import counts, a TYPE_CHECKING one does not, `from pkg import module` resolves."""
+    source = tmp_path / "example.py"
+    source.write_text(
+        "import cache.rope\n"
+        "from cache.cpu import kernels\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from cache.runner import CachedRunner\n"
+        "def late():\n"
+        "    from cache.decode import StaticDecoder\n"
+    )
+    assert _imports(source) == {"cache.rope", "cache.cpu", "cache.cpu.kernels", "cache.decode"}
