@@ -15,9 +15,10 @@ from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
 from cache.attention import register_attention
-from cache.cpu.kernels import kernels_ready
+from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts
 from capture import SourceError, open_source
+from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
 from model.session import StreamingSession
 from ui.memory_monitor import MemoryMonitor
@@ -50,11 +51,14 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
             raise StartupError(str(err)) from err
     print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
     try:
+        device = resolve_device(config.model.device)
+        if device.type == "cpu" and resolve_dtype(config.model.dtype, device) == torch.float32:
+            print("preparing the CPU decode kernels meanwhile (built once per machine) ...", file=sys.stderr)
+            build_in_background()  # a first build (20-60 s) overlaps the model's loading
         loaded = load_model(config.model, text_attention=register_attention())
         kernels_note = ""
         if loaded.device.type == "cpu":
-            print("preparing the CPU decode kernels (built once per machine: about a minute) ...", file=sys.stderr)
-            used = loaded.dtype == torch.float32 and kernels_ready()  # the kernels are fp32 only
+            used = loaded.dtype == torch.float32 and kernels_ready()  # the kernels are fp32 only; waits for the build
             kernels_note = f", CPU kernels {'on' if used else 'off'}"
             tune_linear_layouts(loaded.model)  # the fastest one-row product per weight shape (README, decode)
         session = StreamingSession(loaded, config.cache, config.session)

@@ -36,6 +36,19 @@ def test_make_demo_video_writes_video_and_ground_truth(tmp_path):
     assert clips[0].frames.shape == (5, 91, 161, 3)
 
 
+def test_the_default_demo_video_holds_everything_the_default_assistant_reads():
+    """Rendered small for a quick first run, but never below what the app samples (frames per second) and what
+    the default model reads of a frame (pixels): a smaller demo would show the model less than a real video."""
+    from app.cli import build_parser
+    from model.adapters.qwen2_vl import STREAM_MAX_FRAME_PIXELS
+
+    demo = load("make_demo_video").parse_args([])
+    width, height = demo.size
+    assert width * height >= STREAM_MAX_FRAME_PIXELS
+    assert demo.fps >= build_parser().get_default("fps")
+    assert demo.duration >= 300 and demo.scene_seconds < demo.duration  # minutes of changing scenes
+
+
 def test_make_demo_video_rejects_bad_size():
     with pytest.raises(SystemExit):
         load("make_demo_video").parse_args(["--size", "big"])

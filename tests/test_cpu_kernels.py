@@ -10,6 +10,7 @@ products for head sizes that are not a multiple of 8.
 
 import logging
 import os
+import threading
 import time
 
 import pytest
@@ -190,3 +191,29 @@ def test_a_lock_left_by_a_killed_build_is_removed_and_a_fresh_one_kept(tmp_path,
         assert cpu_kernels.clear_stale_lock(tmp_path)
     assert not lock.exists() and "did not finish" in caplog.text
     assert not cpu_kernels.clear_stale_lock(tmp_path)  # nothing to remove
+
+
+def test_a_build_in_the_background_is_waited_for_and_never_run_twice(monkeypatch):
+    """The app starts the build while the model loads; its later `kernels_ready()` must wait for that build's
+    result instead of starting a second compiler on the same folder."""
+    started, release, builds = threading.Event(), threading.Event(), []
+
+    def slow_build() -> bool:
+        builds.append(threading.current_thread().name)
+        started.set()
+        release.wait(10)
+        return True
+
+    monkeypatch.setattr(cpu_kernels, "_build", slow_build)
+    monkeypatch.setattr(cpu_kernels, "_state", {"enabled": True})
+    background = cpu_kernels.build_in_background()
+    assert started.wait(10)
+    waiter_result = []
+    waiter = threading.Thread(target=lambda: waiter_result.append(cpu_kernels.kernels_ready()))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive()  # still waiting for the background build
+    release.set()
+    waiter.join(10)
+    background.join(10)
+    assert waiter_result == [True] and builds == ["cpu-kernel-build"]

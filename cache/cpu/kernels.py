@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -34,15 +35,25 @@ SOURCES = [Path(__file__).parent / "csrc" / n for n in ("bindings.cpp", "decode_
 DISABLE_VARIABLE = "EDGE_ASSISTANT_CPU_KERNELS"
 STALE_LOCK_SECONDS = 600  # a build takes about a minute; a lock this old was left by a killed build
 _state: dict[str, bool] = {"enabled": True}  # "built": whether the ops are loaded, once tried
+_building = threading.Lock()  # one build at a time; a second caller waits for its result
 
 
 def kernels_ready() -> bool:
     """Whether the custom ops run the kernels (builds them the first time; False where they cannot)."""
     if not _state["enabled"]:
         return False
-    if "built" not in _state:
-        _state["built"] = _build()
+    with _building:
+        if "built" not in _state:
+            _state["built"] = _build()
     return _state["built"]
+
+
+def build_in_background() -> threading.Thread:
+    """Starts `kernels_ready()` on a thread, so that a first build (tens of seconds) overlaps other start-up
+    work such as loading the model; a later `kernels_ready()` waits for it and returns its result."""
+    thread = threading.Thread(target=kernels_ready, name="cpu-kernel-build", daemon=True)
+    thread.start()
+    return thread
 
 
 def use_cpu_kernels(enabled: bool) -> None:
