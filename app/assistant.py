@@ -1,8 +1,10 @@
-"""The live assistant: a capture thread, the model worker thread and the standing-question scheduler.
+"""The live assistant: capture threads (one per stream), the model worker thread and the standing questions.
 
-Exactly one thread (the model worker) touches the model and the cache. Everything else talks to it
-through its command queue: questions (people, in order), new streams, stop, reset. One `threading.Event`
-stops everything; every thread is joined.
+Exactly one thread (the model worker) touches the model and the caches. Everything else talks to it through
+its command queue: questions (people, in order), new sources, stop, reset. The worker serves the streams
+round-robin, one clip of each per turn from each stream's own bounded capture queue (drop oldest, counted per
+stream), and a person's question goes before the next clip. One `threading.Event` stops everything; every
+thread is joined. Every event names its `stream` (None for events of the whole process).
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from app.events import EventBus, make_event
-from app.scheduler import StandingQuestion
+from app.stream import Stream, open_capture
 from cache.runner import PrefillInterrupted
-from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
-from model.session import StreamingSession
+from capture import CaptureConfig, Clip, EndOfStream
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +28,9 @@ _POLL_S = 0.05
 
 @dataclass
 class RunLimits:
-    """When a run ends by itself: after `max_rounds` answers, after `duration_s` seconds of stream time,
-    and (when `end_with_stream`) when the stream ends. 0 / None = no limit."""
+    """When a run ends by itself: after `max_rounds` answers (all streams together), once every stream has
+    reached `duration_s` seconds of stream time, and (when `end_with_stream`) when every stream has ended.
+    0 / None = no limit."""
 
     max_rounds: int = 0
     duration_s: float = 0.0
@@ -42,36 +45,45 @@ class RunLimits:
 
 @dataclass
 class _Question:
+    stream: Stream
     text: str
     auto: bool
 
 
 class Assistant:
-    """Watches one stream at a time and answers questions about it.
+    """Watches one or more streams with one model and answers questions about each.
 
-    memory_sample: optional callable returning extra fields for answer events (the memory monitor).
+    streams: each with its own session (device cache + host store), standing question and, once `watch` is
+    called, capture. The first is the default target of `watch`, `stop_stream`, `reset` and of the page's
+    standing-question box (`schedule`). memory_sample: optional callable returning extra fields for answer
+    events (the memory monitor).
     """
 
     def __init__(
         self,
-        session: StreamingSession,
-        schedule: StandingQuestion,
+        streams: list[Stream],
         bus: EventBus,
         limits: RunLimits | None = None,
         memory_sample: Callable[[], dict] | None = None,
     ) -> None:
-        self.session = session
-        self.schedule = schedule
+        if not streams:
+            raise ValueError("the assistant needs at least one stream")
+        self.streams = {stream.name: stream for stream in streams}
+        if len(self.streams) != len(streams):
+            raise ValueError("every stream needs its own name")
+        self.default = streams[0]
+        self.schedule = self.default.schedule
         self.bus = bus
         self.limits = limits or RunLimits()
         self.memory_sample = memory_sample
         self.stop_event = threading.Event()
-        self.done = threading.Event()  # set when the run has ended (limits, end of stream, stop)
-        # a stop takes effect within one forward pass: between prefill chunks and decode steps
-        session.stop_requested = self.stop_event.is_set
+        self.done = threading.Event()  # set when the run has ended (limits, end of streams, stop)
+        self.rounds = 0  # answers given, all streams together
+        for stream in streams:
+            # a stop takes effect within one forward pass: between prefill chunks and decode steps
+            stream.session.stop_requested = self.stop_event.is_set
         self._commands: queue.Queue = queue.Queue()
-        self._capture: CaptureThread | None = None
-        self._stream_time = 0.0
+        self._turn = 0
         self._worker = threading.Thread(target=self._work, name="model-worker", daemon=True)
 
     # -- commands (any thread) ----------------------------------------------------------------------
@@ -79,24 +91,28 @@ class Assistant:
     def start(self) -> None:
         self._worker.start()
 
-    def watch(self, capture_config: CaptureConfig) -> None:
-        """Switches to a new source. Opens it here, so a bad source raises `SourceError` to the caller and
-        the current stream and the cache are untouched."""
-        capture = CaptureThread(capture_config, threading.Event())
-        self._commands.put(("watch", capture))
+    def watch(self, capture_config: CaptureConfig, stream: str | None = None, allow_down: bool = False) -> None:
+        """Switches a stream (default: the first) to a new source. Opens it here, so a bad source raises
+        `SourceError` to the caller and that stream and its cache are untouched. With `allow_down`, a network
+        source that is down starts in "reconnecting" (an error event) instead."""
+        target = self._stream(stream)
+        capture, down = open_capture(capture_config, allow_down)
+        self._commands.put(("watch", target, (capture, down)))
 
-    def ask(self, question: str) -> None:
-        """Queues a person's question; answered in arrival order, after the answer in progress."""
+    def ask(self, question: str, stream: str | None = None) -> None:
+        """Queues a person's question for one stream, or for every stream (None); answered in arrival order,
+        after the answer in progress and before the next clip."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty: type a question about the stream")
-        self._commands.put(("ask", _Question(question.strip(), auto=False)))
+        targets = list(self.streams.values()) if stream is None else [self._stream(stream)]
+        self._commands.put(("ask", None, [_Question(s, question.strip(), auto=False) for s in targets]))
 
-    def stop_stream(self) -> None:
-        self._commands.put(("stop_stream", None))
+    def stop_stream(self, stream: str | None = None) -> None:
+        self._commands.put(("stop_stream", self._stream(stream), None))
 
-    def reset(self) -> None:
-        """Forgets everything seen so far (empty cache), keeps watching."""
-        self._commands.put(("reset", None))
+    def reset(self, stream: str | None = None) -> None:
+        """Forgets everything a stream (default: the first) has seen (empty cache), keeps watching."""
+        self._commands.put(("reset", self._stream(stream), None))
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stops every thread and joins them; True if all ended within `timeout` seconds."""
@@ -106,165 +122,228 @@ class Assistant:
 
     @property
     def stream_time(self) -> float:
-        return self._stream_time
+        """The default stream's time (seconds)."""
+        return self.default.stream_time
+
+    def _stream(self, name: str | None) -> Stream:
+        if name is None:
+            return self.default
+        if name not in self.streams:
+            raise ValueError(f"no stream named {name!r}; streams: {', '.join(self.streams)}")
+        return self.streams[name]
 
     # -- the model worker ---------------------------------------------------------------------------
 
     def _work(self) -> None:
-        self.bus.publish(make_event("status", message="assistant ready"))
+        self._publish("status", None, message="assistant ready")
         try:
-            while not self.stop_event.is_set() and not self.done.is_set():
+            while not self._ending():
                 self._handle_commands()
-                if self._capture is None:
+                if self._ending():
+                    break
+                if not self._serve_streams():
                     self._wait_for_command()
-                    continue
-                self._forward_capture_events()
-                item = self._capture.get_clip(timeout=_POLL_S)
-                if isinstance(item, Clip):
-                    self._on_clip(item)
-                elif isinstance(item, EndOfStream):
-                    self._on_end(item)
         finally:
-            self._close_capture()
+            for stream in self.streams.values():
+                stream.close_capture()
             self.done.set()
-            self.bus.publish(make_event("status", message="assistant stopped"))
+            self._publish("status", None, message="assistant stopped")
+
+    def _ending(self) -> bool:
+        return self.stop_event.is_set() or self.done.is_set()
+
+    def _serve_streams(self) -> bool:
+        """One round-robin turn: at most one clip of each stream; standing questions that fell due in the turn
+        are answered at its end. Returns whether anything was served."""
+        streams = list(self.streams.values())
+        first = self._turn % len(streams)
+        self._turn += 1
+        served, due = False, []
+        for stream in streams[first:] + streams[:first]:
+            if stream.capture is None:
+                continue
+            self._forward_capture_events(stream)
+            item = stream.capture.get_clip(timeout=0)
+            if isinstance(item, Clip):
+                served = True
+                question = self._on_clip(stream, item)
+                if question is not None:
+                    due.append(_Question(stream, question, auto=True))
+            elif isinstance(item, EndOfStream):
+                served = True
+                self._on_end(stream, item)
+            self._handle_commands()  # a person's question goes before the next clip
+            if self._ending():
+                return served
+        if due:
+            self._answer_all(due)
+        self._check_end()
+        return served
 
     def _wait_for_command(self) -> None:
         try:
-            command = self._commands.get(timeout=_POLL_S * 2)
+            command = self._commands.get(timeout=_POLL_S)
         except queue.Empty:
             return
         self._run_command(*command)
 
     def _handle_commands(self) -> None:
-        while True:
+        while not self._ending():
             try:
                 command = self._commands.get_nowait()
             except queue.Empty:
                 return
             self._run_command(*command)
-            if self.stop_event.is_set() or self.done.is_set():
-                return
 
-    def _run_command(self, name: str, payload) -> None:
+    def _run_command(self, name: str, stream: Stream | None, payload) -> None:
         if name == "ask":
-            self._answer(payload)
+            self._answer_all(payload)
         elif name == "watch":
-            self._close_capture()
-            self._capture = payload
-            self._capture.start()
-            self.bus.publish(make_event("status", message=f"watching {payload.description}"))
+            capture, down = payload
+            stream.close_capture()
+            stream.capture, stream.finished = capture, False
+            stream.state = "reconnecting" if down else "watching"
+            capture.start()
+            self._publish("status", stream, message=f"watching {capture.description}")
+            if down:
+                self._error(stream, "capture", f"{capture.description} is down ({down}); reconnecting")
         elif name == "stop_stream":
-            self._close_capture()
-            self.bus.publish(make_event("status", message="stream stopped"))
+            stream.close_capture()
+            stream.state = "idle"
+            self._publish("status", stream, message="stream stopped")
         elif name == "reset":
-            self.session.reset()
-            self.schedule.reset()
-            self._stream_time = 0.0
-            self.bus.publish(make_event("status", message="memory reset: the cache is empty"))
+            stream.session.reset()
+            stream.schedule.reset()
+            stream.stream_time = 0.0
+            self._publish("status", stream, message="memory reset: the cache is empty")
 
-    def _on_clip(self, clip: Clip) -> None:
+    def _on_clip(self, stream: Stream, clip: Clip) -> str | None:
+        """Ingests a clip; returns the standing question if it fell due."""
         try:
-            metrics = self.session.ingest_clip(clip.frames, clip.t_start, clip.t_end)
+            metrics = stream.session.ingest_clip(clip.frames, clip.t_start, clip.t_end)
         except PrefillInterrupted as stop:
-            self.bus.publish(make_event("status", message=f"clip {clip.index} cut off by the stop ({stop})"))
-            return
+            self._publish("status", stream, message=f"clip {clip.index} cut off by the stop ({stop})")
+            return None
         except Exception as err:  # one bad clip must not end the stream
-            logger.exception("clip %d failed", clip.index)
-            self._error("clip", f"clip {clip.index} ({clip.t_start:.1f}-{clip.t_end:.1f}s) failed: {err}")
-            return
-        self._stream_time = clip.t_end
-        self._report_store_errors()
-        self.bus.publish(
-            make_event(
-                "clip",
-                index=clip.index,
-                stream_time=round(clip.t_end, 3),
-                t_start=round(clip.t_start, 3),
-                frames=metrics.frames,
-                visual_tokens=metrics.visual_tokens,
-                prefill_tokens=metrics.prefill_tokens,
-                cache_tokens=metrics.cache_tokens,
-                budget=self.session.cache_config.budget,
-                evict_ms=round(metrics.evict_ms, 3),
-                prefill_s=round(metrics.prefill_s, 4),
-                kv_bytes=metrics.kv_bytes,
-                store_tokens=metrics.store_tokens,
-                store_bytes=metrics.store_bytes,
-                store_dropped_tokens=metrics.store_dropped_tokens,
-                store_oldest_time=metrics.store_oldest_time,
-                dropped_clips=clip.dropped_clips,
-                dropped_frames=clip.dropped_frames,
-                preview=clip.frames[-1],
-            )
+            logger.exception("%s: clip %d failed", stream.name, clip.index)
+            self._error(stream, "clip", f"clip {clip.index} ({clip.t_start:.1f}-{clip.t_end:.1f}s) failed: {err}")
+            return None
+        stream.stream_time, stream.state, stream.clips = clip.t_end, "watching", stream.clips + 1
+        stream.lag_s = max(time.time() - clip.wall_time, 0.0) if clip.wall_time else 0.0
+        self._report_store_errors(stream)
+        self._publish(
+            "clip",
+            stream,
+            index=clip.index,
+            stream_time=round(clip.t_end, 3),
+            t_start=round(clip.t_start, 3),
+            frames=metrics.frames,
+            visual_tokens=metrics.visual_tokens,
+            prefill_tokens=metrics.prefill_tokens,
+            cache_tokens=metrics.cache_tokens,
+            budget=stream.session.cache_config.budget,
+            evict_ms=round(metrics.evict_ms, 3),
+            prefill_s=round(metrics.prefill_s, 4),
+            lag_s=round(stream.lag_s, 3),
+            queued_clips=stream.capture.queued_clips() if stream.capture else 0,
+            kv_bytes=metrics.kv_bytes,
+            store_tokens=metrics.store_tokens,
+            store_bytes=metrics.store_bytes,
+            store_dropped_tokens=metrics.store_dropped_tokens,
+            store_oldest_time=metrics.store_oldest_time,
+            dropped_clips=clip.dropped_clips,
+            dropped_frames=clip.dropped_frames,
+            preview=clip.frames[-1],
         )
-        question = self.schedule.due(clip.t_end)
-        if question is not None:
-            self._answer(_Question(question, auto=True))
         if self.limits.duration_s and clip.t_end >= self.limits.duration_s - 1e-6:
-            self._finish(f"reached --duration {self.limits.duration_s:g}s of stream time")
+            stream.finished = True
+            stream.close_capture()
+            self._publish("status", stream, message=f"reached --duration {self.limits.duration_s:g}s of stream time")
+        return stream.schedule.due(clip.t_end)
 
-    def _on_end(self, end: EndOfStream) -> None:
-        self._forward_capture_events()
-        self._close_capture()
-        self.bus.publish(make_event("end", reason=end.reason, message=end.message, stream_time=self._stream_time))
-        if self.limits.end_with_stream:
+    def _on_end(self, stream: Stream, end: EndOfStream) -> None:
+        self._forward_capture_events(stream)
+        stream.close_capture()
+        stream.state, stream.finished = "ended", True
+        self._publish("end", stream, reason=end.reason, message=end.message, stream_time=stream.stream_time)
+        if self.limits.end_with_stream and self._all_finished():
             self._handle_commands()  # questions already asked still get their answers
-            self._finish("the stream ended")
+
+    def _check_end(self) -> None:
+        if self.limits.duration_s and self._all_finished():
+            self._finish(f"reached --duration {self.limits.duration_s:g}s of stream time")
+        elif self.limits.end_with_stream and self._all_finished():
+            self._finish("the stream ended" if len(self.streams) == 1 else "every stream ended")
+
+    def _all_finished(self) -> bool:
+        watched = [s for s in self.streams.values() if s.capture is not None or s.finished]
+        return bool(watched) and all(s.finished for s in watched)
+
+    def _answer_all(self, questions: list[_Question]) -> None:
+        """Answers each question (one per stream at most) in turn."""
+        for question in questions:
+            if self._ending():
+                return
+            self._answer(question)
 
     def _answer(self, question: _Question) -> None:
-        round_index = self.session.rounds + 1
+        stream, session = question.stream, question.stream.session
+        round_index = session.rounds + 1
         try:
-            pieces = self.session.ask(question.text)
+            pieces = session.ask(question.text)
         except ValueError as err:
-            self._error("question", str(err))
+            self._error(stream, "question", str(err))
             return
-        self.bus.publish(
-            make_event(
-                "answer_start",
-                round=round_index,
-                question=question.text,
-                auto=question.auto,
-                stream_time=round(self._stream_time, 3),
-            )
+        self._publish(
+            "answer_start",
+            stream,
+            round=round_index,
+            question=question.text,
+            auto=question.auto,
+            stream_time=round(stream.stream_time, 3),
         )
         try:
             for piece in pieces:
-                self.bus.publish(make_event("answer_piece", round=round_index, text=piece))
+                self._publish("answer_piece", stream, round=round_index, text=piece)
         except Exception as err:
-            logger.exception("round %d failed", round_index)
-            self._error("answer", f"round {round_index} failed: {err}")
+            logger.exception("%s: round %d failed", stream.name, round_index)
+            self._error(stream, "answer", f"round {round_index} failed: {err}")
             return
-        self._report_store_errors()
-        metrics = asdict(self.session.last_answer)
+        self._report_store_errors(stream)
+        self._answered(stream, question.auto)
+
+    def _answered(self, stream: Stream, auto: bool) -> None:
+        """The `answer` event of a finished round, and the --max-rounds limit."""
+        metrics = asdict(stream.session.last_answer)
         extra = self.memory_sample() if self.memory_sample else {}
-        self.bus.publish(
-            make_event("answer", auto=question.auto, stream_time=round(self._stream_time, 3), **metrics, **extra)
-        )
-        if self.limits.max_rounds and self.session.rounds >= self.limits.max_rounds:
+        self._publish("answer", stream, auto=auto, stream_time=round(stream.stream_time, 3), **metrics, **extra)
+        stream.answers += 1
+        self.rounds += 1
+        if self.limits.max_rounds and self.rounds >= self.limits.max_rounds:
             self._finish(f"reached --max-rounds {self.limits.max_rounds}")
 
-    def _forward_capture_events(self) -> None:
-        if self._capture is None:
+    def _forward_capture_events(self, stream: Stream) -> None:
+        if stream.capture is None:
             return
-        for event in self._capture.poll_events():
+        for event in stream.capture.poll_events():
             if event.type == "error":
-                self._error("capture", event.message)
+                self._error(stream, "capture", event.message)
             elif event.type != "end":
-                self.bus.publish(make_event("capture", kind=event.type, message=event.message))
+                if event.type == "reconnect":
+                    stream.state = "watching" if event.message.startswith("reconnected") else "reconnecting"
+                self._publish("capture", stream, kind=event.type, message=event.message, state=stream.state)
 
-    def _report_store_errors(self) -> None:
-        for message in self.session.take_store_errors():
-            self._error("store", message)
+    def _report_store_errors(self, stream: Stream) -> None:
+        for message in stream.session.take_store_errors():
+            self._error(stream, "store", message)
 
-    def _error(self, where: str, message: str) -> None:
-        self.bus.publish(make_event("error", where=where, message=message, stream_time=self._stream_time))
+    def _error(self, stream: Stream | None, where: str, message: str) -> None:
+        stream_time = stream.stream_time if stream is not None else None
+        self._publish("error", stream, where=where, message=message, stream_time=stream_time)
+
+    def _publish(self, type_: str, stream: Stream | None, **fields) -> None:
+        self.bus.publish(make_event(type_, stream=stream.name if stream is not None else None, **fields))
 
     def _finish(self, reason: str) -> None:
-        self.bus.publish(make_event("status", message=f"run finished: {reason}"))
+        self._publish("status", None, message=f"run finished: {reason}")
         self.done.set()
-
-    def _close_capture(self) -> None:
-        if self._capture is not None:
-            self._capture.close()
-            self._capture = None

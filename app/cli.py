@@ -28,9 +28,16 @@ def build_parser() -> argparse.ArgumentParser:
         "and answers questions about it, asked by you (type them, one per line) or every --every seconds.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    src = p.add_argument_group("source (one of)")
+    src = p.add_argument_group("sources (one or more streams, one model)")
     src.add_argument("--video", metavar="PATH|URL", help="video file, or http(s)/rtsp stream URL")
     src.add_argument("--camera", metavar="INDEX", help="camera index (V4L2), or gst:PIPELINE for a CSI camera")
+    src.add_argument(
+        "--stream",
+        action="append",
+        metavar="NAME=SOURCE",
+        help="a named stream (repeatable; SOURCE as for --video/--camera); in --config: [streams.NAME] tables "
+        "with source, and optionally their own question and every. Names: lowercase letters, digits, _ and -",
+    )
     src.add_argument("--fps", type=float, default=1.0, help="frames sampled per second of stream time")
     src.add_argument("--clip-seconds", type=float, default=4.0, help="stream seconds per clip fed to the model")
     src.add_argument(
@@ -134,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--share", action="store_true", help="also publish a temporary public Gradio link")
     web.add_argument("--auth", metavar="USER:PASSWORD", help="require this login on the page")
     web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
+    p.set_defaults(stream_tables=None)  # the --config file's [streams.NAME] tables
     return p
 
 
@@ -154,6 +162,9 @@ def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
     known = {a.dest for a in parser._actions}
     settings = {}
     for key, value in values.items():
+        if key == "streams":
+            settings["stream_tables"] = value
+            continue
         dest = key.replace("-", "_")
         if dest not in known or dest in ("help", "config"):
             parser.error(f"--config {path}: unknown setting {key!r}")

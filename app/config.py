@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app.assistant import RunLimits
 from app.scheduler import StandingQuestion
+from app.streams import StreamSpec, derived_name, parse_stream_flag, specs_from_table, unique
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.config import ModelConfig
@@ -32,13 +33,22 @@ class UIConfig:
 
 
 @dataclass
+class StreamConfig:
+    """One stream of the run: its name, how it is captured and its own standing question."""
+
+    name: str
+    capture: CaptureConfig
+    schedule: StandingQuestion
+
+
+@dataclass
 class AppConfig:
     model: ModelConfig
     cache: CacheConfig
     session: SessionConfig
-    schedule: StandingQuestion
+    schedule: StandingQuestion  # the run's standing question (streams without their own, sources picked in the page)
     limits: RunLimits
-    capture: CaptureConfig | None  # None: the web page picks the source
+    streams: list[StreamConfig]  # empty: the web page picks the source
     ui: UIConfig | None = None  # None: terminal mode
     log_jsonl: Path | None = None
     show_clips: bool = True
@@ -49,20 +59,30 @@ class AppConfig:
     def from_args(cls, args: argparse.Namespace) -> AppConfig:
         """Builds and validates every component; raises ValueError naming the flag at fault."""
         if args.video is not None and args.camera is not None:
-            raise ValueError("give either --video or --camera, not both")
-        if not args.ui and args.video is None and args.camera is None:
-            raise ValueError("nothing to watch: give --video PATH|URL or --camera INDEX (or --ui to pick in the page)")
-        source = args.video if args.video is not None else _camera_source(args.camera)
+            raise ValueError("give either --video or --camera, not both (or name several with --stream NAME=SOURCE)")
+        specs = _stream_specs(args)
+        if not args.ui and not specs:
+            raise ValueError(
+                "nothing to watch: give --video PATH|URL, --camera INDEX or --stream NAME=SOURCE "
+                "(or --ui to pick in the page)"
+            )
         capture_settings = {
             "fps": args.fps,
             "clip_seconds": args.clip_seconds,
             "realtime": args.realtime,
             "loop": args.loop,
         }
-        capture = None
-        if source is not None:
-            # an offline run over a file (--no-realtime) waits for the model and loses no clip
-            capture = CaptureConfig(source=source, block_when_full=not args.realtime, **capture_settings)
+        streams = []
+        for spec in specs:
+            try:
+                # an offline run over a file (--no-realtime) waits for the model and loses no clip
+                capture = CaptureConfig(source=spec.source, block_when_full=not args.realtime, **capture_settings)
+                schedule = StandingQuestion(
+                    question=spec.question or args.question, every_s=args.every if spec.every is None else spec.every
+                )
+            except ValueError as err:
+                raise ValueError(f"stream {spec.name!r}: {err}") from err
+            streams.append(StreamConfig(spec.name, capture, schedule))
         auth = None
         if args.auth:
             user, sep, password = args.auth.partition(":")
@@ -93,7 +113,7 @@ class AppConfig:
             ),
             schedule=StandingQuestion(question=args.question, every_s=args.every),
             limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
-            capture=capture,
+            streams=streams,
             ui=UIConfig(host=args.host, port=args.port, share=args.share, auth=auth, max_upload_mb=args.max_upload_mb)
             if args.ui
             else None,
@@ -101,6 +121,18 @@ class AppConfig:
             show_clips=not args.quiet,
             capture_settings=capture_settings,
         )
+
+
+def _stream_specs(args: argparse.Namespace) -> list[StreamSpec]:
+    """--video/--camera (one stream named after its source), then --stream flags, then [streams.NAME] tables."""
+    specs = []
+    source = args.video if args.video is not None else _camera_source(args.camera)
+    if source is not None:
+        specs.append(StreamSpec(derived_name(source), source))
+    specs += [parse_stream_flag(text) for text in args.stream or []]
+    if args.stream_tables is not None:
+        specs += specs_from_table(args.stream_tables)
+    return unique(specs)
 
 
 def _camera_source(camera: str | None) -> int | str | None:

@@ -17,20 +17,34 @@ def _mib(n: int | None) -> str:
 class TerminalPrinter:
     """Subscribes to the assistant's events and prints them. Clip progress goes to `status_out`."""
 
-    def __init__(self, out: TextIO = sys.stdout, status_out: TextIO = sys.stderr, show_clips: bool = True) -> None:
+    def __init__(
+        self,
+        out: TextIO = sys.stdout,
+        status_out: TextIO = sys.stderr,
+        show_clips: bool = True,
+        prefix_streams: bool = False,
+    ) -> None:
         self.out = out
         self.status_out = status_out
         self.show_clips = show_clips
+        # several streams: every line starts with the stream's name, and answers (whose pieces interleave when
+        # decoded together) are printed whole when done instead of piece by piece
+        self.prefix_streams = prefix_streams
+        self._prefix = ""
 
     def __call__(self, event: Event) -> None:
         kind = event["type"]
+        self._prefix = f"[{event['stream']}] " if self.prefix_streams and event.get("stream") else ""
         if kind == "answer_start":
             tag = "auto" if event["auto"] else "you"
-            self._print(f"\n── round {event['round']} · t={event['stream_time']:.1f}s · {tag}: {event['question']}")
-        elif kind == "answer_piece":
+            when = f"t={event['stream_time']:.1f}s"
+            self._print(f"\n{self._prefix}── round {event['round']} · {when} · {tag}: {event['question']}")
+        elif kind == "answer_piece" and not self.prefix_streams:
             self.out.write(event["text"])
             self.out.flush()
         elif kind == "answer":
+            if self.prefix_streams:
+                self._print(self._prefix + event["answer"].replace("\n", "\n" + self._prefix))
             memory = _mib(event.get("device_mem_bytes")) if event.get("device_mem_bytes") is not None else None
             memory = memory or f"RSS {_mib(event.get('process_rss_bytes'))}"
             cut = "\n   (cut off: the assistant is stopping)" if event.get("cut_off") else ""
@@ -46,9 +60,10 @@ class TerminalPrinter:
             )
         elif kind == "clip" and self.show_clips:
             dropped = f", {event['dropped_clips']} clips dropped" if event["dropped_clips"] else ""
+            lag = f", {event['lag_s']:.1f} s behind" if event.get("lag_s", 0) >= 1.0 else ""
             self._status(
                 f"· clip {event['index']} [{event['t_start']:.1f}-{event['stream_time']:.1f}s] "
-                f"{event['frames']} frames, cache {event['cache_tokens']}/{event['budget']} tokens{dropped}"
+                f"{event['frames']} frames, cache {event['cache_tokens']}/{event['budget']} tokens{dropped}{lag}"
             )
         elif kind == "error":
             self._status(f"! error ({event['where']}): {event['message']}")
@@ -61,4 +76,4 @@ class TerminalPrinter:
         print(line, file=self.out, flush=True)
 
     def _status(self, line: str) -> None:
-        print(line, file=self.status_out, flush=True)
+        print(self._prefix + line, file=self.status_out, flush=True)

@@ -11,12 +11,16 @@ from dataclasses import dataclass, replace
 import psutil
 import torch
 
+from app.admission import AdmissionError, KvShape, check_fits, stream_cost
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
+from app.stream import Stream
 from cache.attention import register_attention
+from cache.config import CacheConfig
 from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts
+from cache.store.host_store import default_store_bytes
 from capture import SourceError, open_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
@@ -37,18 +41,27 @@ def fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def probe_source(config: AppConfig) -> None:
-    """Opens and closes the source once, so a bad one fails before the model loads (SourceError)."""
-    open_source(config.capture).close()
+DEFAULT_STREAM = "main"  # the stream of a page started without a source
 
 
-def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
-    """Checks the source (if any), loads the model and builds the streaming session."""
-    if config.capture is not None:
-        try:
-            probe_source(config)
-        except SourceError as err:
-            raise StartupError(str(err)) from err
+def probe_sources(config: AppConfig) -> None:
+    """Opens and closes each file and camera once, so a bad one fails before the model loads (SourceError).
+    Network sources are not probed: one that is down starts reconnecting while the others run."""
+    for stream in config.streams:
+        if stream.capture.spec.kind != "url":
+            try:
+                open_source(stream.capture).close()
+            except SourceError as err:
+                raise SourceError(f"stream {stream.name!r}: {err}") from err
+
+
+def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream]]:
+    """Checks the sources, loads the model once and builds one streaming session per stream (admission:
+    refuses streams whose bounded memory does not fit, with the arithmetic)."""
+    try:
+        probe_sources(config)
+    except SourceError as err:
+        raise StartupError(str(err)) from err
     print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
     try:
         device = resolve_device(config.model.device)
@@ -61,7 +74,12 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
             used = loaded.dtype == torch.float32 and kernels_ready()  # the kernels are fp32 only; waits for the build
             kernels_note = f", CPU kernels {'on' if used else 'off'}"
             tune_linear_layouts(loaded.model)  # the fastest one-row product per weight shape (README, decode)
-        session = StreamingSession(loaded, config.cache, config.session)
+        cache = _cache_per_stream(config)
+        print(f"memory: {_admit(config, loaded, cache)}", file=sys.stderr)
+        streams = [Stream(s.name, StreamingSession(loaded, cache, config.session), s.schedule) for s in config.streams]
+        if not streams:
+            streams = [Stream(DEFAULT_STREAM, StreamingSession(loaded, cache, config.session), config.schedule)]
+        session = streams[0].session
     except (ModelLoadError, ValueError) as err:
         raise StartupError(str(err)) from err
     print(
@@ -72,7 +90,28 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, StreamingSession]:
         file=sys.stderr,
         flush=True,
     )
-    return loaded, session
+    return loaded, streams
+
+
+def _cache_per_stream(config: AppConfig) -> CacheConfig:
+    """The cache config of every stream: an automatic host-store bound is shared out between the streams."""
+    if config.cache.recall and not config.cache.store_bytes:
+        return replace(config.cache, store_bytes=default_store_bytes() // max(len(config.streams), 1))
+    return config.cache
+
+
+def _admit(config: AppConfig, loaded: LoadedModel, cache: CacheConfig) -> str:
+    """The memory arithmetic of the configured streams; AdmissionError (a ValueError) when they do not fit."""
+    cost = stream_cost(KvShape.of_model(loaded.model, loaded.adapter.position_dims), cache, config.session.chunk_size)
+    host_free = psutil.virtual_memory().available
+    if loaded.device.type == "cuda":
+        device_free, shared = torch.cuda.mem_get_info(loaded.device)[0], False
+    else:
+        device_free, shared = host_free, True
+    try:
+        return check_fits(cost, max(len(config.streams), 1), device_free, host_free, shared)
+    except AdmissionError as err:
+        raise AdmissionError(f"the streams do not fit in memory: {err}") from err
 
 
 def memory_fields(monitor: MemoryMonitor):
@@ -103,10 +142,15 @@ class Running:
     monitor: MemoryMonitor
     log: JsonlLog | None
 
-    def watch_configured_source(self, config: AppConfig, loaded: LoadedModel) -> None:
-        """Starts watching --video/--camera, resized for the model (SourceError if it cannot be opened)."""
-        if config.capture is not None:
-            self.assistant.watch(replace(config.capture, max_size=loaded.adapter.frame_size()))
+    def watch_configured_sources(self, config: AppConfig, loaded: LoadedModel) -> None:
+        """Starts watching every configured stream, resized for the model (SourceError if a file or camera
+        cannot be opened; a network stream that is down starts reconnecting)."""
+        for stream in config.streams:
+            capture = replace(stream.capture, max_size=loaded.adapter.frame_size())
+            try:
+                self.assistant.watch(capture, stream=stream.name, allow_down=True)
+            except SourceError as err:
+                raise SourceError(f"stream {stream.name!r}: {err}") from err
 
     def close(self) -> None:
         stopped = self.assistant.stop()
@@ -118,7 +162,7 @@ class Running:
 
 
 def build_assistant(
-    config: AppConfig, session: StreamingSession, monitor: MemoryMonitor, displays: list[Subscriber]
+    config: AppConfig, streams: list[Stream], monitor: MemoryMonitor, displays: list[Subscriber]
 ) -> Running:
     """The assistant (not started yet), its event bus with `displays` and the --log-jsonl file subscribed."""
     bus = EventBus()
@@ -128,5 +172,5 @@ def build_assistant(
     if log is not None:
         bus.subscribe(log)
     bus.publish(make_event("status", message=f"memory monitor: {monitor.backend} ({monitor.label})"))
-    assistant = Assistant(session, config.schedule, bus, config.limits, memory_sample=memory_fields(monitor))
+    assistant = Assistant(streams, bus, config.limits, memory_sample=memory_fields(monitor))
     return Running(assistant, bus, monitor, log)

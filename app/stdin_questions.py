@@ -12,11 +12,28 @@ from typing import TextIO
 logger = logging.getLogger(__name__)
 
 
-class StdinQuestions:
-    """Polls `stream` with select() so that `stop()` is honoured within `poll_s` seconds."""
+def route(line: str, stream_names: list[str]) -> tuple[str, str | None]:
+    """`door: is the gate open?` -> ("is the gate open?", "door") when door is a stream; otherwise the whole
+    line goes to every stream (None)."""
+    name, sep, rest = line.partition(":")
+    if sep and name.strip() in stream_names and rest.strip():
+        return rest.strip(), name.strip()
+    return line.strip(), None
 
-    def __init__(self, ask: Callable[[str], None], stream: TextIO = sys.stdin, poll_s: float = 0.2) -> None:
+
+class StdinQuestions:
+    """Polls `stream` with select() so that `stop()` is honoured within `poll_s` seconds. With several streams,
+    a line `NAME: question` asks that stream only; any other line asks every stream."""
+
+    def __init__(
+        self,
+        ask: Callable[..., None],
+        stream: TextIO = sys.stdin,
+        poll_s: float = 0.2,
+        stream_names: list[str] | None = None,
+    ) -> None:
         self._ask = ask
+        self._names = stream_names or []
         self._stream = stream
         self._poll_s = poll_s
         self._stop = threading.Event()
@@ -44,4 +61,5 @@ class StdinQuestions:
             if line == "":  # end of input: no more questions, the stream goes on
                 return
             if line.strip():
-                self._ask(line.strip())
+                question, target = route(line, self._names)
+                self._ask(question, stream=target)

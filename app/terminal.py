@@ -24,16 +24,23 @@ def run_terminal(config: AppConfig) -> int:
 
 def _run(config: AppConfig, signals: SignalStop) -> int:
     try:
-        loaded, session = start_session(config)
+        loaded, streams = start_session(config)
     except StartupError as err:
         return fail(str(err))
-    running = build_assistant(config, session, MemoryMonitor(), [TerminalPrinter(show_clips=config.show_clips)])
+    names = [stream.name for stream in streams] if len(streams) > 1 else []
+    printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=bool(names))
+    running = build_assistant(config, streams, MemoryMonitor(), [printer])
     try:
-        running.watch_configured_source(config, loaded)
+        running.watch_configured_sources(config, loaded)
     except SourceError as err:
         running.close()
         return fail(str(err))
-    questions = StdinQuestions(running.assistant.ask)
+    if names:
+        print(
+            f"streams: {', '.join(names)}; type 'NAME: question' for one stream, a plain question for all",
+            file=sys.stderr,
+        )
+    questions = StdinQuestions(running.assistant.ask, stream_names=names)
     running.assistant.start()
     questions.start()
     try:

@@ -83,24 +83,24 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     ui = config.ui
     assert ui is not None, "serve() needs config.ui (python -m app --ui)"
     try:
-        loaded, session = start_session(config)
+        loaded, streams = start_session(config)
     except StartupError as err:
         return fail(str(err))
 
     monitor = MemoryMonitor()
     live = LiveState(memory_sample=memory_point(monitor), budget=config.cache.budget)
-    running = build_assistant(config, session, monitor, [live])
+    running = build_assistant(config, streams, monitor, [live])
     assistant = running.assistant
     options = capture_options(config, loaded.adapter.frame_size())
     controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20)
-    initial_source = "" if config.capture is None else str(config.capture.source)
+    initial_source = "" if not config.streams else str(config.streams[0].capture.source)
     previews = PreviewFiles(preview_folder())
     page = build_page(live, controls, page_info(config, loaded, monitor), config.schedule, previews, initial_source)
     page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
 
     assistant.start()
     try:
-        running.watch_configured_source(config, loaded)
+        running.watch_configured_sources(config, loaded)
         try:
             _launch(page, ui)
         except (OSError, ServerFailedToStartError) as err:

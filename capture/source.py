@@ -8,6 +8,8 @@ from typing import Protocol
 
 import numpy as np
 
+from capture.errors import StreamDropped
+
 
 @dataclass
 class RawFrame:
@@ -57,3 +59,15 @@ class ClosedSource:
 
     def close(self) -> None:
         pass
+
+
+class UnreachableSource(ClosedSource):
+    """Stands in for a network source that could not be opened at start: reading it reports the stream as
+    dropped, so the capture thread reconnects with backoff instead of ending."""
+
+    def __init__(self, description: str, reason: str) -> None:
+        super().__init__(description)
+        self.reason = reason
+
+    def frames(self) -> Iterator[RawFrame]:
+        raise StreamDropped(f"{self.description} is unreachable ({self.reason})")

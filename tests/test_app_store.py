@@ -7,6 +7,7 @@ from app.assistant import Assistant, RunLimits
 from app.cli import main
 from app.events import EventBus
 from app.scheduler import StandingQuestion
+from app.stream import Stream
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.session import SessionConfig, StreamingSession
@@ -37,7 +38,7 @@ def test_a_store_folder_removed_mid_run_is_an_error_event_and_every_round_is_ans
             shutil.rmtree(folder)
 
     bus.subscribe(remove_after_the_third_clip)
-    assistant = Assistant(session, StandingQuestion(every_s=8.0), bus, RunLimits())
+    assistant = Assistant([Stream("main", session, StandingQuestion(every_s=8.0))], bus, RunLimits())
     assistant.start()
     assistant.watch(CaptureConfig(str(video(40)), fps=1.0, clip_seconds=4.0, block_when_full=True, max_size=(64, 64)))
     assert assistant.done.wait(120)

@@ -7,6 +7,7 @@ import pytest
 from app.assistant import Assistant, RunLimits
 from app.events import EventBus
 from app.scheduler import StandingQuestion
+from app.stream import Stream
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
 from model.session import SessionConfig, StreamingSession
@@ -34,7 +35,7 @@ def _assistant(every=0.0, limits=None):
     )
     bus, recorder = EventBus(), Recorder()
     bus.subscribe(recorder)
-    assistant = Assistant(session, StandingQuestion(every_s=every), bus, limits or RunLimits())
+    assistant = Assistant([Stream("main", session, StandingQuestion(every_s=every))], bus, limits or RunLimits())
     return assistant, recorder
 
 
@@ -44,7 +45,7 @@ def _offline(path):
 
 def test_a_failing_round_is_an_error_event_and_the_stream_goes_on():
     assistant, recorder = _assistant(every=8.0)
-    runner = assistant.session.runner
+    runner = assistant.default.session.runner
     real_decode = runner.decode_step
     calls = {"n": 0}
 

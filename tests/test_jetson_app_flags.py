@@ -29,4 +29,4 @@ def test_service_command_is_valid_for_the_app(tmp_path: Path, board: str, mode_a
     assert config.log_jsonl == Path("/var/log/edge-assistant/events.jsonl")
     assert (config.ui is None) == bool(mode_args)
     if mode_args:
-        assert config.capture.source == 0 and config.schedule.every_s == 20
+        assert config.streams[0].capture.source == 0 and config.schedule.every_s == 20

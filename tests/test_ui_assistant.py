@@ -9,6 +9,7 @@ import pytest
 from app.assistant import Assistant, RunLimits
 from app.events import EventBus
 from app.scheduler import StandingQuestion
+from app.stream import Stream
 from cache.attention import register_attention
 from cache.config import CacheConfig
 from capture.synth import write_video
@@ -43,7 +44,8 @@ def page_backend(tmp_path):
     bus = EventBus()
     live = LiveState(memory_sample=lambda: MemoryPoint(123 * 2**20, "process memory (CPU)", "cpu"), budget=160)
     bus.subscribe(live)
-    assistant = Assistant(session, StandingQuestion("What is happening now?", every_s=2), bus, RunLimits(0, 0, False))
+    schedule = StandingQuestion("What is happening now?", every_s=2)
+    assistant = Assistant([Stream("main", session, schedule)], bus, RunLimits(0, 0, False))
     options = CaptureOptions(fps=2, clip_seconds=1, realtime=True, max_size=loaded.adapter.frame_size())
     controls = Controls(assistant, live, options, max_upload_bytes=2**20)
     assistant.start()

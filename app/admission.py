@@ -1,0 +1,125 @@
+"""What one more stream costs, and whether it fits: the bounded cache makes the cost of a stream a known number.
+
+Device KV per stream: every layer's preallocated buffers hold budget + recall + 1 tokens (the decode span)
+plus one prefill chunk, rounded up to the buffers' growth step, at `bytes_per_token` (keys and values of
+every layer, plus the per-token bookkeeping: positions, origin, stream index, attention). Host store per
+stream: its byte bound (RAM, or a folder with --store-dir). Pure arithmetic; the caller supplies what memory
+is free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cache.config import CacheConfig
+from cache.policies import POLICIES
+
+GROW = 256  # StaticBoundedLayer buffers grow in multiples of this many tokens
+USABLE_SHARE = 0.8  # of the free memory, the rest left to activations, frames, the page
+
+
+class AdmissionError(ValueError):
+    """A stream does not fit; the message holds the arithmetic and what to lower."""
+
+
+@dataclass(frozen=True)
+class KvShape:
+    layers: int
+    kv_heads: int
+    head_dim: int
+    element_bytes: int  # of keys and values (2 for bf16/fp16, 4 for fp32)
+    position_dims: int = 1  # 3 for M-RoPE
+
+    @classmethod
+    def of_model(cls, model, position_dims: int = 1) -> KvShape:
+        """Read from a transformers model (its text config for a VLM)."""
+        text = model.config.get_text_config()
+        heads = text.num_attention_heads
+        head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
+        element = next(model.parameters()).element_size()
+        return cls(
+            text.num_hidden_layers, getattr(text, "num_key_value_heads", heads), head_dim, element, position_dims
+        )
+
+    @property
+    def bytes_per_token(self) -> int:
+        kv = 2 * self.head_dim * self.element_bytes
+        bookkeeping = 2 * self.position_dims * 8 + 8 + 4  # positions, origin (int64 x P), index, attention
+        return self.layers * self.kv_heads * (kv + bookkeeping)
+
+
+@dataclass(frozen=True)
+class StreamCost:
+    device_tokens: int | None  # None: the policy never evicts, so no bound
+    bytes_per_token: int
+    host_bytes: int  # the host store's bound (0 without recall)
+    host_in_ram: bool
+
+    @property
+    def device_bytes(self) -> int | None:
+        return None if self.device_tokens is None else self.device_tokens * self.bytes_per_token
+
+
+def stream_cost(shape: KvShape, cache: CacheConfig, chunk_size: int) -> StreamCost:
+    """The memory one stream may take at most (`cache.store_bytes` must already be resolved, not 0)."""
+    evicts = POLICIES[cache.policy].evicts
+    tokens = None
+    if evicts:
+        tokens = -(-(cache.budget + cache.recall + 1 + max(chunk_size, cache.window)) // GROW) * GROW
+    has_store = evicts and cache.recall > 0
+    return StreamCost(tokens, shape.bytes_per_token, cache.store_bytes if has_store else 0, not cache.store_dir)
+
+
+def check_fits(cost: StreamCost, streams: int, device_free: int, host_free: int, shared_memory: bool) -> str:
+    """Raises AdmissionError when `streams` streams do not fit; returns the arithmetic as a line otherwise.
+
+    device_free / host_free: bytes free now (after the model was loaded). shared_memory: the device is the
+    CPU or a Jetson (device KV and host store draw on the same RAM).
+    """
+    if cost.device_bytes is None:
+        return f"{streams} stream(s): policy without eviction, device KV unbounded (grows with the stream)"
+    device = streams * cost.device_bytes
+    host = streams * cost.host_bytes if cost.host_in_ram else 0
+    per_stream = (
+        f"{_gb(cost.device_bytes)} device KV ({cost.device_tokens} tokens x {cost.bytes_per_token / 1024:.0f} KiB)"
+        + (f" + {_gb(cost.host_bytes)} host store" if cost.host_bytes else "")
+    )
+    line = f"{streams} stream(s) x ({per_stream})"
+    advice = "lower --budget, --recall or --store-mb, or watch fewer streams"
+    if shared_memory:
+        need, free = device + host, device_free
+        if need > USABLE_SHARE * free:
+            raise AdmissionError(
+                f"{line} = {_gb(need)}, more than {USABLE_SHARE:.0%} of the {_gb(free)} of memory free: {advice}"
+            )
+        return f"{line} = {_gb(need)} of {_gb(free)} free"
+    if device > USABLE_SHARE * device_free:
+        raise AdmissionError(
+            f"{line}: device KV {_gb(device)}, more than {USABLE_SHARE:.0%} of the {_gb(device_free)} "
+            f"of device memory free: {advice}"
+        )
+    if host > USABLE_SHARE * host_free:
+        raise AdmissionError(
+            f"{line}: host stores {_gb(host)}, more than {USABLE_SHARE:.0%} of the {_gb(host_free)} "
+            f"of RAM free: {advice}"
+        )
+    return f"{line}: device {_gb(device)} of {_gb(device_free)} free, host {_gb(host)} of {_gb(host_free)} free"
+
+
+def ingest_warning(prefill_seconds: list[float], live_streams: int, clip_seconds: float) -> str | None:
+    """A warning when the live streams bring clips faster than the worker ingests them (measured), else None."""
+    if not prefill_seconds or live_streams == 0:
+        return None
+    per_clip = sum(prefill_seconds) / len(prefill_seconds)
+    capacity = 1.0 / per_clip if per_clip > 0 else float("inf")
+    demand = live_streams / clip_seconds
+    if demand <= capacity:
+        return None
+    return (
+        f"{live_streams} stream(s) bring {demand:.2f} clips/s but this device ingests {capacity:.2f} clips/s "
+        f"({per_clip:.2f} s a clip): clips will be dropped; lower --fps, raise --clip-seconds, or watch fewer streams"
+    )
+
+
+def _gb(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
