@@ -13,9 +13,11 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from app.admission import ingest_warning
 from app.events import EventBus, make_event
 from app.stream import Stream, open_capture
 from cache.runner import PrefillInterrupted
@@ -83,7 +85,8 @@ class Assistant:
             # a stop takes effect within one forward pass: between prefill chunks and decode steps
             stream.session.stop_requested = self.stop_event.is_set
         self._commands: queue.Queue = queue.Queue()
-        self._turn = 0
+        self._prefill_s: deque[float] = deque(maxlen=32)  # the latest clips' prefill times, all streams
+        self._warned_ingest = False
         self._worker = threading.Thread(target=self._work, name="model-worker", daemon=True)
 
     # -- commands (any thread) ----------------------------------------------------------------------
@@ -155,11 +158,8 @@ class Assistant:
     def _serve_streams(self) -> bool:
         """One round-robin turn: at most one clip of each stream; standing questions that fell due in the turn
         are answered at its end. Returns whether anything was served."""
-        streams = list(self.streams.values())
-        first = self._turn % len(streams)
-        self._turn += 1
         served, due = False, []
-        for stream in streams[first:] + streams[:first]:
+        for stream in list(self.streams.values()):
             if stream.capture is None:
                 continue
             self._forward_capture_events(stream)
@@ -231,6 +231,7 @@ class Assistant:
         stream.stream_time, stream.state, stream.clips = clip.t_end, "watching", stream.clips + 1
         stream.lag_s = max(time.time() - clip.wall_time, 0.0) if clip.wall_time else 0.0
         self._report_store_errors(stream)
+        self._check_ingest_rate(metrics.prefill_s, stream)
         self._publish(
             "clip",
             stream,
@@ -260,6 +261,19 @@ class Assistant:
             stream.close_capture()
             self._publish("status", stream, message=f"reached --duration {self.limits.duration_s:g}s of stream time")
         return stream.schedule.due(clip.t_end)
+
+    def _check_ingest_rate(self, prefill_s: float, stream: Stream) -> None:
+        """Once enough clips were timed: warns (once) when the live streams bring clips faster than they are
+        ingested, saying what to lower."""
+        self._prefill_s.append(prefill_s)
+        live = [s for s in self.streams.values() if s.capture is not None and _paced(s.capture.config)]
+        if self._warned_ingest or len(self._prefill_s) < 4 or not live:
+            return
+        clip_seconds = min(s.capture.config.clip_seconds for s in live)
+        warning = ingest_warning(list(self._prefill_s), len(live), clip_seconds)
+        if warning is not None:
+            self._warned_ingest = True
+            self._publish("warning", None, where="ingest", message=warning)
 
     def _on_end(self, stream: Stream, end: EndOfStream) -> None:
         self._forward_capture_events(stream)
@@ -347,3 +361,8 @@ class Assistant:
     def _finish(self, reason: str) -> None:
         self._publish("status", None, message=f"run finished: {reason}")
         self.done.set()
+
+
+def _paced(config: CaptureConfig) -> bool:
+    """Whether clips arrive at the pace of the world (live sources, files played in real time)."""
+    return config.is_live or config.realtime

@@ -1,7 +1,8 @@
 """Events the assistant emits, the bus that fans them out, and the JSON-lines log.
 
 Every event is a plain dict with at least `type` and `t_wall` (seconds since the epoch). Types:
-`status`, `clip`, `answer_start`, `answer_piece`, `answer`, `error`, `capture`, `end`.
+`status`, `clip`, `answer_start`, `answer_piece`, `answer`, `error`, `warning`, `capture`, `end`. Each also names
+its `stream` (None for events of the whole process).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ Subscriber = Callable[[Event], None]
 
 # answer pieces are for live displays; the log keeps the whole answer in its `answer` event
 UNLOGGED_FIELDS = frozenset({"preview"})  # the latest frame, for live previews only
-LOGGED_TYPES = frozenset({"status", "clip", "answer_start", "answer", "error", "capture", "end"})
+LOGGED_TYPES = frozenset({"status", "clip", "answer_start", "answer", "error", "warning", "capture", "end"})
 
 
 def make_event(type_: str, **fields: Any) -> Event:

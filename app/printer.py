@@ -67,6 +67,8 @@ class TerminalPrinter:
             )
         elif kind == "error":
             self._status(f"! error ({event['where']}): {event['message']}")
+        elif kind == "warning":
+            self._status(f"! warning ({event['where']}): {event['message']}")
         elif kind in ("status", "capture"):
             self._status(f"· {event['message']}")
         elif kind == "end":

@@ -171,6 +171,6 @@ def build_assistant(
     log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
     if log is not None:
         bus.subscribe(log)
-    bus.publish(make_event("status", message=f"memory monitor: {monitor.backend} ({monitor.label})"))
+    bus.publish(make_event("status", stream=None, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
     assistant = Assistant(streams, bus, config.limits, memory_sample=memory_fields(monitor))
     return Running(assistant, bus, monitor, log)

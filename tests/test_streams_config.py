@@ -1,0 +1,134 @@
+"""Several streams configured: names, --stream flags, [streams.NAME] tables, derived names, routing typed
+questions, and the memory admission arithmetic. Pure functions, plus the CLI's exit code 2 for bad input."""
+
+import pytest
+
+from app.admission import AdmissionError, KvShape, StreamCost, check_fits, ingest_warning, stream_cost
+from app.cli import parse_args
+from app.config import AppConfig
+from app.stdin_questions import route
+from app.streams import StreamSpec, derived_name, parse_stream_flag, specs_from_table
+from cache.config import CacheConfig
+from tests.app_helpers import run_app, video
+
+
+@pytest.mark.parametrize("name", ["door", "cam-2", "back_yard", "a", "0lobby", "x" * 32])
+def test_safe_names_are_accepted(name):
+    assert StreamSpec(name, "clip.mp4").name == name
+
+
+@pytest.mark.parametrize("name", ["", "Door", "has space", "a/b", "a+b", "#", "-lead", "_lead", "x" * 33, "dör"])
+def test_names_unsafe_in_topics_or_file_names_are_refused_saying_what_is_allowed(name):
+    with pytest.raises(ValueError, match="lowercase letters, digits"):
+        StreamSpec(name, "clip.mp4")
+
+
+def test_stream_flags_take_any_source_and_a_camera_index():
+    assert parse_stream_flag("door=rtsp://10.0.0.2/live?x=a=b") == StreamSpec("door", "rtsp://10.0.0.2/live?x=a=b")
+    assert parse_stream_flag("desk=0").source == 0
+    for bad in ("door", "door=", "=clip.mp4"):
+        with pytest.raises(ValueError):
+            parse_stream_flag(bad)
+
+
+def test_tables_give_their_own_question_and_interval_and_refuse_unknown_keys():
+    specs = specs_from_table(
+        {"door": {"source": "a.mp4", "question": "Is the door open?", "every": 10}, "yard": {"source": "1"}}
+    )
+    assert specs == [StreamSpec("door", "a.mp4", "Is the door open?", 10), StreamSpec("yard", 1)]
+    with pytest.raises(ValueError, match="allowed: source, question, every"):
+        specs_from_table({"door": {"source": "a.mp4", "fps": 2}})
+    with pytest.raises(ValueError, match="no source"):
+        specs_from_table({"door": {"question": "q"}})
+    with pytest.raises(ValueError, match="every"):
+        specs_from_table({"door": {"source": "a.mp4", "every": -1}})
+
+
+def test_derived_names_are_safe():
+    assert derived_name("/videos/Front Door.MP4") == "front-door"
+    assert derived_name("rtsp://cam.local:554/stream1") == "cam-local-stream1"
+    assert derived_name(2) == "camera2"
+    assert derived_name("gst:nvarguscamerasrc ! appsink") == "camera"
+    assert derived_name("/tmp/???.mp4") == "stream"
+
+
+def test_config_builds_one_stream_per_source_with_its_own_schedule(tmp_path):
+    config_file = tmp_path / "run.toml"
+    config_file.write_text('every = 20\n[streams.yard]\nsource = "b.mp4"\nquestion = "Any dogs?"\nevery = 5\n')
+    args = parse_args(["--video", "/x/Front.mp4", "--stream", "door=a.mp4", "--config", str(config_file)])
+    streams = AppConfig.from_args(args).streams
+    assert [s.name for s in streams] == ["front", "door", "yard"]
+    assert [(s.schedule.question, s.schedule.every_s) for s in streams][1:] == [
+        ("What is happening now?", 20),
+        ("Any dogs?", 5),
+    ]
+    assert len({id(s.schedule) for s in streams}) == 3  # each stream keeps its own due times
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--stream", "Door=a.mp4"], "lowercase letters"),
+        (["--stream", "door=a.mp4", "--stream", "door=b.mp4"], "given twice"),
+        (["--stream", "door"], "NAME=SOURCE"),
+        (["--stream", "door=ftp://x/y"], "stream 'door'"),
+    ],
+)
+def test_bad_streams_exit_2_with_what_to_do(args, message):
+    done = run_app(*args, "--model", "tiny", timeout=60)
+    assert done.returncode == 2 and message in done.stderr, done.stderr[-1500:]
+
+
+def test_a_stream_whose_file_cannot_be_opened_exits_2_naming_it(tmp_path):
+    done = run_app("--stream", f"good={video(8)}", "--stream", f"bad={tmp_path / 'missing.mp4'}", "--model", "tiny")
+    assert done.returncode == 2 and "stream 'bad'" in done.stderr, done.stderr[-1500:]
+
+
+def test_typed_questions_go_to_the_named_stream_or_to_all():
+    names = ["door", "yard"]
+    assert route("door: is the gate open?", names) == ("is the gate open?", "door")
+    assert route("  yard :  any dogs? ", names) == ("any dogs?", "yard")
+    assert route("what time is it: noon?", names) == ("what time is it: noon?", None)
+    assert route("door:", names) == ("door:", None)
+    assert route("is anyone there?", names) == ("is anyone there?", None)
+
+
+SHAPE = KvShape(layers=30, kv_heads=3, head_dim=64, element_bytes=4)  # the reference model in fp32
+
+
+def test_a_stream_costs_its_buffers_tokens_times_the_bytes_of_a_token():
+    cost = stream_cost(SHAPE, CacheConfig(budget=2048, recall=256, store_bytes=2**30), chunk_size=512)
+    assert SHAPE.bytes_per_token == 30 * 3 * (2 * 64 * 4 + 28)
+    assert cost.device_tokens == 3072  # 2048 + 256 + 1 + 512 = 2817, rounded up to the buffers' 256
+    assert cost.device_bytes == 3072 * SHAPE.bytes_per_token and cost.host_bytes == 2**30
+    full = stream_cost(SHAPE, CacheConfig(policy="full", recall=256, store_bytes=2**30), chunk_size=512)
+    assert full.device_tokens is None and full.host_bytes == 0
+
+
+def test_admission_refuses_what_does_not_fit_with_the_arithmetic():
+    cost = StreamCost(device_tokens=3072, bytes_per_token=48600, host_bytes=2**30, host_in_ram=True)
+    per_stream = cost.device_bytes + cost.host_bytes
+    check_fits(cost, 4, device_free=int(4 * per_stream / 0.79), host_free=0, shared_memory=True)
+    with pytest.raises(AdmissionError) as refused:
+        check_fits(cost, 4, device_free=int(4 * per_stream / 0.81), host_free=0, shared_memory=True)
+    assert "4 stream(s) x" in str(refused.value) and "3072 tokens" in str(refused.value)
+    assert "lower --budget" in str(refused.value)
+    # on a GPU, device KV and host stores are checked against their own memories
+    check_fits(cost, 4, device_free=4 * cost.device_bytes * 2, host_free=4 * 2**30 * 2, shared_memory=False)
+    with pytest.raises(AdmissionError, match="host stores"):
+        check_fits(cost, 4, device_free=4 * cost.device_bytes * 2, host_free=4 * 2**30, shared_memory=False)
+
+
+def test_streams_that_do_not_fit_exit_2_before_any_stream_starts():
+    done = run_app(
+        "--stream", f"a={video(8)}", "--stream", f"b={video(8)}", "--model", "tiny", "--budget", "400000000",
+        "--recall", "0", timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-1500:]
+    assert "do not fit in memory: 2 stream(s) x" in done.stderr and "watching" not in done.stderr
+
+
+def test_ingest_warning_names_what_to_lower_only_when_clips_come_faster_than_they_are_ingested():
+    assert ingest_warning([0.5, 0.5], live_streams=4, clip_seconds=4.0) is None  # 1 clip/s needed, 2 possible
+    warning = ingest_warning([2.0, 2.0], live_streams=4, clip_seconds=4.0)  # 1 needed, 0.5 possible
+    assert warning is not None and "--fps" in warning and "1.00 clips/s" in warning
