@@ -62,12 +62,14 @@ def one_query_attention(
 
     The query heads that share a KV head become that head's query rows, so each key and value is read once
     (transformers' SDPA path repeats the KV heads whenever a mask is given). On an AVX2 CPU in fp32 the
-    kernel of `cache.cpu.kernels` does it, about twice as fast as SDPA there.
+    kernel of `cache.cpu.kernels` does it, about twice as fast as SDPA there. A [B, 1, 1, N] mask gives each
+    batch row its own keys (several streams decoded together, `cache.batch_decode`); the kernel takes it too.
     """
-    if (mask is None or mask.numel() == key.shape[2]) and kernel_takes(query, key, value):
+    batch, tokens = key.shape[0], key.shape[2]
+    if (mask is None or mask.numel() in (tokens, batch * tokens)) and kernel_takes(query, key, value):
         attended = None if mask is None else mask.reshape(-1)
         return torch.ops.edge_assistant.decode_attention(query, key, value, attended, scaling)
-    batch, q_heads, _, dim = query.shape
+    q_heads, dim = query.shape[1], query.shape[3]
     kv_heads = key.shape[1]
     rows = query.reshape(batch, kv_heads, q_heads // kv_heads, dim)  # head h -> KV head h // group, as repeat_kv
     out = torch.nn.functional.scaled_dot_product_attention(rows, key, value, attn_mask=mask, scale=scaling)

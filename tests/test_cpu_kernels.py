@@ -84,6 +84,45 @@ def test_decode_attention_matches_the_formula(q_heads, kv_heads, dim, tokens, tw
     torch.testing.assert_close(via_model, got, atol=0, rtol=0)
 
 
+@pytest.mark.parametrize(
+    ("q_heads", "kv_heads", "dim", "tokens"),
+    [
+        (9, 3, 64, 2049),  # the reference model
+        (4, 2, 64, 40),  # the tiny test models
+        (16, 1, 64, 50),  # the generic sums
+        (6, 2, 36, 9),  # scalar dot tails
+        (4, 2, 64, 16500),  # two threads share the heads
+    ],
+)
+def test_a_mask_per_batch_row_matches_the_formula_and_each_row_alone(q_heads, kv_heads, dim, tokens, two_threads):
+    """Several streams decoded together: each batch row has its own mask (its own length); every row equals the
+    float64 formula over its own keys, and the kernel run on that row alone, bit for bit."""
+    gen = torch.Generator().manual_seed(q_heads * 7 + tokens)
+    batch, capacity = 3, tokens + 5
+    query = torch.randn(batch, q_heads, 1, dim, generator=gen)
+    key = torch.randn(batch, kv_heads, capacity, dim, generator=gen)[:, :, :tokens]
+    value = torch.randn(batch, kv_heads, capacity, dim, generator=gen)[:, :, :tokens]
+    lengths = [tokens, max(1, tokens // 3), max(1, tokens - 4)]  # prefixes, as rows of a batch pool
+    mask = torch.arange(tokens)[None] < torch.tensor(lengths)[:, None]  # [B, N]
+    mask[1, -1] = True  # and a gap: any pattern per row
+    scaling = dim**-0.5
+    got = torch.ops.edge_assistant.decode_attention(query, key, value, mask, scaling)
+    via_model = one_query_attention(query, key, value, mask.view(batch, 1, 1, tokens), scaling)
+    torch.testing.assert_close(via_model, got, atol=0, rtol=0)
+    for b in range(batch):
+        row = slice(b, b + 1)
+        expected = _reference_attention(query[row], key[row], value[row], mask[b], scaling)
+        torch.testing.assert_close(got[row].double(), expected, **FP32)
+        alone = torch.ops.edge_assistant.decode_attention(query[row], key[row], value[row], mask[b], scaling)
+        torch.testing.assert_close(got[row], alone, atol=0, rtol=0)
+    cpu_kernels.use_cpu_kernels(False)  # the SDPA path takes the same per-row mask
+    try:
+        sdpa = one_query_attention(query, key, value, mask.view(batch, 1, 1, tokens), scaling)
+    finally:
+        cpu_kernels.use_cpu_kernels(True)
+    torch.testing.assert_close(sdpa, got, **FP32)
+
+
 def test_no_mask_means_every_key_with_the_kernel_and_without():
     gen = torch.Generator().manual_seed(5)
     query, key, value = torch.randn(1, 6, 1, 64, generator=gen), *torch.randn(2, 1, 2, 90, 64, generator=gen)
@@ -100,6 +139,14 @@ def test_decode_attention_refuses_what_it_cannot_do():
     query, key = torch.randn(1, 4, 1, 8), torch.randn(1, 2, 5, 8)
     with pytest.raises(RuntimeError, match="hides every key"):
         torch.ops.edge_assistant.decode_attention(query, key, key, torch.zeros(5, dtype=torch.bool), 1.0)
+    two_rows = torch.ones(2, 5, dtype=torch.bool)
+    two_rows[1] = False  # one row of a per-row mask sees nothing
+    with pytest.raises(RuntimeError, match="hides every key"):
+        torch.ops.edge_assistant.decode_attention(
+            query.expand(2, -1, -1, -1), *[key.expand(2, -1, -1, -1)] * 2, two_rows, 1.0
+        )
+    with pytest.raises(RuntimeError, match=r"\[N\] or \[B, N\]"):  # neither shared nor one per row
+        torch.ops.edge_assistant.decode_attention(query, key, key, torch.ones(2, 5, dtype=torch.bool), 1.0)
     with pytest.raises(RuntimeError, match="fp32"):
         torch.ops.edge_assistant.decode_attention(query.double(), key.double(), key.double(), torch.ones(5) > 0, 1.0)
 
@@ -119,6 +166,23 @@ def test_one_row_linear_matches_the_formula(out_features, in_features, two_threa
     torch.testing.assert_close(got.double(), expected, atol=1e-4, rtol=1e-5)
     no_bias = torch.ops.edge_assistant.one_row_linear(x, weight, None)
     torch.testing.assert_close(no_bias.double(), expected - bias.double(), atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [2, 3, 8])
+@pytest.mark.parametrize(("out_features", "in_features"), [(576, 576), (3, 37), (4099, 576)])
+def test_a_few_rows_match_the_formula_and_each_row_alone(rows, out_features, in_features, two_threads):
+    """A batched decode step multiplies one row per stream: each equals the float64 formula, and the kernel on
+    that row alone, bit for bit (pairs of rows, an odd last row, scalar tails, the two-thread split)."""
+    gen = torch.Generator().manual_seed(rows * 31 + out_features)
+    weight = torch.randn(out_features, in_features, generator=gen)
+    bias = torch.randn(out_features, generator=gen)
+    x = torch.randn(rows, 1, in_features, generator=gen)
+    got = torch.ops.edge_assistant.one_row_linear(x, weight, bias)
+    assert got.shape == (rows, 1, out_features)
+    torch.testing.assert_close(got.double(), x.double() @ weight.double().T + bias.double(), atol=1e-4, rtol=1e-5)
+    for r in range(rows):
+        alone = torch.ops.edge_assistant.one_row_linear(x[r : r + 1], weight, bias)
+        torch.testing.assert_close(got[r : r + 1], alone, atol=0, rtol=0)
 
 
 def test_tuning_picks_the_kernel_and_keeps_outputs(monkeypatch):

@@ -128,7 +128,7 @@ def _register_fakes() -> None:
     """Output shapes of the ops for tracing (torch.compile), which never runs the kernels."""
 
     @torch.library.register_fake("edge_assistant::decode_attention")
-    def _(query, key, value, attended, scaling):  # query [B, H_q, 1, D] -> [B, 1, H_q, D]
+    def _(query, key, value, attended, scaling):  # query [B, H_q, 1, D], attended [N] or [B, N] -> [B, 1, H_q, D]
         batch, q_heads, _, dim = query.shape
         return query.new_empty(batch, 1, q_heads, dim)
 

@@ -29,11 +29,16 @@ logger = logging.getLogger(__name__)
 _STREAM_BYTES = 64 * 2**20  # time over this many bytes of weights, so that caches do not hold them
 
 
+KERNEL_ROWS = 16  # rows a product hands to the kernel: a decode step of up to this many streams (cache.batch_decode)
+
+
 class OneRowLinear(torch.nn.Linear):
-    """An `nn.Linear` whose one-row products on the CPU run `edge_assistant::one_row_linear`."""
+    """An `nn.Linear` whose products of one row (or up to `KERNEL_ROWS`: a batched decode step, each row as it
+    is alone) on the CPU run `edge_assistant::one_row_linear`; longer prompts go to MKL."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.numel() == x.shape[-1] and fits(x, self.weight) and self.weight.is_contiguous() and kernels_ready():
+        rows = x.numel() // max(x.shape[-1], 1)
+        if 0 < rows <= KERNEL_ROWS and fits(x, self.weight) and self.weight.is_contiguous() and kernels_ready():
             return torch.ops.edge_assistant.one_row_linear(x, self.weight, self.bias)
         return super().forward(x)
 

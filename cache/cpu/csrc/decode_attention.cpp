@@ -71,8 +71,10 @@ bool weighted_sum_in_registers(int64_t group, const float* values, int64_t strid
 }
 
 // query [B, H_q, 1, D]; key, value [B, H_kv, N, D] (rows contiguous, any token/head/batch strides);
-// attended [N] bool (true = attend), the same for the whole batch, or none: every key. Returns [B, 1, H_q, D].
-// Query head h reads KV head h / (H_q / H_kv), as transformers' repeat_kv does.
+// attended: none (every key), [N] bool (true = attend) shared by the whole batch, or [B, N] bool, one mask per
+// batch row (several streams decoded together, each with its own length). Returns [B, 1, H_q, D].
+// Query head h reads KV head h / (H_q / H_kv), as transformers' repeat_kv does. Every row's result is the one it
+// gets alone (batch 1, its own mask), bit for bit: its scores are laid out and normalized as they are then.
 at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                             const c10::optional<at::Tensor>& attended, double scaling) {
   TORCH_CHECK(query.device().is_cpu() && key.device().is_cpu() && value.device().is_cpu(),
@@ -88,24 +90,42 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
   TORCH_CHECK(key.size(0) == batch && key.size(3) == dim && q_heads % kv_heads == 0 && dim > 0,
               "decode_attention: unsupported head shapes");
   const bool masked = attended.has_value() && attended->defined();
-  TORCH_CHECK(!masked || (attended->numel() == tokens && attended->scalar_type() == at::kBool),
-              "decode_attention: a bool mask over the key tokens expected");
+  const bool per_row = masked && batch > 1 && attended->numel() == batch * tokens;
+  TORCH_CHECK(!masked || ((attended->numel() == tokens || per_row) && attended->scalar_type() == at::kBool),
+              "decode_attention: a bool mask over the key tokens ([N] or [B, N]) expected");
   const int64_t group = q_heads / kv_heads;
 
   const auto q = query.contiguous();
+  // the key tokens batch row b attends to: visible[first[m] .. first[m + 1]) of mask row m = (per_row ? b : 0)
+  const int64_t mask_rows = per_row ? batch : 1;
   std::vector<int64_t> visible;
-  visible.reserve(tokens);
+  std::vector<int64_t> first(mask_rows + 1, 0);
+  visible.reserve(mask_rows * tokens);
   if (masked) {
     const auto mask = attended->contiguous();
     const bool* shown = mask.data_ptr<bool>();
-    for (int64_t t = 0; t < tokens; ++t) {
-      if (shown[t]) visible.push_back(t);
+    for (int64_t m = 0; m < mask_rows; ++m) {
+      for (int64_t t = 0; t < tokens; ++t) {
+        if (shown[m * tokens + t]) visible.push_back(t);
+      }
+      first[m + 1] = static_cast<int64_t>(visible.size());
+      TORCH_CHECK(first[m + 1] > first[m], "decode_attention: the mask hides every key");
     }
   } else {
     for (int64_t t = 0; t < tokens; ++t) visible.push_back(t);
+    first[1] = tokens;
+    TORCH_CHECK(tokens > 0, "decode_attention: the mask hides every key");
   }
-  const int64_t count = static_cast<int64_t>(visible.size());
-  TORCH_CHECK(count > 0, "decode_attention: the mask hides every key");
+  // per batch row: its visible tokens, how many, and where its [H_q, count] scores start
+  std::vector<const int64_t*> shown_of(batch);
+  std::vector<int64_t> count_of(batch), scores_at(batch + 1, 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t m = per_row ? b : 0;
+    shown_of[b] = visible.data() + first[m];
+    count_of[b] = first[m + 1] - first[m];
+    scores_at[b + 1] = scores_at[b] + q_heads * count_of[b];
+  }
+  const bool same_counts = std::all_of(count_of.begin(), count_of.end(), [&](int64_t c) { return c == count_of[0]; });
 
   const float* qp = q.data_ptr<float>();
   const float* kp = key.data_ptr<float>();
@@ -113,23 +133,26 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
   const float scale = static_cast<float>(scaling);
 
   // scores[b, h_q, i] = scale * q . k_{visible[i]}: each key row read once for its whole group of query heads
-  auto scores = at::empty({batch, q_heads, count}, query.options());
+  auto scores = at::empty({scores_at[batch]}, query.options());
   // threads share the KV heads in slices of at least kSliceBytes of keys (or values) each
-  const int64_t grain = std::max<int64_t>(1, kSliceBytes / (count * dim * static_cast<int64_t>(sizeof(float))));
+  const int64_t mean_count = std::max<int64_t>(1, scores_at[batch] / (batch * q_heads));
+  const int64_t grain = std::max<int64_t>(1, kSliceBytes / (mean_count * dim * static_cast<int64_t>(sizeof(float))));
   float* sp = scores.data_ptr<float>();
   at::parallel_for(0, batch * kv_heads, grain, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / kv_heads, h = bh % kv_heads;
+      const int64_t count = count_of[b];
+      const int64_t* shown = shown_of[b];
       const float* keys = kp + b * key.stride(0) + h * key.stride(1);
       const float* rows = qp + (b * q_heads + h * group) * dim;  // the group's query rows, [G, D]
-      float* s = sp + (b * q_heads + h * group) * count;
+      float* s = sp + scores_at[b] + h * group * count;
       // four key rows a quarter of the span apart at a time (four memory streams), each read once for the group
       const int64_t quarter = dim % kLanes == 0 ? count / 4 : 0;
       for (int64_t i = 0; i < quarter; ++i) {
-        const float* k0 = keys + visible[i] * key.stride(2);
-        const float* k1 = keys + visible[i + quarter] * key.stride(2);
-        const float* k2 = keys + visible[i + 2 * quarter] * key.stride(2);
-        const float* k3 = keys + visible[i + 3 * quarter] * key.stride(2);
+        const float* k0 = keys + shown[i] * key.stride(2);
+        const float* k1 = keys + shown[i + quarter] * key.stride(2);
+        const float* k2 = keys + shown[i + 2 * quarter] * key.stride(2);
+        const float* k3 = keys + shown[i + 3 * quarter] * key.stride(2);
         for (int64_t g = 0; g < group; ++g) {
           float four[4];
           _mm_storeu_ps(four, _mm_mul_ps(dot_four(rows + g * dim, k0, k1, k2, k3, dim), _mm_set1_ps(scale)));
@@ -137,14 +160,26 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
         }
       }
       for (int64_t i = 4 * quarter; i < count; ++i) {
-        const float* k_row = keys + visible[i] * key.stride(2);
+        const float* k_row = keys + shown[i] * key.stride(2);
         for (int64_t g = 0; g < group; ++g) s[g * count + i] = scale * dot(rows + g * dim, k_row, dim);
       }
     }
   });
 
-  const auto probs = at::softmax(scores, -1);  // ATen's vectorized exp
-  const float* pp = probs.data_ptr<float>();
+  // ATen's vectorized exp, one softmax per score row: over [B, H_q, count] when every row sees as many keys,
+  // otherwise per batch row over its own [H_q, count_b] (the same rows, normalized the same way)
+  std::vector<at::Tensor> probs;
+  std::vector<const float*> probs_of(batch);
+  if (same_counts) {
+    probs.push_back(at::softmax(scores.view({batch, q_heads, count_of[0]}), -1));
+    for (int64_t b = 0; b < batch; ++b) probs_of[b] = probs[0].data_ptr<float>() + scores_at[b];
+  } else {
+    for (int64_t b = 0; b < batch; ++b) {
+      const auto row = scores.narrow(0, scores_at[b], q_heads * count_of[b]).view({q_heads, count_of[b]});
+      probs.push_back(at::softmax(row, -1));
+      probs_of[b] = probs.back().data_ptr<float>();
+    }
+  }
 
   // out[b, 0, h_q] = sum_i p[b, h_q, i] v_{visible[i]}: each value row read once for its whole group
   auto out = at::zeros({batch, 1, q_heads, dim}, query.options());
@@ -152,12 +187,14 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
   at::parallel_for(0, batch * kv_heads, grain, [&](int64_t begin, int64_t end) {
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / kv_heads, h = bh % kv_heads;
+      const int64_t count = count_of[b];
+      const int64_t* shown = shown_of[b];
       const float* values = vp + b * value.stride(0) + h * value.stride(1);
-      const float* p = pp + (b * q_heads + h * group) * count;
+      const float* p = probs_of[b] + h * group * count;
       float* acc = op + (b * q_heads + h * group) * dim;  // the group's output rows, [G, D]
-      if (!weighted_sum_in_registers(group, values, value.stride(2), visible.data(), count, p, acc, dim)) {
+      if (!weighted_sum_in_registers(group, values, value.stride(2), shown, count, p, acc, dim)) {
         for (int64_t i = 0; i < count; ++i) {
-          const float* v_row = values + visible[i] * value.stride(2);
+          const float* v_row = values + shown[i] * value.stride(2);
           for (int64_t g = 0; g < group; ++g) add_scaled(acc + g * dim, v_row, p[g * count + i], dim);
         }
       }
