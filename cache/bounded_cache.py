@@ -123,6 +123,16 @@ class BoundedCache(DynamicCache):
             layer.staged_origin = origin
             layer.staged_index = index
 
+    def count_decoded(self, position: int) -> tuple[int, int]:
+        """Bookkeeping of `stage_positions` for one decoded text token at `position` (every component), for a
+        caller that writes the token's fields into the layers itself (`cache.batch_decode`).
+
+        Returns (its origin: the position it would have had with nothing evicted, its token index)."""
+        self.next_position = max(self.next_position, position + 1)
+        index = self.tokens_seen
+        self.tokens_seen += 1
+        return position + self.position_offset, index
+
     def kv_bytes(self) -> int:
         """Bytes held by keys and values over all layers."""
         return sum(

@@ -155,11 +155,15 @@ class CachedRunner:
             ids = torch.tensor([[token_id]], device=self.device)
             capture = "accumulate" if self.cache.policy.capture == "accumulate" else None
             logits = self._forward(self.text_positions(1), capture, 1, input_ids=ids)[:, -1]
+        self.keep_headroom()
+        return logits
+
+    def keep_headroom(self) -> None:
+        """After a decode step: evicts to the budget if the answer outgrew the room its question left."""
         pinned = 0 if self.cache.pinned is None else self.cache.pinned.numel()  # recalled for this answer
         if self.cache.policy.evicts and self.cache.get_seq_length() > self.cache.config.budget + pinned:
             logger.warning("answer outgrew the cache's headroom; evicting during decoding")
             self.cache.evict(self.cache.config.budget)
-        return logits
 
     def _forward(self, position_ids: torch.Tensor, capture: str | None, keep: int, **inputs) -> torch.Tensor:
         """One forward over new tokens; the logits of its last `keep` tokens: [1, keep, vocab]."""

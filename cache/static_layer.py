@@ -131,6 +131,33 @@ class StaticBoundedLayer(BoundedLayer):
         buffer[:, :, start : start + value.shape[2]].copy_(value)
         self._lengths[name] = start + value.shape[2]
 
+    @torch.inference_mode()
+    def share(self, buffers: dict[str, torch.Tensor]) -> None:
+        """Makes `buffers` (one per field, [B, H, capacity, ...], e.g. this stream's row of a batch pool, see
+        `cache.batch_pool`) this layer's buffers, copying the cached tokens in; a no-op when they already are.
+        Later steps write into them in place until the tokens outgrow them or `resize` asks for another size."""
+        if self.shares(buffers):
+            return
+        if self.length > buffers["keys"].shape[2]:
+            raise ValueError(f"{self.length} cached tokens do not fit in {buffers['keys'].shape[2]}")
+        for name in _FIELDS:
+            count = self._lengths[name]
+            old = self._buffers[name]
+            if old is not None and count:
+                buffers[name][:, :, :count].copy_(old[:, :, :count])
+            self._buffers[name] = buffers[name]
+        self.capacity = buffers["keys"].shape[2]
+
+    def shares(self, buffers: dict[str, torch.Tensor]) -> bool:
+        """Whether `buffers` are this layer's buffers (the very tensors)."""
+        return all(self._buffers[name] is buffers[name] for name in _FIELDS)
+
+    def set_length(self, count: int) -> None:
+        """Marks the first `count` slots as the cached tokens, for a caller that wrote every field of the slots
+        it adds itself (a batched decode step writes all streams' slots at once, `cache.batch_decode`)."""
+        for name in _FIELDS:
+            self._lengths[name] = count
+
     # -- the transformers Cache layer interface ---------------------------------------------------
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:

@@ -1,0 +1,197 @@
+"""One decode step for several streams at once: the weights are read once per step for all of them.
+
+Each stream keeps its own `BoundedCache` and `CachedRunner`; `BatchDecoder.step(tokens)` feeds token i to
+stream i and returns each stream's next logits, exactly as `runner.decode_step` would (greedy answers are
+token for token those of each stream alone, up to the float rounding of batched products):
+```
+pool rows    cache i's static buffers live in row i of [L, N, H_kv, C + 1, D] pool tensors (cache.batch_pool)
+one forward  input_ids [n, 1], position_ids [n, 1] or [P, n, 1]; layer l writes row i's key at row i's slot
+             and attends over [n, H_kv, span, D] with a per-row mask [n, 1, 1, span] (own length, own tokens)
+```
+A stream whose cache cannot take the static path (`full`, `h2o`, dynamic storage: see
+`StaticDecoder.can_step`) decodes through its runner, one after another, in the same call: still correct,
+only not batched. Rows given no token (finished answers) sit the step out: inside the batched range they
+write to the pool's scratch slot and attend to one slot, and their caches do not change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import torch
+from transformers import Cache
+from transformers.cache_utils import CacheLayerMixin
+
+from cache.batch_pool import BatchPool
+from cache.runner import CachedRunner
+
+logger = logging.getLogger(__name__)
+
+
+class _RowsLayer(CacheLayerMixin):
+    """What the model sees of one layer during a batched step: rows [start, stop) of the pool."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, scatter: torch.Tensor, span: int) -> None:
+        super().__init__()
+        self.keys, self.values = keys, values  # [n, H_kv, C + 1, D]
+        self.scatter = scatter  # [n, H_kv, 1, D] int64: each row's slot
+        self.span = span
+        self.is_initialized = True
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        return None
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        """Writes each row's new key/value ([n, H_kv, 1, D]) into its own slot; returns the span of every row."""
+        self.keys.scatter_(2, self.scatter, key_states)
+        self.values.scatter_(2, self.scatter, value_states)
+        return self.keys[:, :, : self.span], self.values[:, :, : self.span]
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.span, 0
+
+    def get_seq_length(self) -> int:
+        return self.span - 1
+
+    def get_max_length(self) -> int:
+        return self.span
+
+
+class BatchDecoder:
+    """Decode steps of several streams' runners as one batched forward (see the module docstring).
+
+    runners: one per stream, all on the same model. The pool is made at the first batched step (the caches
+    must hold tokens by then) with the largest of the runners' decode capacities; `pool` is None before.
+    """
+
+    def __init__(self, runners: Sequence[CachedRunner]) -> None:
+        if not runners:
+            raise ValueError("no runners to decode")
+        model = runners[0].model
+        if any(r.model is not model for r in runners) or len({r.position_dims for r in runners}) != 1:
+            raise ValueError("a batched step needs every runner on the same model")
+        self.runners = list(runners)
+        self.model = model
+        self.device = runners[0].device
+        self.position_dims = runners[0].position_dims
+        self.span = max(r.decoder.span for r in runners)
+        self.capacity = max(r.decoder.capacity for r in runners)
+        self.pool: BatchPool | None = None
+        rows = len(runners)
+        self.input_ids = torch.zeros(rows, 1, dtype=torch.long, device=self.device)
+        self.positions = torch.zeros(rows, dtype=torch.long, device=self.device)
+        self.slots = torch.zeros(rows, dtype=torch.long, device=self.device)
+        self.mask = torch.zeros(rows, 1, 1, self.span, dtype=torch.bool, device=self.device)
+        self._slots = torch.arange(self.span, device=self.device)
+        self.batched_steps = 0  # forwards that decoded two or more rows together (for tests and logs)
+
+    def batchable(self, row: int) -> bool:
+        """Whether row `row`'s next token can go through the batched static step."""
+        runner = self.runners[row]
+        return runner.decoder.can_step() and runner.cache.layers[0].length < self.span
+
+    @torch.inference_mode()
+    def step(self, tokens: Sequence[int | None]) -> list[torch.Tensor | None]:
+        """Feeds `tokens[i]` to stream i (None: it sits this step out); returns its next logits [1, vocab] (None
+        for rows given no token). Rows that can take the static path go in one forward, the others alone."""
+        if len(tokens) != len(self.runners):
+            raise ValueError(f"{len(tokens)} tokens for {len(self.runners)} streams")
+        given = [i for i, t in enumerate(tokens) if t is not None]
+        together = [i for i in given if self.batchable(i)]
+        if len(together) < 2:  # one row alone is what its runner does anyway
+            together = []
+        logits: list[torch.Tensor | None] = [None] * len(tokens)
+        if together:
+            for row, row_logits in zip(together, self._batched(together, tokens), strict=True):
+                logits[row] = row_logits
+        for row in given:
+            if row not in together:
+                logits[row] = self.runners[row].decode_step(tokens[row])
+        return logits
+
+    def _ensure_pool(self, rows: list[int]) -> BatchPool:
+        caches = [r.cache for r in self.runners]
+        if self.pool is None:
+            self.pool = BatchPool(caches, self.capacity, like=caches[rows[0]])
+            logger.info("batch pool of %d streams: %.1f MB", len(caches), self.pool.bytes() / 2**20)
+        for row in rows:
+            if not self.pool.fits(caches[row]):
+                raise ValueError(f"stream {row}'s cache does not fit the batch pool (another model or shape)")
+            self.pool.adopt(row)
+        return self.pool
+
+    def _batched(self, rows: list[int], tokens: Sequence[int | None]) -> list[torch.Tensor]:
+        pool = self._ensure_pool(rows)
+        start, stop = rows[0], rows[-1] + 1
+        active = set(rows)
+        ids, positions, slots, seen = [], [], [], []
+        origins, indices = [], []
+        for row in range(start, stop):
+            if row in active:
+                cache = self.runners[row].cache
+                slot, position = cache.layers[0].length, cache.next_position
+                origin, index = cache.count_decoded(position)
+                ids.append(tokens[row])
+                positions.append(position)
+                slots.append(slot)
+                seen.append(slot + 1)
+                origins.append(origin)
+                indices.append(index)
+            else:  # sits out: writes to scratch, attends to slot 0 (whatever it holds), its cache untouched
+                ids.append(0)
+                positions.append(0)
+                slots.append(pool.scratch)
+                seen.append(1)
+        count = stop - start
+        self._write_bookkeeping(pool, rows, [slots[r - start] for r in rows], positions, origins, indices, start)
+        for row in rows:
+            for layer in self.runners[row].cache.layers:
+                layer.set_length(slots[row - start] + 1)
+        self.input_ids[:count, 0].copy_(torch.tensor(ids))
+        self.positions[:count].copy_(torch.tensor(positions))
+        self.slots[:count].copy_(torch.tensor(slots))
+        seen_slots = torch.tensor(seen, device=self.device)[:, None]
+        torch.lt(self._slots[None], seen_slots, out=self.mask[:count].view(count, -1))  # row i: slots [0, seen_i)
+        out = self._forward(pool, start, stop)  # [n, vocab]
+        self.batched_steps += 1
+        results = []
+        for row in rows:
+            results.append(out[row - start : row - start + 1])
+            self.runners[row].keep_headroom()
+        return results
+
+    def _write_bookkeeping(self, pool, rows, slots, positions, origins, indices, start) -> None:
+        """Positions, origin, token index and zero attention of every active row's new slot, all layers at once."""
+        device = self.device
+        row_index = torch.tensor(rows, device=device)
+        slot_index = torch.tensor(slots, device=device)
+        parts = pool.tensors["positions"].shape[-1]
+        pos = torch.tensor([positions[r - start] for r in rows], device=device)[:, None, None, None]
+        origin = torch.tensor(origins, device=device)[:, None, None, None]
+        where = (slice(None), row_index, slice(None), slot_index)  # -> [k, L, H_kv, ...]
+        pool.tensors["positions"][where] = pos.expand(-1, -1, -1, parts)
+        pool.tensors["origin"][where] = origin.expand(-1, -1, -1, parts)
+        pool.tensors["token_index"][where] = torch.tensor(indices, device=device)[:, None, None]
+        pool.tensors["attention"][where] = 0.0
+
+    def _forward(self, pool: BatchPool, start: int, stop: int) -> torch.Tensor:
+        count = stop - start
+        heads, dim = pool.tensors["keys"].shape[2], pool.tensors["keys"].shape[4]
+        scatter = self.slots[:count].view(count, 1, 1, 1).expand(count, heads, 1, dim)
+        layers = []
+        for index in range(pool.num_layers):
+            keys, values = pool.layer(index, start, stop)
+            layers.append(_RowsLayer(keys, values, scatter, self.span))
+        position_ids = self.positions[:count, None]  # [n, 1]
+        if self.position_dims > 1:
+            position_ids = position_ids[None].expand(self.position_dims, count, 1)
+        out = self.model(
+            input_ids=self.input_ids[:count],
+            position_ids=position_ids,
+            attention_mask=self.mask[:count],
+            past_key_values=Cache(layers=layers),
+            use_cache=True,
+            logits_to_keep=1,
+        )
+        return out.logits[:, -1]

@@ -1,0 +1,86 @@
+"""The buffers of several streams' static caches as rows of shared tensors, so one decode step reads them batched.
+
+Every stream keeps its own `BoundedCache` (its own length, positions, eviction and store). The pool only
+changes where each `StaticBoundedLayer` keeps its tokens: stream i's layer l uses row i of the pool's
+tensors as its buffers (`StaticBoundedLayer.share`), so prefill, eviction, recall and its own decode steps
+go on writing in place, and a batched step (`cache.batch_decode`) reads layer l of all streams as one
+[N, H_kv, span, D] tensor: no copy of any stream's keys per step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from cache.bounded_cache import BoundedCache
+from cache.static_layer import StaticBoundedLayer
+
+FIELDS = ("keys", "values", "positions", "origin", "token_index", "attention")
+
+
+class BatchPool:
+    """Per field, one tensor [L, N, H_kv, capacity + 1, ...] for the static layers of N caches (row i: cache i).
+
+    keys/values [L, N, H_kv, C + 1, D] (the model's dtype); positions/origin [L, N, H_kv, C + 1, P] int64;
+    token_index [L, N, H_kv, C + 1] int64; attention [L, N, H_kv, C + 1] float32. Cache i's layer l holds
+    `tensors[name][l, i:i+1, :, :C]`; the last slot, outside every cache's buffers, is scratch that a row
+    sitting out a batched step writes its throwaway key and value to. `like` is a cache whose first layer
+    holds tokens: the head count, head size, position components, dtype and device are read from it.
+    """
+
+    def __init__(self, caches: Sequence[BoundedCache], capacity: int, like: BoundedCache) -> None:
+        self.caches = list(caches)
+        self.capacity = capacity
+        self.scratch = capacity  # the slot no cache's buffers include
+        layer = like.layers[0]
+        if not isinstance(layer, StaticBoundedLayer) or not layer.is_initialized:
+            raise ValueError("the pool's shapes come from a static cache that holds tokens")
+        layers, rows = len(like.layers), len(self.caches)
+        self.num_layers = layers
+        heads, dim = layer.keys.shape[1], layer.keys.shape[3]
+        parts = layer.positions.shape[3]
+        device = layer.keys.device
+        lead = (layers, rows, heads, capacity + 1)
+        self.tensors = {
+            "keys": torch.zeros(*lead, dim, dtype=layer.keys.dtype, device=device),
+            "values": torch.zeros(*lead, dim, dtype=layer.values.dtype, device=device),
+            "positions": torch.zeros(*lead, parts, dtype=torch.long, device=device),
+            "origin": torch.zeros(*lead, parts, dtype=torch.long, device=device),
+            "token_index": torch.zeros(*lead, dtype=torch.long, device=device),
+            "attention": torch.zeros(*lead, dtype=torch.float32, device=device),
+        }
+        self._views = [[self._row_views(index, row) for index in range(layers)] for row in range(rows)]
+
+    def _row_views(self, layer: int, row: int) -> dict[str, torch.Tensor]:
+        return {name: t[layer, row : row + 1, :, : self.capacity] for name, t in self.tensors.items()}
+
+    def fits(self, cache: BoundedCache) -> bool:
+        """Whether `cache`'s layers can live in a row: static layers of the pool's shapes, holding tokens."""
+        layers = cache.layers
+        if len(layers) != self.num_layers or not all(isinstance(layer, StaticBoundedLayer) for layer in layers):
+            return False
+        first, keys = layers[0], self.tensors["keys"]
+        return (
+            first.is_initialized
+            and first.length <= self.capacity
+            and first.keys.shape[1] == keys.shape[2]
+            and first.keys.shape[3] == keys.shape[4]
+            and first.keys.dtype == keys.dtype
+            and first.keys.device == keys.device
+            and first.positions.shape[3] == self.tensors["positions"].shape[4]
+        )
+
+    def adopt(self, row: int) -> None:
+        """Makes row `row` cache `row`'s buffers, copying its tokens in where they live elsewhere (the first
+        time, or after a long prompt grew its buffers); a few identity checks when they are already there."""
+        for layer, views in zip(self.caches[row].layers, self._views[row], strict=True):
+            layer.share(views)
+
+    def layer(self, index: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Keys and values of layer `index` for rows [start, stop): [n, H_kv, C + 1, D] views."""
+        return self.tensors["keys"][index, start:stop], self.tensors["values"][index, start:stop]
+
+    def bytes(self) -> int:
+        """Bytes the pool holds (every field, every row, scratch slots included)."""
+        return sum(t.numel() * t.element_size() for t in self.tensors.values())
