@@ -88,13 +88,14 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
         return fail(str(err))
 
     monitor = MemoryMonitor()
-    live = LiveState(memory_sample=memory_point(monitor), budget=config.cache.budget)
+    names = tuple(stream.name for stream in streams)
+    live = LiveState(memory_sample=memory_point(monitor), budget=config.cache.budget, streams=names)
     running = build_assistant(config, streams, monitor, [live])
     assistant = running.assistant
     options = capture_options(config, loaded.adapter.frame_size())
-    controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20)
+    controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20, streams=names)
     initial_source = "" if not config.streams else str(config.streams[0].capture.source)
-    previews = PreviewFiles(preview_folder())
+    previews = PreviewFiles(preview_folder(), keep=8 * len(names))  # a few frames per stream for slow tabs
     page = build_page(live, controls, page_info(config, loaded, monitor), config.schedule, previews, initial_source)
     page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
 

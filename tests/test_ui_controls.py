@@ -18,21 +18,21 @@ class FakeAssistant:
         self.stream_time = 0.0
         self._lock = threading.Lock()
 
-    def watch(self, capture_config: CaptureConfig) -> None:
+    def watch(self, capture_config: CaptureConfig, stream=None) -> None:
         if self.watch_error is not None:
             raise self.watch_error
         self.commands.append(("watch", capture_config))
 
-    def ask(self, question: str) -> None:
+    def ask(self, question: str, stream=None) -> None:
         if not question.strip():
             raise ValueError("the question is empty")
         with self._lock:
             self.commands.append(("ask", question))
 
-    def stop_stream(self) -> None:
+    def stop_stream(self, stream=None) -> None:
         self.commands.append(("stop_stream", None))
 
-    def reset(self) -> None:
+    def reset(self, stream=None) -> None:
         self.commands.append(("reset", None))
 
 

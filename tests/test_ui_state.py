@@ -287,3 +287,130 @@ def test_the_host_store_gets_its_own_memory_series_and_status_line_when_recall_i
     without(clip(0, 4.0, 100))
     assert render.KV_SERIES[2] not in set(render.memory_frame(without.snapshot(), "x")["series"])
     assert "host store" not in render.status_markdown(without.snapshot(), "q", 10)
+
+
+def on(stream, event, t_wall=None):
+    """The event as stream `stream` publishes it (`t_wall` fixed for the run-time axis)."""
+    event["stream"] = stream
+    if t_wall is not None:
+        event["t_wall"] = t_wall
+    return event
+
+
+def two_streams(**kwargs):
+    return LiveState(streams=("a", "b"), budget=256, **kwargs)
+
+
+def test_two_streams_keep_their_own_previews_times_and_cache_tokens():
+    live = two_streams()
+    live(on("a", make_event("status", message="watching file 'a.mp4'")))
+    live(on("b", make_event("status", message="watching file 'b.mp4'")))
+    live(on("a", clip(0, 4.0, 50, frame_value=1), t_wall=100.0))
+    live(on("b", clip(0, 4.0, 70, frame_value=2), t_wall=101.0))
+    live(on("a", clip(1, 8.0, 100, frame_value=3), t_wall=104.0))
+    snap = live.snapshot()
+    a, b = snap.stream("a"), snap.stream("b")
+    assert [v.name for v in snap.streams] == ["a", "b"] and snap.multi
+    assert a.preview[0, 0, 0] == 3 and a.preview_clip == 1 and a.stream_time == 8.0 and a.clips == 2
+    assert b.preview[0, 0, 0] == 2 and b.preview_clip == 0 and b.stream_time == 4.0 and b.clips == 1
+    assert a.preview_version != b.preview_version  # one preview file per frame, never shared
+    assert (a.cache_tokens, b.cache_tokens) == (100, 70) and (a.source, b.source) == ("file 'a.mp4'", "file 'b.mp4'")
+    assert a.kv_bytes == 100 * 1000 and snap.total_kv_bytes == 170 * 1000
+    assert "a.mp4" in render.stream_status(a) and "b.mp4" not in render.stream_status(a)
+    assert "100 / 256 tokens" in render.stream_status(a) and "70 / 256 tokens" in render.stream_status(b)
+    # b's time axis is its own: a's second source restart must not shift it, and b never restarts because of a
+    live(on("a", clip(0, 4.0, 20), t_wall=105.0))
+    live(on("b", clip(1, 8.0, 90), t_wall=106.0))
+    by_stream = {name: [p.t for p in live.snapshot().points if p.stream == name] for name in "ab"}
+    assert by_stream == {"a": [4.0, 8.0, 12.0], "b": [4.0, 8.0]}
+
+
+def test_two_streams_plot_a_kv_line_each_and_their_total_over_run_time():
+    live = two_streams(memory_sample=lambda: MemoryPoint(300 * 2**20, "process memory (CPU)", "cpu"))
+    live(on("a", clip(0, 4.0, 50, kv_per_token=2**20 // 100), t_wall=10.0))
+    live(on("b", clip(0, 4.0, 100, kv_per_token=2**20 // 100), t_wall=12.0))
+    live(on("a", clip(1, 8.0, 200, kv_per_token=2**20 // 100), t_wall=14.0))
+    snap = live.snapshot()
+    memory = render.memory_frame(snap, "process memory (CPU)")
+    assert list(memory.columns) == [render.X_RUN, "MiB", "series"]
+
+    def series(name):
+        rows = memory[memory["series"] == name]
+        return list(zip(rows[render.X_RUN].tolist(), rows["MiB"].round(2).tolist(), strict=True))
+
+    assert series(render.kv_series("a")) == [(0.0, 0.5), (4.0, 2.0)]
+    assert series(render.kv_series("b")) == [(2.0, 1.0)]
+    assert series(render.TOTAL_KV) == [(0.0, 0.5), (2.0, 1.5), (4.0, 3.0)]  # a's latest + b's latest
+    assert series("process memory (CPU)") == [(0.0, 300.0), (2.0, 300.0), (4.0, 300.0)]
+    cache = render.cache_frame(snap)
+    assert set(cache["series"]) == {render.cache_series("a"), render.cache_series("b"), render.CACHE_SERIES[1]}
+    assert cache[cache["series"] == render.cache_series("b")]["tokens"].tolist() == [100.0]
+    # one stream: the plots keep their own stream-time axis and single KV line
+    single = LiveState()
+    single(clip(0, 4.0, 50))
+    assert render.KV_SERIES[0] in set(render.memory_frame(single.snapshot(), "m")["series"])
+    assert render.X in render.memory_frame(single.snapshot(), "m").columns
+
+
+def test_a_reconnecting_stream_is_shown_reconnecting_while_the_other_watches():
+    live = two_streams()
+    for name in "ab":
+        live(on(name, make_event("status", message=f"watching rtsp://cam-{name}/live")))
+        live(on(name, clip(0, 4.0, 50)))
+    live(
+        on("b", make_event("capture", kind="reconnect", message="connection lost; retry in 1 s", state="reconnecting"))
+    )
+    snap = live.snapshot()
+    assert (snap.stream("a").state, snap.stream("b").state) == ("watching", "reconnecting")
+    assert "Reconnecting" in render.stream_status(snap.stream("b"))
+    assert "Watching" in render.stream_status(snap.stream("a"))
+    assert "a: watching · b: reconnecting" in render.status_markdown(snap, "q", 8)
+    assert "b · reconnect: connection lost" in render.log_markdown(snap.log)
+    live(on("b", clip(1, 8.0, 60)))  # a clip again: it is back
+    assert live.snapshot().stream("b").state == "watching"
+    live(on("a", make_event("end", reason="eof", message="rtsp://cam-a/live ended")))
+    live(make_event("status", stream=None, message="assistant ready"))  # process-wide: no stream changes
+    snap = live.snapshot()
+    assert (snap.stream("a").state, snap.stream("b").state) == ("ended", "watching")
+    live(make_event("status", stream=None, message="assistant stopped"))
+    assert all(v.source is None for v in live.snapshot().streams)
+
+
+def test_answers_are_labelled_with_their_stream_and_a_question_to_all_queues_one_turn_each():
+    live = two_streams()
+    live.question_queued("what is red?", stream="b")
+    live.question_queued("anyone moving?")  # every stream
+    assert [(t.question, t.stream) for t in live.snapshot().turns] == [
+        ("what is red?", "b"),
+        ("anyone moving?", "a"),
+        ("anyone moving?", "b"),
+    ]
+    # both streams' sessions count rounds from 1: the answer goes to its own stream's turn
+    feed(live, (on("b", e) for e in answer_events(1, "what is red?", ["the ", "ball"], auto=False)))
+    feed(live, (on("a", e) for e in answer_events(1, "anyone moving?", ["no"], auto=False)))
+    turns = live.snapshot().turns
+    assert [(t.stream, t.answer, t.done) for t in turns] == [
+        ("b", "the ball", True),
+        ("a", "no", True),
+        ("b", "", False),
+    ]
+    user, bot = render.chat_messages(live.snapshot())[:2]
+    assert user["content"] == "**[b]** what is red?" and "stream b · round 1" in bot["content"]
+    assert "stream a" not in bot["content"]
+    live(on("b", make_event("error", where="question", message="too long")))
+    assert live.snapshot().turns[2].error == "too long" and live.snapshot().turns[1].error is None
+    # with one stream the chat has no labels
+    single = LiveState()
+    feed(single, answer_events(1, "q?", ["x"], auto=False))
+    assert render.chat_messages(single.snapshot())[0]["content"] == "q?"
+
+
+def test_a_page_with_two_streams_refreshes_each_panel_and_a_summary():
+    live = two_streams()
+    schedule = StandingQuestion("q", every_s=8)
+    seen, out = live_updates(live.snapshot(), {}, schedule)
+    assert set(out) == {"chat", "status", "log"} | {f"{k}:{n}" for n in "ab" for k in ("preview", "caption", "panel")}
+    live(on("b", clip(0, 4.0, 50, frame_value=9)))
+    seen, out = live_updates(live.snapshot(), seen, schedule)
+    assert {"preview:b", "caption:b", "panel:b"} <= set(out) and "preview:a" not in out and "panel:a" not in out
+    assert out["preview:b"][0, 0, 0] == 9 and "t = 4.0 s" in out["caption:b"]

@@ -21,6 +21,7 @@ logger = logging.getLogger(__name__)
 
 VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mpg", ".mpeg", ".flv", ".ogv")
 SOURCE_KINDS = ("file upload", "path or URL", "camera")
+ALL_STREAMS = "all streams"  # the page's choice of sending a question to every stream
 
 
 class Schedule(Protocol):
@@ -34,17 +35,18 @@ class Schedule(Protocol):
 
 
 class AssistantCommands(Protocol):
-    """What the page needs from `app.assistant.Assistant`."""
+    """What the page needs from `app.assistant.Assistant`. `stream`: a stream's name; None is the first stream
+    (for `ask`: every stream). `schedule` is the first stream's standing question."""
 
     schedule: Schedule
 
-    def watch(self, capture_config: CaptureConfig) -> None: ...
+    def watch(self, capture_config: CaptureConfig, stream: str | None = None) -> None: ...
 
-    def ask(self, question: str) -> None: ...
+    def ask(self, question: str, stream: str | None = None) -> None: ...
 
-    def stop_stream(self) -> None: ...
+    def stop_stream(self, stream: str | None = None) -> None: ...
 
-    def reset(self) -> None: ...
+    def reset(self, stream: str | None = None) -> None: ...
 
     @property
     def stream_time(self) -> float: ...
@@ -105,47 +107,82 @@ def parse_camera(value: float | int | str | None) -> int:
     return int(number)
 
 
+def stream_choice(choice: str | None) -> str | None:
+    """A stream's name from the page's selectors; None for "all streams" (or nothing chosen)."""
+    return None if not choice or choice == ALL_STREAMS else choice
+
+
 class Controls:
-    """Commands from every browser tab. Thread-safe: Gradio runs handlers on worker threads."""
+    """Commands from every browser tab. Thread-safe: Gradio runs handlers on worker threads.
+
+    streams: the streams' names (the first is the default); the source buttons act on one of them."""
 
     def __init__(
-        self, assistant: AssistantCommands, live: LiveState, options: CaptureOptions, max_upload_bytes: int
+        self,
+        assistant: AssistantCommands,
+        live: LiveState,
+        options: CaptureOptions,
+        max_upload_bytes: int,
+        streams: tuple[str, ...] = (),
     ) -> None:
         self.assistant = assistant
         self.live = live
         self.options = options
         self.max_upload_bytes = max_upload_bytes
+        self.streams = streams
         self._ask_lock = threading.Lock()  # questions enter the chat in the order they enter the queue
 
-    def start(self, kind: str, upload: str | None, location: str | None, camera: float | int | None) -> Feedback:
-        """Watches the chosen source instead of the current one. A bad source leaves the current stream running."""
+    def start(
+        self,
+        kind: str,
+        upload: str | None,
+        location: str | None,
+        camera: float | int | None,
+        stream: str | None = None,
+    ) -> Feedback:
+        """Watches the chosen source instead of the stream's current one (`stream`: a name, None = the first).
+        A bad source leaves the current stream running."""
+        target = stream_choice(stream)
         try:
             source = self._source(kind, upload, location, camera)
-            self.assistant.watch(self.options.config(source))
+            self.assistant.watch(self.options.config(source), stream=target)
         except (SourceError, ValueError) as err:
             return self._refuse(f"cannot watch it: {err}")
-        self.assistant.schedule.update(now_s=0.0)  # a new source's stream time starts at 0
-        return Feedback(True, "starting; the first frame appears after the first clip")
+        if target is None or target == self._default():
+            self.assistant.schedule.update(now_s=0.0)  # a new source's stream time starts at 0
+        return Feedback(True, f"starting{self._on(target)}; the first frame appears after the first clip")
 
-    def stop(self) -> Feedback:
-        self.assistant.stop_stream()
-        return Feedback(True, "stream stopped; what was seen is still in memory, questions are still answered")
+    def stop(self, stream: str | None = None) -> Feedback:
+        target = stream_choice(stream)
+        try:
+            self.assistant.stop_stream(stream=target)
+        except ValueError as err:
+            return self._refuse(str(err))
+        return Feedback(
+            True, f"stream{self._on(target)} stopped; what was seen is still in memory, questions are still answered"
+        )
 
-    def reset(self) -> Feedback:
-        self.assistant.reset()
-        self.live.memory_reset()
-        return Feedback(True, "memory reset: the cache is empty; the stream goes on")
+    def reset(self, stream: str | None = None) -> Feedback:
+        target = stream_choice(stream)
+        try:
+            self.assistant.reset(stream=target)
+        except ValueError as err:
+            return self._refuse(str(err))
+        self.live.memory_reset(target)
+        return Feedback(True, f"memory reset{self._on(target)}: the cache is empty; the stream goes on")
 
-    def ask(self, question: str | None) -> Feedback:
+    def ask(self, question: str | None, stream: str | None = None) -> Feedback:
+        """Asks one stream (its name) or every stream (None or "all streams")."""
         text = (question or "").strip()
         if not text:
             return Feedback(False, "type a question about the stream first")
+        target = stream_choice(stream)
         with self._ask_lock:
-            self.live.question_queued(text)
+            self.live.question_queued(text, target)
             try:
-                self.assistant.ask(text)
+                self.assistant.ask(text, stream=target)
             except ValueError as err:
-                self.live.question_refused(text, str(err))
+                self.live.question_refused(text, str(err), target)
                 return self._refuse(str(err))
         return Feedback(True, "")
 
@@ -180,6 +217,14 @@ class Controls:
         if kind == "camera":
             return parse_camera(camera)
         raise ValueError(f"unknown source kind {kind!r}; choose one of {', '.join(SOURCE_KINDS)}")
+
+    def _default(self) -> str | None:
+        return self.streams[0] if self.streams else None
+
+    def _on(self, target: str | None) -> str:
+        """' on a' when the page has several streams."""
+        name = target or self._default()
+        return f" on {name}" if len(self.streams) > 1 and name else ""
 
     def _refuse(self, message: str) -> Feedback:
         logger.info("refused: %s", message)

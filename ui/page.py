@@ -3,6 +3,10 @@
 Two timers refresh every open tab from the shared `LiveState`: a fast one (chat, preview, status: answers
 appear as they are generated) and a one-second one (plots). Each tab remembers which versions it has shown
 (`gr.State`), so an unchanged component is skipped instead of re-sent.
+
+With several streams, each has a panel (frame, caption, status) above the controls; the chat names each
+turn's stream and a selector sends a question to one stream or to all; the source buttons act on the stream
+chosen in theirs.
 """
 
 from __future__ import annotations
@@ -15,29 +19,51 @@ import gradio as gr
 from gradio.utils import get_upload_folder
 
 from ui import render
-from ui.controls import SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback, Schedule
+from ui.controls import ALL_STREAMS, SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback, Schedule
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState, Snapshot
 
 FAST_REFRESH_S = 0.3
 PLOT_REFRESH_S = 1.0
 LIVE_OUTPUTS = ("chat", "preview", "caption", "status", "log")
+PALETTE = ("#f97316", "#16a34a", "#9333ea", "#0891b2", "#db2777", "#ca8a04", "#4b5563", "#65a30d")
+
+
+def live_outputs(streams: tuple[str, ...]) -> tuple[str, ...]:
+    """The fast timer's outputs: LIVE_OUTPUTS with one stream; with several, each stream's
+    `preview:NAME`, `caption:NAME` and `panel:NAME` after the chat, status and log."""
+    if len(streams) <= 1:
+        return LIVE_OUTPUTS
+    return (
+        "chat",
+        "status",
+        "log",
+        *(f"{kind}:{name}" for name in streams for kind in ("preview", "caption", "panel")),
+    )
 
 
 def live_updates(snap: Snapshot, seen: dict, schedule: Schedule) -> tuple[dict, dict[str, Any]]:
     """What the fast timer must send to a tab that has shown `seen`: (new seen, {output name: value}).
 
-    Outputs missing from the dict are unchanged for that tab.
+    Outputs missing from the dict are unchanged for that tab. Previews are frames ([H, W, 3] uint8 or None).
     """
     seen = dict(seen)
     out: dict[str, Any] = {}
     if seen.get("chat") != snap.chat_version:
         seen["chat"] = snap.chat_version
         out["chat"] = render.chat_messages(snap, after_seq=seen.get("cleared", 0))
-    if seen.get("preview") != snap.preview_version:
-        seen["preview"] = snap.preview_version
-        out["preview"] = snap.preview
-        out["caption"] = render.preview_caption(snap)
+    if not snap.multi and seen.get("preview") != snap.default.preview_version:
+        seen["preview"] = snap.default.preview_version
+        out["preview"] = snap.default.preview
+        out["caption"] = render.preview_caption(snap.default)
+    for view in snap.streams if snap.multi else ():
+        if seen.get(f"preview:{view.name}") != view.preview_version:
+            seen[f"preview:{view.name}"] = view.preview_version
+            out[f"preview:{view.name}"] = view.preview
+            out[f"caption:{view.name}"] = render.preview_caption(view)
+        panel = render.stream_status(view)
+        if seen.get(f"panel:{view.name}") != panel:
+            seen[f"panel:{view.name}"] = out[f"panel:{view.name}"] = panel
     status = render.status_markdown(snap, schedule.question, schedule.every_s)
     if seen.get("status") != status:
         seen["status"] = status
@@ -80,6 +106,39 @@ def _as_outputs(names: tuple[str, ...], values: dict[str, Any]) -> list[Any]:
     return [values[name] if name in values else gr.skip() for name in names]
 
 
+def memory_colors(label: str, streams: tuple[str, ...]) -> dict[str, str]:
+    """The memory plot's colours: the device/process memory, the KV cache (with several streams: the total
+    and one per stream), the never-evicting estimate and the host store."""
+    colors = {label: "#2563eb", render.KV_SERIES[1]: "#9ca3af", render.KV_SERIES[2]: "#16a34a"}
+    if len(streams) <= 1:
+        return {**colors, render.KV_SERIES[0]: "#f97316"}
+    colors[render.TOTAL_KV] = "#dc2626"
+    colors[render.KV_SERIES[2]] = "#111827"
+    return colors | {render.kv_series(n): PALETTE[i % len(PALETTE)] for i, n in enumerate(streams)}
+
+
+def cache_colors(streams: tuple[str, ...]) -> dict[str, str]:
+    colors = {render.CACHE_SERIES[1]: "#dc2626", render.CACHE_SERIES[2]: "#9ca3af"}
+    if len(streams) <= 1:
+        return {**colors, render.CACHE_SERIES[0]: "#2563eb"}
+    return colors | {render.cache_series(n): PALETTE[i % len(PALETTE)] for i, n in enumerate(streams)}
+
+
+def _stream_panels(live: LiveState, streams: tuple[str, ...]) -> dict[str, gr.components.Component]:
+    """One column per stream: its latest frame, caption and status; {output name: component}."""
+    components: dict[str, gr.components.Component] = {}
+    with gr.Row(equal_height=False):
+        for name in streams:
+            view = live.snapshot().stream(name)
+            with gr.Column(min_width=280, elem_id=f"stream-{name}", elem_classes=["stream-panel"]):
+                components[f"preview:{name}"] = gr.Image(
+                    label=f"stream {name}", type="filepath", interactive=False, elem_id=f"preview-{name}", height=220
+                )
+                components[f"caption:{name}"] = gr.Markdown(render.preview_caption(view), elem_id=f"caption-{name}")
+                components[f"panel:{name}"] = gr.Markdown(render.stream_status(view), elem_id=f"status-{name}")
+    return components
+
+
 def build_page(
     live: LiveState,
     controls: Controls,
@@ -88,19 +147,35 @@ def build_page(
     previews: PreviewFiles,
     initial_source: str = "",
 ) -> gr.Blocks:
-    """The whole page. `previews` holds the preview frames as files (see `preview_folder`);
-    `initial_source` fills the path box (the source given with --video/--camera)."""
+    """The whole page, for the streams `live` was made with. `previews` holds the preview frames as files (see
+    `preview_folder`); `initial_source` fills the path box (the first stream's source, if given)."""
+    streams = tuple(view.name for view in live.snapshot().streams)
+    multi = len(streams) > 1
+    live_components: dict[str, gr.components.Component] = {}
     with gr.Blocks(title="Edge streaming video assistant", analytics_enabled=False) as page:
         gr.Markdown("## Edge streaming video assistant")
         gr.Markdown(render.settings_markdown(info), elem_id="settings")
+        if multi:
+            live_components["status"] = gr.Markdown(elem_id="status")
+            live_components |= _stream_panels(live, streams)
         with gr.Row():
             with gr.Column(scale=1):
-                preview = gr.Image(
-                    label="Live preview", type="filepath", interactive=False, elem_id="preview", height=300
-                )
-                caption = gr.Markdown(render.preview_caption(live.snapshot()), elem_id="preview-caption")
-                status = gr.Markdown(elem_id="status")
+                if not multi:
+                    live_components["preview"] = gr.Image(
+                        label="Live preview", type="filepath", interactive=False, elem_id="preview", height=300
+                    )
+                    live_components["caption"] = gr.Markdown(
+                        render.preview_caption(live.snapshot()), elem_id="preview-caption"
+                    )
+                    live_components["status"] = gr.Markdown(elem_id="status")
                 with gr.Group():
+                    source_stream = gr.Dropdown(
+                        list(streams),
+                        value=streams[0],
+                        label="Stream the source buttons act on",
+                        visible=multi,
+                        elem_id="source-stream",
+                    )
                     kind = gr.Radio(
                         list(SOURCE_KINDS),
                         value="path or URL" if initial_source else "file upload",
@@ -127,8 +202,19 @@ def build_page(
                     reset = gr.Button("Reset memory", elem_id="reset")
                 source_msg = gr.Markdown(elem_id="source-msg")
             with gr.Column(scale=1):
-                chat = gr.Chatbot(label="Questions and answers", height=460, elem_id="chat", buttons=["copy"])
+                live_components["chat"] = chat = gr.Chatbot(
+                    label="Questions and answers", height=460, elem_id="chat", buttons=["copy"]
+                )
                 with gr.Row():
+                    ask_stream = gr.Dropdown(
+                        [ALL_STREAMS, *streams],
+                        value=ALL_STREAMS if multi else streams[0],
+                        show_label=False,
+                        visible=multi,
+                        scale=2,
+                        min_width=150,
+                        elem_id="ask-stream",
+                    )
                     ask_box = gr.Textbox(
                         placeholder="Ask about the stream, then Enter",
                         show_label=False,
@@ -139,7 +225,10 @@ def build_page(
                 ask_msg = gr.Markdown(elem_id="ask-msg")
                 with gr.Row():
                     standing = gr.Textbox(
-                        value=schedule.question, label="Standing question", scale=3, elem_id="standing"
+                        value=schedule.question,
+                        label=f"Standing question ({streams[0]})" if multi else "Standing question",
+                        scale=3,
+                        elem_id="standing",
                     )
                     every = gr.Number(
                         value=schedule.every_s,
@@ -150,41 +239,34 @@ def build_page(
                     )
                     apply = gr.Button("Apply", scale=1, elem_id="apply")
                 standing_msg = gr.Markdown(elem_id="standing-msg")
+        x = render.x_axis(multi)
         with gr.Row():
             memory_plot = gr.LinePlot(
-                x=render.X,
+                x=x,
                 y="MiB",
                 color="series",
-                title=f"Memory: {info.memory_label} and KV cache",
-                x_title=render.X,
+                title=f"Memory: {info.memory_label} and KV cache" + (" (each stream and all)" if multi else ""),
+                x_title=x,
                 y_title="MiB",
                 height=280,
-                color_map={
-                    info.memory_label: "#2563eb",
-                    render.KV_SERIES[0]: "#f97316",
-                    render.KV_SERIES[1]: "#9ca3af",
-                    render.KV_SERIES[2]: "#16a34a",
-                },
+                color_map=memory_colors(info.memory_label, streams),
                 elem_id="memory-plot",
             )
             cache_plot = gr.LinePlot(
-                x=render.X,
+                x=x,
                 y="tokens",
                 color="series",
-                title="KV-cache tokens",
-                x_title=render.X,
+                title="KV-cache tokens" + (" per stream" if multi else ""),
+                x_title=x,
                 y_title="tokens",
                 height=280,
-                color_map={
-                    render.CACHE_SERIES[0]: "#2563eb",
-                    render.CACHE_SERIES[1]: "#dc2626",
-                    render.CACHE_SERIES[2]: "#9ca3af",
-                },
+                color_map=cache_colors(streams),
                 elem_id="cache-plot",
             )
         with gr.Accordion("Activity", open=True):
-            log = gr.Markdown(elem_id="log")
+            live_components["log"] = gr.Markdown(elem_id="log")
 
+        outputs = live_outputs(streams)
         seen_live = gr.State({})
         seen_plot = gr.State(None)
         fast = gr.Timer(FAST_REFRESH_S)
@@ -193,16 +275,18 @@ def build_page(
         def refresh_live(seen: dict) -> list[Any]:
             snap = live.snapshot()
             new_seen, values = live_updates(snap, seen, schedule)
-            if values.get("preview") is not None:
-                values["preview"] = previews.path_for(snap.preview_version, values["preview"])
-            return [new_seen, *_as_outputs(LIVE_OUTPUTS, values)]
+            for key in [k for k in values if k.startswith("preview")]:
+                if values[key] is not None:
+                    view = snap.stream(key.split(":", 1)[1]) if ":" in key else snap.default
+                    values[key] = previews.path_for(view.preview_version, values[key])
+            return [new_seen, *_as_outputs(outputs, values)]
 
         def refresh_plots(seen: int | None) -> list[Any]:
             new_seen, values = plot_updates(live.snapshot(), seen, info.memory_label)
             return [new_seen, *_as_outputs(("memory", "cache"), values)]
 
         tick = {"concurrency_limit": None, "show_progress": "hidden", "api_visibility": "private"}
-        fast.tick(refresh_live, [seen_live], [seen_live, chat, preview, caption, status, log], **tick)
+        fast.tick(refresh_live, [seen_live], [seen_live, *(live_components[k] for k in outputs)], **tick)
         slow.tick(refresh_plots, [seen_plot], [seen_plot, memory_plot, cache_plot], **tick)
 
         chat.clear(lambda seen: clear_chat(live.snapshot(), seen), [seen_live], [seen_live], api_visibility="private")
@@ -210,15 +294,15 @@ def build_page(
         def command(method: Callable[..., Feedback]) -> Callable[..., str]:
             return lambda *args: feedback_markdown(method(*args))
 
-        start.click(command(controls.start), [kind, upload, location, camera], [source_msg])
-        stop.click(command(controls.stop), None, [source_msg])
-        reset.click(command(controls.reset), None, [source_msg])
+        start.click(command(controls.start), [kind, upload, location, camera, source_stream], [source_msg])
+        stop.click(command(controls.stop), [source_stream], [source_msg])
+        reset.click(command(controls.reset), [source_stream], [source_msg])
         apply.click(command(controls.set_standing), [standing, every], [standing_msg])
 
-        def on_ask(text: str) -> tuple[str, str]:
-            feedback = controls.ask(text)
+        def on_ask(text: str, target: str | None) -> tuple[str, str]:
+            feedback = controls.ask(text, target)
             return ("" if feedback.ok else text), feedback_markdown(feedback)
 
-        ask_box.submit(on_ask, [ask_box], [ask_box, ask_msg])
-        ask.click(on_ask, [ask_box], [ask_box, ask_msg])
+        ask_box.submit(on_ask, [ask_box, ask_stream], [ask_box, ask_msg])
+        ask.click(on_ask, [ask_box, ask_stream], [ask_box, ask_msg])
     return page

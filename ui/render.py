@@ -11,9 +11,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ui.state import LogLine, Snapshot, Turn
+from ui.stream_view import StreamView
 
 MIB = 1024 * 1024
 X = "stream time (s)"
+X_RUN = "run time (s)"  # the shared time axis of several streams
+TOTAL_KV = "KV cache, all streams"
 CACHE_SERIES = ("cache tokens", "budget", "tokens seen (what a full cache would hold)")
 KV_SERIES = ("KV cache", "KV cache without eviction (estimate)", "host store (tier 2)")
 
@@ -47,9 +50,24 @@ def format_stream_time(t: float | None) -> str:
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
 
-def answer_footer(turn: Turn) -> str:
-    """round 3 · t = 16.0 s · ttft 0.05 s · 12.3 tokens/s · cache 1900 → 1840 tokens"""
+def x_axis(multi: bool) -> str:
+    """The plots' time axis: a stream's own time with one stream, seconds since the first point with several."""
+    return X_RUN if multi else X
+
+
+def kv_series(stream: str) -> str:
+    return f"KV cache {stream}"
+
+
+def cache_series(stream: str) -> str:
+    return f"{stream}: cache tokens"
+
+
+def answer_footer(turn: Turn, label: bool = False) -> str:
+    """round 3 · t = 16.0 s · ttft 0.05 s · 12.3 tokens/s · cache 1900 → 1840 tokens (label: `stream a · ` first)"""
     parts = [f"round {turn.round}", f"t = {format_stream_time(turn.stream_time)}"]
+    if label:
+        parts.insert(0, f"stream {turn.stream}")
     m = turn.metrics
     if "ttft_s" in m:
         parts.append(f"ttft {m['ttft_s']:.2f} s")
@@ -64,8 +82,11 @@ def answer_footer(turn: Turn) -> str:
     return " · ".join(parts)
 
 
-def turn_messages(turn: Turn) -> list[dict]:
+def turn_messages(turn: Turn, label: bool = False) -> list[dict]:
+    """A turn as chat messages; `label`: name its stream (a page with several streams)."""
     question = f"*[auto]* {turn.question}" if turn.auto else turn.question
+    if label:
+        question = f"**[{turn.stream}]** {question}"
     if turn.error is not None:
         body = f"**Not answered:** {turn.error}" if turn.round is None else f"{turn.answer}\n\n**Failed:** {turn.error}"
     elif turn.queued:
@@ -73,38 +94,63 @@ def turn_messages(turn: Turn) -> list[dict]:
     elif not turn.done:
         body = (turn.answer or "*thinking*") + " ▍"
     else:
-        body = (turn.answer.strip() or "*(empty answer)*") + f"\n\n*{answer_footer(turn)}*"
+        body = (turn.answer.strip() or "*(empty answer)*") + f"\n\n*{answer_footer(turn, label)}*"
     return [{"role": "user", "content": question}, {"role": "assistant", "content": body}]
 
 
 def chat_messages(snap: Snapshot, after_seq: int = 0) -> list[dict]:
     """The chat; turns up to `after_seq` are left out (a tab that cleared its chat)."""
-    return [message for turn in snap.turns if turn.seq > after_seq for message in turn_messages(turn)]
+    label = snap.multi
+    return [message for turn in snap.turns if turn.seq > after_seq for message in turn_messages(turn, label)]
 
 
-def preview_caption(snap: Snapshot) -> str:
-    if snap.preview is None:
+def preview_caption(view: StreamView | Snapshot) -> str:
+    """Under a stream's frame (a `Snapshot`: its first stream's)."""
+    if view.preview is None:
         return "No frame yet: pick a source and press Start."
-    return f"Latest sampled frame · t = {format_stream_time(snap.preview_time)} · clip {snap.preview_clip}"
+    return f"Latest sampled frame · t = {format_stream_time(view.preview_time)} · clip {view.preview_clip}"
+
+
+def stream_status(view: StreamView) -> str:
+    """A stream's state, time, lag and cache: what its panel says under the frame."""
+    t = format_stream_time(view.stream_time)
+    lag = "" if view.lag_s is None else f" · lag {view.lag_s:.1f} s"
+    if view.state == "reconnecting":
+        state = f"**Reconnecting** {view.source or ''} · t = {t}: the source is down, retrying"
+    elif view.source is not None:
+        state = f"**Watching** {view.source} · t = {t}{lag}"
+    elif view.state == "ended":
+        state = f"**Ended** ({view.stream_ended}); questions are still answered from memory"
+    elif view.stream_ended is not None:
+        state = f"**Not watching** ({view.stream_ended}); questions are still answered from memory"
+    else:
+        state = "**Idle**: pick a source and press Start"
+    cache = (
+        f"cache {view.cache_tokens} / {view.budget} tokens · KV {view.kv_bytes / MIB:.1f} MiB · "
+        f"{view.clips} clips · {view.dropped_clips} dropped"
+    )
+    if view.store_tokens:
+        cache += (
+            f"  \nhost store {view.store_tokens} tokens · {view.store_bytes / MIB:.1f} MiB · "
+            f"holds the stream from t = {format_stream_time(view.store_oldest_time)}"
+        )
+    return f"{state}  \n{cache}"
+
+
+def standing_line(standing_question: str, every_s: float, stream: str | None = None) -> str:
+    where = f" ({stream})" if stream else ""
+    if every_s <= 0:
+        return f"no standing question{where}"
+    return f"standing question{where} every {every_s:g} s: “{standing_question}”"
 
 
 def status_markdown(snap: Snapshot, standing_question: str, every_s: float) -> str:
-    if snap.source is not None:
-        state = f"**Watching** {snap.source} · t = {format_stream_time(snap.stream_time)}"
-    elif snap.stream_ended is not None:
-        state = f"**Not watching** ({snap.stream_ended}); questions are still answered from memory"
-    else:
-        state = "**Idle**: pick a source and press Start"
-    cache = f"cache {snap.cache_tokens} / {snap.budget} tokens · {snap.clips} clips · {snap.dropped_clips} dropped"
-    if snap.store_tokens:
-        cache += (
-            f"  \nhost store {snap.store_tokens} tokens · {snap.store_bytes / MIB:.1f} MiB · "
-            f"holds the stream from t = {format_stream_time(snap.store_oldest_time)}"
-        )
-    standing = (
-        f"standing question every {every_s:g} s: “{standing_question}”" if every_s > 0 else "no standing question"
-    )
-    return f"{state}  \n{cache}  \n{standing}"
+    """The status block: the stream's with one stream; the streams' summary with several (each has its panel)."""
+    if not snap.multi:
+        return f"{stream_status(snap.default)}  \n{standing_line(standing_question, every_s)}"
+    states = " · ".join(f"{v.name}: {v.state}" for v in snap.streams)
+    total = f"{len(snap.streams)} streams ({states}) · KV cache, all streams: {snap.total_kv_bytes / MIB:.1f} MiB"
+    return f"{total}  \n{standing_line(standing_question, every_s, snap.default.name)}"
 
 
 def settings_markdown(info: PageInfo) -> str:
@@ -131,7 +177,13 @@ def log_markdown(lines: tuple[LogLine, ...], limit: int = 12) -> str:
 
 def cache_frame(snap: Snapshot) -> pd.DataFrame:
     """Long format for gr.LinePlot: one row per (stream time, series). Series are drawn in order of first
-    appearance, so the cache tokens come last: on top of the budget line they sit on once full."""
+    appearance, so the cache tokens come last: on top of the budget line they sit on once full.
+    With several streams: a cache line per stream and one budget line, over run time."""
+    if snap.multi:
+        rows = []
+        for p in snap.points:
+            rows += [(p.t_run, p.budget, CACHE_SERIES[1]), (p.t_run, p.cache_tokens, cache_series(p.stream))]
+        return _frame(rows, "tokens", X_RUN)
     rows = []
     for p in snap.points:
         rows += [(p.t, p.budget, CACHE_SERIES[1]), (p.t, p.tokens_seen, CACHE_SERIES[2])]
@@ -141,7 +193,10 @@ def cache_frame(snap: Snapshot) -> pd.DataFrame:
 
 def memory_frame(snap: Snapshot, label: str) -> pd.DataFrame:
     """Memory in MiB over stream time: `label` (device or process memory), the KV cache, a never-evicting one,
-    and the host store when recall is on (flat device KV while the store fills to its bound)."""
+    and the host store when recall is on (flat device KV while the store fills to its bound).
+    With several streams, over run time: each stream's KV cache, all of them together, the stores together."""
+    if snap.multi:
+        return _memory_frame_multi(snap, label)
     rows = []
     with_store = any(p.store_bytes for p in snap.points)
     for p in snap.points:
@@ -153,6 +208,18 @@ def memory_frame(snap: Snapshot, label: str) -> pd.DataFrame:
     return _frame(rows, "MiB")
 
 
-def _frame(rows: list[tuple[float, float, str]], y: str) -> pd.DataFrame:
+def _memory_frame_multi(snap: Snapshot, label: str) -> pd.DataFrame:
+    rows = []
+    with_store = any(p.total_store_bytes for p in snap.points)
+    for p in snap.points:
+        rows += [(p.t_run, p.total_kv_bytes / MIB, TOTAL_KV), (p.t_run, p.kv_bytes / MIB, kv_series(p.stream))]
+        if with_store:
+            rows.append((p.t_run, p.total_store_bytes / MIB, KV_SERIES[2]))
+        if p.memory_bytes is not None:
+            rows.append((p.t_run, p.memory_bytes / MIB, label))
+    return _frame(rows, "MiB", X_RUN)
+
+
+def _frame(rows: list[tuple[float, float, str]], y: str, x: str = X) -> pd.DataFrame:
     """Typed columns even when empty: the plot takes an empty object column for a category axis and keeps it."""
-    return pd.DataFrame(rows, columns=[X, y, "series"]).astype({X: "float64", y: "float64", "series": "string"})
+    return pd.DataFrame(rows, columns=[x, y, "series"]).astype({x: "float64", y: "float64", "series": "string"})

@@ -1,25 +1,29 @@
 """What the page shows, accumulated from the assistant's events. Pure: no Gradio, no model, no threads of its own.
 
-One `LiveState` is subscribed to the `EventBus` and shared by every browser tab (there is one stream).
-The model worker publishes into it; the page's timers read immutable `Snapshot`s from it. Version
-counters let a tab skip re-sending what has not changed since its last refresh.
+One `LiveState` is subscribed to the `EventBus` and shared by every browser tab. It keeps one `StreamView`
+per watched stream (by the events' `stream` name; an event without one is the first stream's) and one chat
+whose turns name their stream. The model worker publishes into it; the page's timers read immutable
+`Snapshot`s from it. Version counters let a tab skip re-sending what has not changed since its last refresh.
 
 Stream time on the plots is cumulative across sources: when a new source starts (its clip index
 starts again), its times are shifted by where the previous source stopped, so lines never run back.
+With several streams each plot point also has `t_run`, seconds since the first point, the shared time axis.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-import numpy as np
+from ui import stream_view
+from ui.stream_view import StreamView
 
 MAX_TURNS = 200  # chat turns kept for display (the log file keeps all of them)
 MAX_POINTS = 7200  # plot points kept per series: 8 hours of 4-second clips
 MAX_LOG = 50  # activity lines kept
+DEFAULT_STREAM = "main"  # the name of the one stream of a page started without sources
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class Turn:
 
     question: str
     auto: bool
+    stream: str | None = None  # the stream it is about
     seq: int = 0  # order of arrival in this page, for "show only turns after ..."
     round: int | None = None
     stream_time: float | None = None
@@ -55,7 +60,9 @@ class Turn:
 
 @dataclass(frozen=True)
 class PlotPoint:
-    """One point of the live plots. t: cumulative stream time (s); sizes in bytes; counts in tokens."""
+    """One point of the live plots, of one stream. t: that stream's cumulative stream time (s); t_run: seconds
+    since the page's first point (the axis shared by several streams); sizes in bytes; counts in tokens.
+    total_kv_bytes: every stream's latest KV cache together."""
 
     t: float
     cache_tokens: int
@@ -65,6 +72,10 @@ class PlotPoint:
     full_kv_bytes: int  # what a cache that never evicts would hold (estimate: tokens_seen * bytes per token)
     memory_bytes: int | None
     store_bytes: int = 0  # the host store (tier 2, --recall), in host RAM or a folder
+    stream: str = DEFAULT_STREAM
+    t_run: float = 0.0
+    total_kv_bytes: int = 0
+    total_store_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,49 +87,75 @@ class LogLine:
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """An immutable view of the live state; every render function takes one of these."""
+    """An immutable view of the live state; every render function takes one of these.
 
+    streams: one view per stream, in the assistant's order (the first is the default stream). The properties
+    below are the first stream's, for the one-stream page."""
+
+    streams: tuple[StreamView, ...] = (StreamView(DEFAULT_STREAM),)
     turns: tuple[Turn, ...] = ()
-    preview: np.ndarray | None = None
-    preview_time: float | None = None  # stream time of the preview frame (s)
-    preview_clip: int | None = None
     points: tuple[PlotPoint, ...] = ()
     memory_label: str = ""
     memory_backend: str = ""
     log: tuple[LogLine, ...] = ()
-    source: str | None = None  # what is being watched, None when idle
-    stream_ended: str | None = None  # why the last stream ended
-    stream_time: float = 0.0  # of the current source (s)
-    clips: int = 0  # clips ingested in this process
-    dropped_clips: int = 0
-    cache_tokens: int = 0
-    budget: int = 0
-    store_tokens: int = 0  # host store (tier 2); 0 when recall is off
-    store_bytes: int = 0
-    store_oldest_time: float | None = None  # stream second of the oldest clip it holds
     chat_version: int = 0
-    preview_version: int = 0
+    preview_version: int = 0  # counts frames of every stream
     plot_version: int = 0
     log_version: int = 0
+
+    @property
+    def multi(self) -> bool:
+        return len(self.streams) > 1
+
+    @property
+    def default(self) -> StreamView:
+        return self.streams[0]
+
+    def stream(self, name: str) -> StreamView:
+        return next(v for v in self.streams if v.name == name)
+
+    @property
+    def total_kv_bytes(self) -> int:
+        return sum(v.kv_bytes for v in self.streams)
+
+    def __getattr__(self, name: str):
+        """The first stream's fields (preview, source, cache_tokens, ...) for the one-stream page."""
+        if name in StreamView.__dataclass_fields__:
+            return getattr(self.streams[0], name)
+        raise AttributeError(name)
+
+
+@dataclass
+class _Track:
+    """Per-stream bookkeeping for the plot (not shown as such)."""
+
+    tokens_seen: int = 0
+    t_offset: float = 0.0  # cumulative stream time where the current source started
+    last_t: float = 0.0
+    last_clip_index: int | None = None
 
 
 class LiveState:
     """Accumulates events into what the page shows. Call it with each event (it is an EventBus subscriber).
 
     memory_sample: read on each clip and answer event; the plot's memory series. None: no memory series.
+    streams: the streams' names in order (the first is the default); an event naming another adds it.
     """
 
-    def __init__(self, memory_sample: MemorySampler | None = None, budget: int = 0) -> None:
+    def __init__(
+        self, memory_sample: MemorySampler | None = None, budget: int = 0, streams: Sequence[str] = ()
+    ) -> None:
+        names = list(dict.fromkeys(streams)) or [DEFAULT_STREAM]
         self._memory_sample = memory_sample
+        self._budget = budget
         self._lock = threading.Lock()
         self._turns: deque[Turn] = deque(maxlen=MAX_TURNS)
-        self._open: Turn | None = None  # the turn being answered
+        self._open: Turn | None = None  # the turn being answered (one at a time: one model worker)
         self._points: deque[PlotPoint] = deque(maxlen=MAX_POINTS)
         self._log: deque[LogLine] = deque(maxlen=MAX_LOG)
-        self._snap = Snapshot(budget=budget)
-        self._tokens_seen = 0
-        self._t_offset = 0.0  # cumulative stream time where the current source started
-        self._last_clip_index: int | None = None
+        self._snap = Snapshot(streams=tuple(StreamView(name, budget=budget) for name in names))
+        self._tracks = {name: _Track() for name in names}
+        self._t0: float | None = None  # wall time of the first plot point
         self._seq = 0
 
     # -- reading ------------------------------------------------------------------------------------
@@ -129,24 +166,28 @@ class LiveState:
 
     # -- commands from the page (before the assistant acts on them) ---------------------------------
 
-    def question_queued(self, question: str) -> None:
-        """A person's question was handed to the assistant; shown as queued until its answer starts."""
+    def question_queued(self, question: str, stream: str | None = None) -> None:
+        """A person's question was handed to the assistant for `stream` (None: every stream); shown as queued
+        (one turn per stream) until its answer starts."""
         with self._lock:
-            self._turns.append(Turn(question=question.strip(), auto=False, seq=self._next_seq()))
+            for name in self._targets(stream):
+                self._turns.append(Turn(question=question.strip(), auto=False, stream=name, seq=self._next_seq()))
             self._changed(chat=True)
 
-    def question_refused(self, question: str, message: str) -> None:
-        """The assistant refused a question just queued with `question_queued`."""
+    def question_refused(self, question: str, message: str, stream: str | None = None) -> None:
+        """The assistant refused a question just queued with `question_queued` (same `stream`)."""
         with self._lock:
-            queued = self._find_queued(question)
-            if queued is not None:
-                self._replace_turn(queued, replace(queued, done=True, error=message))
-                self._changed(chat=True)
+            for name in self._targets(stream):
+                queued = self._find_queued(question, name)
+                if queued is not None:
+                    self._replace_turn(queued, replace(queued, done=True, error=message))
+            self._changed(chat=True)
 
-    def memory_reset(self) -> None:
-        """The person asked to forget everything: a cache that never evicts would be empty too."""
+    def memory_reset(self, stream: str | None = None) -> None:
+        """The person asked a stream (None: the first) to forget everything: a cache that never evicts would be
+        empty too."""
         with self._lock:
-            self._tokens_seen = 0
+            self._track(stream or self._snap.default.name).tokens_seen = 0
 
     def note(self, kind: str, message: str, t_wall: float) -> None:
         """Adds a line to the activity log (for messages that are not assistant events)."""
@@ -165,34 +206,28 @@ class LiveState:
             handler(event, memory)
 
     def _on_clip(self, e: dict, memory: MemoryPoint | None) -> None:
+        name = self._name(e)
+        track = self._track(name)
         index = int(e.get("index", 0))
-        if self._last_clip_index is not None and index <= self._last_clip_index:
-            self._t_offset = self._points[-1].t if self._points else 0.0  # a new source started
-        self._last_clip_index = index
-        self._tokens_seen += int(e.get("prefill_tokens", e.get("visual_tokens", 0)))
-        self._add_point(e, memory, cache_tokens=int(e["cache_tokens"]))
-        preview = e.get("preview")
-        self._snap = replace(
-            self._snap,
-            preview=preview if isinstance(preview, np.ndarray) else self._snap.preview,
-            preview_time=float(e["stream_time"]),
-            preview_clip=index,
-            stream_time=float(e["stream_time"]),
-            clips=self._snap.clips + 1,
-            dropped_clips=int(e.get("dropped_clips", 0)),
-            cache_tokens=int(e["cache_tokens"]),
-            budget=int(e.get("budget", self._snap.budget)),
-            store_tokens=int(e.get("store_tokens", 0)),
-            store_bytes=int(e.get("store_bytes", 0)),
-            store_oldest_time=e.get("store_oldest_time"),
-            stream_ended=None,
-        )
+        if track.last_clip_index is not None and index <= track.last_clip_index:
+            track.t_offset = track.last_t  # a new source started
+        track.last_clip_index = index
+        track.tokens_seen += int(e.get("prefill_tokens", e.get("visual_tokens", 0)))
+        version = self._snap.preview_version + 1
+        self._set_view(stream_view.on_clip(self._view(name), e, version))
+        self._add_point(name, e, memory, cache_tokens=int(e["cache_tokens"]))
         self._changed(preview=True, plot=True)
 
     def _on_answer_start(self, e: dict, memory: MemoryPoint | None) -> None:
-        question, auto = str(e["question"]), bool(e.get("auto"))
-        turn = Turn(question=question, auto=auto, round=int(e["round"]), stream_time=float(e.get("stream_time", 0.0)))
-        queued = None if auto else self._find_queued(question)
+        question, auto, name = str(e["question"]), bool(e.get("auto")), self._name(e)
+        turn = Turn(
+            question=question,
+            auto=auto,
+            stream=name,
+            round=int(e["round"]),
+            stream_time=float(e.get("stream_time", 0.0)),
+        )
+        queued = None if auto else self._find_queued(question, name)
         if queued is None:
             turn = replace(turn, seq=self._next_seq())
             self._turns.append(turn)
@@ -203,7 +238,7 @@ class LiveState:
         self._changed(chat=True)
 
     def _on_answer_piece(self, e: dict, memory: MemoryPoint | None) -> None:
-        if self._open is None or self._open.round != e.get("round"):
+        if not self._is_open(e):
             return
         self._update_open(replace(self._open, answer=self._open.answer + str(e.get("text", ""))))
 
@@ -211,67 +246,114 @@ class LiveState:
         keys = ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "cache_tokens_after", "cache_tokens_end")
         keys += ("evict_ms", "kv_bytes", "answer_tokens", "cut_off", "recalled_tokens", "recall_ms")
         metrics = {k: e[k] for k in keys if k in e}
-        if self._open is not None and self._open.round == e.get("round"):
+        if self._is_open(e):
             self._update_open(
                 replace(self._open, answer=str(e.get("answer", self._open.answer)), done=True, metrics=metrics)
             )
         self._open = None
-        self._tokens_seen += int(e.get("prefill_tokens", 0)) + int(e.get("answer_tokens", 0))
+        name = self._name(e)
+        self._track(name).tokens_seen += int(e.get("prefill_tokens", 0)) + int(e.get("answer_tokens", 0))
         if "cache_tokens_end" in e:
-            self._add_point(e, memory, cache_tokens=int(e["cache_tokens_end"]))
-            self._snap = replace(self._snap, cache_tokens=int(e["cache_tokens_end"]))
+            self._set_view(stream_view.on_answer(self._view(name), e))
+            self._add_point(name, e, memory, cache_tokens=int(e["cache_tokens_end"]))
             self._changed(plot=True)
 
     def _on_error(self, e: dict, memory: MemoryPoint | None) -> None:
         where, message = str(e.get("where", "")), str(e.get("message", ""))
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "error", f"{where}: {message}" if where else message))
+        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "error", self._labelled(e, where, message)))
         if where == "answer" and self._open is not None:
             self._update_open(replace(self._open, done=True, error=message))
             self._open = None
         elif where == "question":
-            # the question was refused before its answer started; people's questions are refused in order
-            queued = next((t for t in self._turns if t.queued), None)
+            # refused before its answer started; people's questions are refused in order, per stream
+            name = self._name(e)
+            queued = next((t for t in self._turns if t.queued and t.stream == name), None)
             if queued is not None:
                 self._replace_turn(queued, replace(queued, done=True, error=message))
                 self._changed(chat=True)
         self._changed(log=True)
 
+    def _on_warning(self, e: dict, memory: MemoryPoint | None) -> None:
+        message = self._labelled(e, str(e.get("where", "")), str(e.get("message", "")))
+        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "error", message))
+        self._changed(log=True)
+
     def _on_status(self, e: dict, memory: MemoryPoint | None) -> None:
         message = str(e.get("message", ""))
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "status", message))
-        if message.startswith("watching "):
-            self._snap = replace(
-                self._snap, source=message.removeprefix("watching "), stream_ended=None, stream_time=0.0
-            )
-        elif message in ("stream stopped", "assistant stopped"):
-            self._snap = replace(self._snap, source=None, stream_ended=message)
+        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "status", self._labelled(e, "", message)))
+        if "stream" in e and e["stream"] is None:  # the whole process: only its stop changes the streams
+            names = [v.name for v in self._snap.streams] if message == "assistant stopped" else []
+        else:
+            names = [self._name(e)]
+        for name in names:
+            self._set_view(stream_view.on_status(self._view(name), message))
         self._changed(log=True)
 
     def _on_capture(self, e: dict, memory: MemoryPoint | None) -> None:
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "capture", f"{e.get('kind')}: {e.get('message')}"))
+        message = self._labelled(e, "", f"{e.get('kind')}: {e.get('message')}")
+        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "capture", message))
+        name = self._name(e)
+        self._set_view(stream_view.on_capture(self._view(name), e))
         self._changed(log=True)
 
     def _on_end(self, e: dict, memory: MemoryPoint | None) -> None:
         why = str(e.get("message") or e.get("reason") or "the stream ended")
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "end", why))
-        self._snap = replace(self._snap, source=None, stream_ended=why)
+        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "end", self._labelled(e, "", why)))
+        self._set_view(stream_view.on_end(self._view(self._name(e)), why))
         self._changed(log=True)
 
     # -- helpers (called with the lock held) --------------------------------------------------------
 
-    def _add_point(self, e: dict, memory: MemoryPoint | None, cache_tokens: int) -> None:
+    def _name(self, e: dict) -> str:
+        return e.get("stream") or self._snap.default.name
+
+    def _targets(self, stream: str | None) -> list[str]:
+        return [v.name for v in self._snap.streams] if stream is None else [stream]
+
+    def _labelled(self, e: dict, where: str, message: str) -> str:
+        """`a · clip: message` with several streams; `clip: message` with one."""
+        text = f"{where}: {message}" if where else message
+        return f"{e['stream']} · {text}" if self._snap.multi and e.get("stream") else text
+
+    def _track(self, name: str) -> _Track:
+        return self._tracks.setdefault(name, _Track())
+
+    def _view(self, name: str) -> StreamView:
+        view = next((v for v in self._snap.streams if v.name == name), None)
+        if view is None:  # a stream the page was not told about
+            view = StreamView(name, budget=self._budget)
+            self._snap = replace(self._snap, streams=(*self._snap.streams, view))
+        return view
+
+    def _set_view(self, view: StreamView) -> None:
+        streams = tuple(view if v.name == view.name else v for v in self._snap.streams)
+        self._snap = replace(self._snap, streams=streams)
+
+    def _is_open(self, e: dict) -> bool:
+        return self._open is not None and self._open.round == e.get("round") and self._open.stream == self._name(e)
+
+    def _add_point(self, name: str, e: dict, memory: MemoryPoint | None, cache_tokens: int) -> None:
+        track = self._track(name)
         kv_bytes = int(e.get("kv_bytes", 0))
         per_token = kv_bytes / cache_tokens if cache_tokens else 0.0
+        t_wall = float(e.get("t_wall", 0.0))
+        if self._t0 is None:
+            self._t0 = t_wall
+        track.last_t = track.t_offset + float(e.get("stream_time", 0.0))
         self._points.append(
             PlotPoint(
-                t=self._t_offset + float(e.get("stream_time", 0.0)),
+                t=track.last_t,
                 cache_tokens=cache_tokens,
-                budget=int(e.get("budget", self._snap.budget)),
-                tokens_seen=max(self._tokens_seen, cache_tokens),
+                budget=int(e.get("budget", self._view(name).budget)),
+                tokens_seen=max(track.tokens_seen, cache_tokens),
                 kv_bytes=kv_bytes,
-                full_kv_bytes=int(per_token * max(self._tokens_seen, cache_tokens)),
+                full_kv_bytes=int(per_token * max(track.tokens_seen, cache_tokens)),
                 memory_bytes=None if memory is None else memory.used_bytes,
                 store_bytes=int(e.get("store_bytes", 0)),
+                stream=name,
+                t_run=round(t_wall - self._t0, 3),
+                total_kv_bytes=self._snap.total_kv_bytes,
+                total_store_bytes=sum(v.store_bytes for v in self._snap.streams),
             )
         )
         if memory is not None:
@@ -281,8 +363,10 @@ class LiveState:
         self._seq += 1
         return self._seq
 
-    def _find_queued(self, question: str) -> Turn | None:
-        return next((t for t in self._turns if t.queued and t.question == question.strip()), None)
+    def _find_queued(self, question: str, stream: str) -> Turn | None:
+        return next(
+            (t for t in self._turns if t.queued and t.question == question.strip() and t.stream == stream), None
+        )
 
     def _replace_turn(self, old: Turn, new: Turn) -> None:
         for i, turn in enumerate(self._turns):

@@ -1,0 +1,87 @@
+"""What the page shows of one watched stream, and how each of that stream's events changes it. Pure functions
+of (view, event) -> view: no Gradio, no locks (ui.state holds the lock and the collection of views)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+STATES = ("idle", "watching", "reconnecting", "ended")
+
+
+@dataclass(frozen=True, eq=False)
+class StreamView:
+    """One stream's panel. state: one of STATES. preview_version: the page-wide preview counter at this stream's
+    latest frame (unique across streams, so one preview file per frame). lag_s: seconds behind real time at the
+    latest clip. Sizes in bytes, counts in tokens, times in seconds of this stream."""
+
+    name: str
+    state: str = "idle"
+    source: str | None = None  # what is being watched, None when idle
+    stream_ended: str | None = None  # why the last source stopped
+    preview: np.ndarray | None = None
+    preview_time: float | None = None
+    preview_clip: int | None = None
+    preview_version: int = 0
+    stream_time: float = 0.0
+    lag_s: float | None = None
+    clips: int = 0
+    dropped_clips: int = 0
+    cache_tokens: int = 0
+    budget: int = 0
+    kv_bytes: int = 0
+    store_tokens: int = 0
+    store_bytes: int = 0
+    store_oldest_time: float | None = None
+
+
+def on_clip(view: StreamView, e: dict, preview_version: int) -> StreamView:
+    preview = e.get("preview")
+    has_frame = isinstance(preview, np.ndarray)
+    return replace(
+        view,
+        state="watching",
+        preview=preview if has_frame else view.preview,
+        preview_version=preview_version if has_frame else view.preview_version,
+        preview_time=float(e["stream_time"]),
+        preview_clip=int(e.get("index", 0)),
+        stream_time=float(e["stream_time"]),
+        lag_s=float(e["lag_s"]) if "lag_s" in e else view.lag_s,
+        clips=view.clips + 1,
+        dropped_clips=int(e.get("dropped_clips", 0)),
+        cache_tokens=int(e["cache_tokens"]),
+        budget=int(e.get("budget", view.budget)),
+        kv_bytes=int(e.get("kv_bytes", view.kv_bytes)),
+        store_tokens=int(e.get("store_tokens", 0)),
+        store_bytes=int(e.get("store_bytes", 0)),
+        store_oldest_time=e.get("store_oldest_time"),
+        stream_ended=None,
+    )
+
+
+def on_answer(view: StreamView, e: dict) -> StreamView:
+    """An answer's end: the cache after it (questions and answers take cache room too)."""
+    if "cache_tokens_end" not in e:
+        return view
+    return replace(view, cache_tokens=int(e["cache_tokens_end"]), kv_bytes=int(e.get("kv_bytes", view.kv_bytes)))
+
+
+def on_status(view: StreamView, message: str) -> StreamView:
+    if message.startswith("watching "):
+        source = message.removeprefix("watching ")
+        return replace(view, state="watching", source=source, stream_ended=None, stream_time=0.0, lag_s=None)
+    if message in ("stream stopped", "assistant stopped"):
+        return replace(view, state="idle" if view.state != "ended" else "ended", source=None, stream_ended=message)
+    if message.startswith("memory reset"):
+        return replace(view, cache_tokens=0, kv_bytes=0, stream_time=0.0)
+    return view
+
+
+def on_capture(view: StreamView, e: dict) -> StreamView:
+    state = e.get("state")
+    return replace(view, state=state) if state in STATES else view
+
+
+def on_end(view: StreamView, why: str) -> StreamView:
+    return replace(view, state="ended", source=None, stream_ended=why)
