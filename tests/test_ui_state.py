@@ -341,7 +341,8 @@ def test_two_streams_plot_a_kv_line_each_and_their_total_over_run_time():
     assert series(render.kv_series("a")) == [(0.0, 0.5), (4.0, 2.0)]
     assert series(render.kv_series("b")) == [(2.0, 1.0)]
     assert series(render.TOTAL_KV) == [(0.0, 0.5), (2.0, 1.5), (4.0, 3.0)]  # a's latest + b's latest
-    assert series("process memory (CPU)") == [(0.0, 300.0), (2.0, 300.0), (4.0, 300.0)]
+    assert series("process memory (CPU)") == []  # hundreds of times the KV: it is in the status line instead
+    assert "process memory (CPU): 300 MiB" in render.status_markdown(snap, "q", 8)
     cache = render.cache_frame(snap)
     assert set(cache["series"]) == {render.cache_series("a"), render.cache_series("b"), render.CACHE_SERIES[1]}
     assert cache[cache["series"] == render.cache_series("b")]["tokens"].tolist() == [100.0]

@@ -245,7 +245,7 @@ def build_page(
                 x=x,
                 y="MiB",
                 color="series",
-                title=f"Memory: {info.memory_label} and KV cache" + (" (each stream and all)" if multi else ""),
+                title="KV cache: each stream and all (MiB)" if multi else f"Memory: {info.memory_label} and KV cache",
                 x_title=x,
                 y_title="MiB",
                 height=280,

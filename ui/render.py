@@ -150,6 +150,9 @@ def status_markdown(snap: Snapshot, standing_question: str, every_s: float) -> s
         return f"{stream_status(snap.default)}  \n{standing_line(standing_question, every_s)}"
     states = " · ".join(f"{v.name}: {v.state}" for v in snap.streams)
     total = f"{len(snap.streams)} streams ({states}) · KV cache, all streams: {snap.total_kv_bytes / MIB:.1f} MiB"
+    memory = next((p.memory_bytes for p in reversed(snap.points) if p.memory_bytes is not None), None)
+    if memory is not None:
+        total += f" · {snap.memory_label}: {memory / MIB:.0f} MiB"
     return f"{total}  \n{standing_line(standing_question, every_s, snap.default.name)}"
 
 
@@ -194,9 +197,10 @@ def cache_frame(snap: Snapshot) -> pd.DataFrame:
 def memory_frame(snap: Snapshot, label: str) -> pd.DataFrame:
     """Memory in MiB over stream time: `label` (device or process memory), the KV cache, a never-evicting one,
     and the host store when recall is on (flat device KV while the store fills to its bound).
-    With several streams, over run time: each stream's KV cache, all of them together, the stores together."""
+    With several streams, over run time: each stream's KV cache, all of them together, the stores together;
+    the process (or device) memory, hundreds of times larger, would flatten them: it is in the status line."""
     if snap.multi:
-        return _memory_frame_multi(snap, label)
+        return _memory_frame_multi(snap)
     rows = []
     with_store = any(p.store_bytes for p in snap.points)
     for p in snap.points:
@@ -208,15 +212,13 @@ def memory_frame(snap: Snapshot, label: str) -> pd.DataFrame:
     return _frame(rows, "MiB")
 
 
-def _memory_frame_multi(snap: Snapshot, label: str) -> pd.DataFrame:
+def _memory_frame_multi(snap: Snapshot) -> pd.DataFrame:
     rows = []
     with_store = any(p.total_store_bytes for p in snap.points)
     for p in snap.points:
         rows += [(p.t_run, p.total_kv_bytes / MIB, TOTAL_KV), (p.t_run, p.kv_bytes / MIB, kv_series(p.stream))]
         if with_store:
             rows.append((p.t_run, p.total_store_bytes / MIB, KV_SERIES[2]))
-        if p.memory_bytes is not None:
-            rows.append((p.t_run, p.memory_bytes / MIB, label))
     return _frame(rows, "MiB", X_RUN)
 
 

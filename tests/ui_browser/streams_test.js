@@ -83,8 +83,8 @@ async function main() {
     check(/\[b\]/.test(asked[0][0].text) && !/\[a\]/.test(asked[0][0].text), `question label: ${asked[0][0].text}`);
     check(/stream b · round \d+/.test(seen.answer) && !/stream a/.test(seen.answer), `answer label: ${seen.answer}`);
 
-    // 3. the memory plot: the total and one KV line per stream (with the process memory: 4 lines)
-    await page.waitForFunction(() => document.querySelectorAll('#memory-plot g.mark-line path').length >= 4,
+    // 3. the memory plot: the total and one KV line per stream (and the host store: 4 lines)
+    await page.waitForFunction(() => document.querySelectorAll('#memory-plot g.mark-line path').length >= 3,
       null, { timeout: 20000, polling: 250 });
     seen.memoryPlot = await page.innerText('#memory-plot');
     for (const series of ['KV cache a', 'KV cache b', 'KV cache, all streams']) {
