@@ -206,7 +206,9 @@ class Assistant:
             capture.start()
             self._publish("status", stream, message=f"watching {capture.description}")
             if down:
-                self._error(stream, "capture", f"{capture.description} is down ({down}); reconnecting")
+                message = f"{capture.description} is down ({down}); reconnecting"
+                self._error(stream, "capture", message)
+                self._publish("capture", stream, kind="reconnect", message=message, state=stream.state)
         elif name == "stop_stream":
             stream.close_capture()
             stream.state = "idle"

@@ -74,4 +74,6 @@ def test_a_network_stream_that_is_down_reconnects_while_the_others_answer(tmp_pa
     assert [a["stream"] for a in of_type(events, "answer")] == ["a", "a", "a"]
     down = [e for e in of_type(events, "error") if e["stream"] == "cam"]
     assert down and "reconnecting" in down[0]["message"]
+    states = [e["state"] for e in of_type(events, "capture") if e["stream"] == "cam"]
+    assert states and set(states) == {"reconnecting"}  # the page and the log can show it as down
     assert not [e for e in of_type(events, "error") if e["stream"] == "a"]
