@@ -23,6 +23,7 @@ from cache.config import CacheConfig
 from cache.runner import CachedRunner, PrefillInterrupted
 from cache.store.recall import RecallStats, recall_for_prompt
 from model.adapters.base import Segment
+from model.answer_turn import AnswerTurn
 from model.loading import LoadedModel
 from model.resources import device_memory_bytes, process_rss_bytes
 
@@ -165,6 +166,11 @@ class StreamingSession:
         Bad questions raise ValueError here, before the cache changes. Metrics of the round are in
         `last_answer` once the iterator is exhausted.
         """
+        segment = self.question_segment(question)
+        return self._answer(question.strip(), segment)
+
+    def question_segment(self, question: str) -> Segment:
+        """The question's segment; ValueError when it does not fit (nothing in the cache changes)."""
         segment = self.adapter.question_segment(question)
         room = self.cache_config.budget - self.config.max_new_tokens
         if segment.num_tokens > room:
@@ -172,7 +178,99 @@ class StreamingSession:
                 f"the question is {segment.num_tokens} tokens; at most {room} fit in the cache budget "
                 f"({self.cache_config.budget}) minus the answer's headroom ({self.config.max_new_tokens})"
             )
-        return self._answer(question.strip(), segment)
+        return segment
+
+    # -- an answer, step by step (ask() runs them for one session; model.answer_together for several) ----
+
+    def open_turn(self, question: str, segment: Segment) -> AnswerTurn:
+        """Starts an answer: recalls what the question needs from the host store, prefills the question and
+        evicts to leave the answer's headroom. A stop request during the prefill leaves a cut-off turn."""
+        self._start()
+        self.rounds += 1
+        started = time.perf_counter()
+        before = self.cache.get_seq_length() + segment.num_tokens
+        cut_off = False
+        recall = self._recall(segment)
+        room = self.cache_config.budget - self.config.max_new_tokens + recall.tokens
+        try:
+            logits = self._prefill(segment, evict_to=room)
+        except PrefillInterrupted:
+            cut_off, logits = True, None
+        return AnswerTurn(
+            question=question,
+            prefill_tokens=segment.num_tokens,
+            started=started,
+            cache_tokens_before=before,
+            cache_tokens_after=self.cache.get_seq_length(),
+            evict_ms=sum(s.evict_ms for s in self.runner.last_evictions),
+            recall=recall,
+            logits=logits,
+            cut_off=cut_off,
+        )
+
+    def advance(self, turn: AnswerTurn) -> tuple[str, int | None]:
+        """Picks the next answer token from `turn.logits`. Returns (the text it adds, the token to feed next):
+        the caller puts that token through a decode step and hands the logits to `turn.feed`. None instead of
+        a token: the answer is complete (end of turn, `max_new_tokens`, a stop request: `turn.done`)."""
+        if turn.done:
+            return "", None
+        if turn.logits is None or len(turn.answer_ids) >= self.config.max_new_tokens:
+            turn.done = True
+            return "", None
+        if turn.answer_ids and self.stop_requested():
+            turn.cut_off = turn.done = True
+            return "", None
+        token = self._pick(turn.logits)
+        turn.first_token_seen()
+        if token in self._eos:
+            turn.done = True
+            return "", None
+        turn.answer_ids.append(token)
+        turn.fed_last = False
+        piece, turn.text = self._new_text(turn.answer_ids, turn.text)
+        if len(turn.answer_ids) >= self.config.max_new_tokens:
+            turn.done = True
+            return piece, None
+        return piece, token
+
+    def answer_rest(self, turn: AnswerTurn) -> str:
+        """Characters held back as incomplete when the answer ended."""
+        return self.adapter.tokenizer.decode(turn.answer_ids, skip_special_tokens=True)[len(turn.text) :]
+
+    def close_turn(self, turn: AnswerTurn) -> None:
+        """Puts the rest of the answer and the end-of-turn tokens into the cache; recalled tokens compete again."""
+        try:
+            self._close_turn(turn.answer_ids, turn.fed_last)
+        finally:
+            self.cache.unpin()  # recalled tokens compete again at the next eviction point
+
+    def record_turn(self, turn: AnswerTurn) -> AnswerMetrics:
+        """Fills `last_answer` (and `last_answer_ids`) from a closed turn."""
+        decode_s = time.perf_counter() - (turn.decode_started or turn.started)
+        answer_ids = turn.answer_ids
+        self.last_answer_ids = answer_ids
+        self.last_answer = AnswerMetrics(
+            round=self.rounds,
+            question=turn.question,
+            answer=self.adapter.tokenizer.decode(answer_ids, skip_special_tokens=True),
+            answer_tokens=len(answer_ids),
+            prefill_tokens=turn.prefill_tokens,
+            ttft_s=turn.ttft if turn.ttft is not None else time.perf_counter() - turn.started,
+            decode_tokens_per_s=(len(answer_ids) / decode_s) if decode_s > 0 and answer_ids else 0.0,
+            cache_tokens_before=turn.cache_tokens_before,
+            cache_tokens_after=turn.cache_tokens_after,
+            cache_tokens_end=self.cache.get_seq_length(),
+            evict_ms=turn.evict_ms,
+            kv_bytes=self.cache.kv_bytes(),
+            device_mem_bytes=device_memory_bytes(self.loaded.device),
+            process_rss_bytes=process_rss_bytes(),
+            cut_off=turn.cut_off,
+            recalled_tokens=turn.recall.tokens,
+            recall_ms=turn.recall.search_ms + turn.recall.copy_ms,
+            store_tokens=self.cache.store.tokens if self.cache.store else 0,
+            store_bytes=self.cache.store.bytes if self.cache.store else 0,
+        )
+        return self.last_answer
 
     # -- steps of a round ---------------------------------------------------------------------------
 
@@ -197,72 +295,21 @@ class StreamingSession:
         return recall_for_prompt(self.runner, inputs_embeds=embeds, position_ids=positions)
 
     def _answer(self, question: str, segment: Segment) -> Iterator[str]:
-        self._start()
-        self.rounds += 1
-        started = time.perf_counter()
-        before = self.cache.get_seq_length() + segment.num_tokens
-        cut_off = False
-        recall = self._recall(segment)
-        room = self.cache_config.budget - self.config.max_new_tokens + recall.tokens
+        turn = self.open_turn(question, segment)
         try:
-            logits = self._prefill(segment, evict_to=room)
-        except PrefillInterrupted:
-            cut_off, logits = True, None
-        after = self.cache.get_seq_length()
-        evict_ms = sum(s.evict_ms for s in self.runner.last_evictions)
-        answer_ids: list[int] = []
-        text = ""
-        ttft = None
-        decode_started = time.perf_counter()
-        fed_last = True
-        try:
-            while logits is not None and len(answer_ids) < self.config.max_new_tokens:
-                if answer_ids and self.stop_requested():
-                    cut_off = True
-                    break
-                token = self._pick(logits)
-                if ttft is None:
-                    ttft = time.perf_counter() - started
-                    decode_started = time.perf_counter()
-                if token in self._eos:
-                    break
-                answer_ids.append(token)
-                fed_last = False
-                piece, text = self._new_text(answer_ids, text)
+            while True:
+                piece, token = self.advance(turn)
                 if piece:
                     yield piece
-                if len(answer_ids) < self.config.max_new_tokens:
-                    logits = self.runner.decode_step(token)
-                    fed_last = True
-            rest = self.adapter.tokenizer.decode(answer_ids, skip_special_tokens=True)[len(text) :]
-            if rest:  # characters held back as incomplete when the answer ended
+                if token is None:
+                    break
+                turn.feed(self.runner.decode_step(token))
+            rest = self.answer_rest(turn)
+            if rest:
                 yield rest
         finally:
-            self._close_turn(answer_ids, fed_last)
-            self.cache.unpin()  # recalled tokens compete again at the next eviction point
-        decode_s = time.perf_counter() - decode_started
-        self.last_answer_ids = answer_ids
-        self.last_answer = AnswerMetrics(
-            round=self.rounds,
-            question=question,
-            answer=self.adapter.tokenizer.decode(answer_ids, skip_special_tokens=True),
-            answer_tokens=len(answer_ids),
-            prefill_tokens=segment.num_tokens,
-            ttft_s=ttft if ttft is not None else time.perf_counter() - started,
-            decode_tokens_per_s=(len(answer_ids) / decode_s) if decode_s > 0 and answer_ids else 0.0,
-            cache_tokens_before=before,
-            cache_tokens_after=after,
-            cache_tokens_end=self.cache.get_seq_length(),
-            evict_ms=evict_ms,
-            kv_bytes=self.cache.kv_bytes(),
-            device_mem_bytes=device_memory_bytes(self.loaded.device),
-            process_rss_bytes=process_rss_bytes(),
-            cut_off=cut_off,
-            recalled_tokens=recall.tokens,
-            recall_ms=recall.search_ms + recall.copy_ms,
-            store_tokens=self.cache.store.tokens if self.cache.store else 0,
-            store_bytes=self.cache.store.bytes if self.cache.store else 0,
-        )
+            self.close_turn(turn)
+        self.record_turn(turn)
 
     def _close_turn(self, answer_ids: list[int], fed_last: bool) -> None:
         """Puts what of the answer is not yet in the cache, plus the end-of-turn tokens, into the cache."""
