@@ -22,6 +22,7 @@ from app.events import EventBus, make_event
 from app.stream import Stream, open_capture
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, Clip, EndOfStream
+from model.answer_together import AnsweringTogether
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class Assistant:
             stream.session.stop_requested = self.stop_event.is_set
         self._commands: queue.Queue = queue.Queue()
         self._prefill_s: deque[float] = deque(maxlen=32)  # the latest clips' prefill times, all streams
+        self._together: tuple[tuple[str, ...], AnsweringTogether] | None = None  # the last group that answered
         self._warned_ingest = False
         self._worker = threading.Thread(target=self._work, name="model-worker", daemon=True)
 
@@ -296,11 +298,54 @@ class Assistant:
         return bool(watched) and all(s.finished for s in watched)
 
     def _answer_all(self, questions: list[_Question]) -> None:
-        """Answers each question (one per stream at most) in turn."""
+        """Answers the questions (one per stream): several at once decode as one batch, weights read once."""
+        if len(questions) == 1 or len({id(q.stream) for q in questions}) < len(questions):
+            for question in questions:
+                if self._ending():
+                    return
+                self._answer(question)
+            return
+        self._answer_together(questions)
+
+    def _group(self, streams: list[Stream]) -> AnsweringTogether:
+        """The batch of these streams; kept while the same group answers again (its buffers stay pooled)."""
+        names = tuple(s.name for s in streams)
+        if self._together is None or self._together[0] != names:
+            self._together = (names, AnsweringTogether([s.session for s in streams]))
+        return self._together[1]
+
+    def _answer_together(self, questions: list[_Question]) -> None:
+        streams = [q.stream for q in questions]
+        rounds = [s.session.rounds + 1 for s in streams]
+        try:
+            pieces = self._group(streams).answer([q.text for q in questions])
+        except ValueError as err:
+            for stream in streams:
+                self._error(stream, "question", str(err))
+            return
+        for question, round_index in zip(questions, rounds, strict=True):
+            self._publish(
+                "answer_start",
+                question.stream,
+                round=round_index,
+                question=question.text,
+                auto=question.auto,
+                stream_time=round(question.stream.stream_time, 3),
+                batch=len(questions),
+            )
+        try:
+            for row, piece in pieces:
+                self._publish("answer_piece", streams[row], round=rounds[row], text=piece)
+        except Exception as err:
+            logger.exception("answers of %s failed", ", ".join(s.name for s in streams))
+            for stream, round_index in zip(streams, rounds, strict=True):
+                self._error(
+                    stream, "answer", f"round {round_index} (answered with {len(streams)} streams) failed: {err}"
+                )
+            return
         for question in questions:
-            if self._ending():
-                return
-            self._answer(question)
+            self._report_store_errors(question.stream)
+            self._answered(question.stream, question.auto, batch=len(questions))
 
     def _answer(self, question: _Question) -> None:
         stream, session = question.stream, question.stream.session
@@ -328,11 +373,14 @@ class Assistant:
         self._report_store_errors(stream)
         self._answered(stream, question.auto)
 
-    def _answered(self, stream: Stream, auto: bool) -> None:
-        """The `answer` event of a finished round, and the --max-rounds limit."""
+    def _answered(self, stream: Stream, auto: bool, batch: int = 1) -> None:
+        """The `answer` event of a finished round (batch: how many streams' answers were decoded together),
+        and the --max-rounds limit."""
         metrics = asdict(stream.session.last_answer)
         extra = self.memory_sample() if self.memory_sample else {}
-        self._publish("answer", stream, auto=auto, stream_time=round(stream.stream_time, 3), **metrics, **extra)
+        self._publish(
+            "answer", stream, auto=auto, stream_time=round(stream.stream_time, 3), batch=batch, **metrics, **extra
+        )
         stream.answers += 1
         self.rounds += 1
         if self.limits.max_rounds and self.rounds >= self.limits.max_rounds:

@@ -47,6 +47,10 @@ def test_the_worker_serves_streams_in_turn(two_streams):
 
 def test_a_stream_answers_the_same_whether_or_not_another_stream_shares_the_model(two_streams):
     _, together, alone = two_streams
+    # due at the same stream second, the two streams' answers were decoded as one batch ...
+    assert {a["batch"] for a in of_type(together, "answer")} == {2}
+    assert {a["batch"] for a in of_type(alone, "answer")} == {1}
+    # ... and are token for token what the stream answers alone
     assert _answers(together, "b") == _answers(alone, "b")
     assert _answers(together, "a") != _answers(together, "b")  # other clips, other answers
 
