@@ -125,7 +125,6 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
     count_of[b] = first[m + 1] - first[m];
     scores_at[b + 1] = scores_at[b] + q_heads * count_of[b];
   }
-  const bool same_counts = std::all_of(count_of.begin(), count_of.end(), [&](int64_t c) { return c == count_of[0]; });
 
   const float* qp = q.data_ptr<float>();
   const float* kp = key.data_ptr<float>();
@@ -134,6 +133,7 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
 
   // scores[b, h_q, i] = scale * q . k_{visible[i]}: each key row read once for its whole group of query heads
   auto scores = at::empty({scores_at[batch]}, query.options());
+  auto probs = at::empty({scores_at[batch]}, query.options());
   // threads share the KV heads in slices of at least kSliceBytes of keys (or values) each
   const int64_t mean_count = std::max<int64_t>(1, scores_at[batch] / (batch * q_heads));
   const int64_t grain = std::max<int64_t>(1, kSliceBytes / (mean_count * dim * static_cast<int64_t>(sizeof(float))));
@@ -163,23 +163,13 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
         const float* k_row = keys + shown[i] * key.stride(2);
         for (int64_t g = 0; g < group; ++g) s[g * count + i] = scale * dot(rows + g * dim, k_row, dim);
       }
+      // ATen's vectorized softmax of the group's score rows while they are in cache (each row normalized on its
+      // own, as in a softmax over all rows at once), without a second parallel region to wait for
+      const int64_t offset = scores_at[b] + h * group * count;
+      auto row_probs = probs.narrow(0, offset, group * count).view({group, count});
+      at::softmax_out(row_probs, scores.narrow(0, offset, group * count).view({group, count}), -1);
     }
   });
-
-  // ATen's vectorized exp, one softmax per score row: over [B, H_q, count] when every row sees as many keys,
-  // otherwise per batch row over its own [H_q, count_b] (the same rows, normalized the same way)
-  std::vector<at::Tensor> probs;
-  std::vector<const float*> probs_of(batch);
-  if (same_counts) {
-    probs.push_back(at::softmax(scores.view({batch, q_heads, count_of[0]}), -1));
-    for (int64_t b = 0; b < batch; ++b) probs_of[b] = probs[0].data_ptr<float>() + scores_at[b];
-  } else {
-    for (int64_t b = 0; b < batch; ++b) {
-      const auto row = scores.narrow(0, scores_at[b], q_heads * count_of[b]).view({q_heads, count_of[b]});
-      probs.push_back(at::softmax(row, -1));
-      probs_of[b] = probs.back().data_ptr<float>();
-    }
-  }
 
   // out[b, 0, h_q] = sum_i p[b, h_q, i] v_{visible[i]}: each value row read once for its whole group
   auto out = at::zeros({batch, 1, q_heads, dim}, query.options());
@@ -190,7 +180,7 @@ at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, cons
       const int64_t count = count_of[b];
       const int64_t* shown = shown_of[b];
       const float* values = vp + b * value.stride(0) + h * value.stride(1);
-      const float* p = probs_of[b] + h * group * count;
+      const float* p = probs.data_ptr<float>() + scores_at[b] + h * group * count;
       float* acc = op + (b * q_heads + h * group) * dim;  // the group's output rows, [G, D]
       if (!weighted_sum_in_registers(group, values, value.stride(2), shown, count, p, acc, dim)) {
         for (int64_t i = 0; i < count; ++i) {
