@@ -1,0 +1,39 @@
+"""The JSON bodies that leave the box, built from bus events. MQTT and webhooks send the same fields."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from app.events import Event
+
+ANSWER_FIELDS = ("stream", "round", "stream_time", "question", "answer", "auto", "t_wall")
+ALERT_FIELDS = ("stream", "id", "alert", "state", "p_yes", "stream_time", "duration_s", "t_wall")
+
+
+def answer_payload(event: Event) -> dict[str, Any]:
+    """{"type": "answer", stream, round, stream_time, question, answer, auto, t_wall} of an answer event."""
+    return {"type": "answer", **{key: event.get(key) for key in ANSWER_FIELDS}}
+
+
+def alert_payload(event: Event, with_snapshot: bool = False) -> dict[str, Any]:
+    """{"type": "alert", stream, id, alert, state, p_yes, stream_time, t_wall} of an alert event, plus
+    duration_s when the event has it (end), plus the JPEG as base64 under `snapshot_jpeg_base64` when
+    `with_snapshot` and the event carries one (begin)."""
+    payload = {"type": "alert", **{key: event[key] for key in ALERT_FIELDS if key in event}}
+    snapshot = event.get("snapshot")
+    if with_snapshot and isinstance(snapshot, (bytes, bytearray)):
+        payload["snapshot_jpeg_base64"] = base64.b64encode(snapshot).decode("ascii")
+    return payload
+
+
+def _plain(value: Any) -> Any:
+    """A numpy or torch scalar as its Python number; anything else JSON does not know as its string."""
+    item = getattr(value, "item", None)
+    return item() if callable(item) else str(value)
+
+
+def to_json(payload: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON of `payload`."""
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=_plain).encode("utf-8")

@@ -1,0 +1,148 @@
+"""The bridge between the event bus and the outputs that leave the process (MQTT, webhooks).
+
+The bus calls subscribers in the publishing thread, which is the model worker. `OutputPublisher.__call__`
+therefore only puts the event into a bounded queue (dropping the oldest when full, counted) and returns; its
+own thread takes events out and hands them to each sink. A sink's `handle` must return quickly too: a sink
+that talks to the network keeps its own queue and thread (or library loop), so one slow or unreachable
+output never delays another.
+
+Wiring::
+
+    publisher = OutputPublisher([MqttSink(...), WebhookSink(...)], on_error=report)
+    bus.subscribe(publisher)
+    publisher.start()
+    ...
+    bus.unsubscribe(publisher)
+    publisher.close(timeout=5.0)
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from app.events import Event
+from app.outputs.bounded import DropOldestQueue
+
+logger = logging.getLogger(__name__)
+
+ErrorCallback = Callable[[str], None]
+OUTPUT_TYPES = frozenset({"answer", "alert", "status"})  # the event types any sink acts on
+POLL_S = 0.1  # how often an idle worker looks at its stop event
+
+
+class Sink(Protocol):
+    """One output. `handle` is called on the publisher's thread and must not wait on the network."""
+
+    name: str
+
+    def start(self) -> None: ...
+
+    def handle(self, event: Event) -> None: ...
+
+    def close(self, timeout: float) -> None: ...
+
+    @property
+    def dropped(self) -> int: ...
+
+
+def report_due(dropped: int, reported: int, now: float, last_report: float, every_s: float) -> bool:
+    """Whether to report drops now: there are new ones and the last report is at least `every_s` old."""
+    return dropped > reported and now - last_report >= every_s
+
+
+def call_reporter(on_error: ErrorCallback | None, message: str) -> None:
+    """Logs `message` as a warning and hands it to `on_error` (whose own failure is logged, never raised)."""
+    logger.warning("%s", message)
+    if on_error is None:
+        return
+    try:
+        on_error(message)
+    except Exception:
+        logger.exception("the outputs' error callback failed")
+
+
+class OutputPublisher:
+    """Subscribes to the bus (it is the subscriber: `bus.subscribe(publisher)`) and feeds the sinks.
+
+    Args:
+        sinks: the outputs; `start()` starts them and `close()` closes them.
+        on_error: called (from the publisher's thread or a sink's) with a one-line message when events are
+            dropped or a sink fails; the caller typically publishes it as an `error` event. It may publish
+            on the bus: error events are not queued here.
+        queue_size: events kept while the sinks are busy; beyond it the oldest is dropped (`dropped`).
+        report_every_s: drops are reported at most this often (seconds).
+    """
+
+    def __init__(
+        self,
+        sinks: Sequence[Sink],
+        on_error: ErrorCallback | None = None,
+        queue_size: int = 256,
+        report_every_s: float = 10.0,
+    ) -> None:
+        self.sinks = list(sinks)
+        self.on_error = on_error
+        self.report_every_s = report_every_s
+        self._queue: DropOldestQueue[Event] = DropOldestQueue(queue_size)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="outputs", daemon=True)
+        self._reported = 0
+        self._last_report = float("-inf")
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped (oldest first) because the publisher's queue was full."""
+        return self._queue.dropped
+
+    def __call__(self, event: Event) -> None:
+        """The bus subscriber: queues the event if a sink may act on it; never blocks."""
+        if event.get("type") in OUTPUT_TYPES:
+            self._queue.put(event)
+
+    def start(self) -> None:
+        for sink in self.sinks:
+            sink.start()
+        self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Delivers what is queued to the sinks, then closes them; the whole takes about `timeout` seconds
+        at most (sinks get what the publisher's thread left of it). Joins the thread."""
+        deadline = time.monotonic() + timeout
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+        if self._thread.is_alive():
+            logger.warning("outputs: the publisher thread did not finish within %.1f s", timeout)
+        for sink in self.sinks:
+            try:
+                sink.close(max(0.0, deadline - time.monotonic()))
+            except Exception:
+                logger.exception("closing output %s failed", sink.name)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                event = self._queue.get(timeout=POLL_S)
+            except queue.Empty:
+                self._report_drops()
+                if self._stop.is_set():
+                    return
+                continue
+            for sink in self.sinks:
+                try:
+                    sink.handle(event)
+                except Exception as exc:
+                    logger.exception("output %s failed on a %s event", sink.name, event.get("type"))
+                    call_reporter(self.on_error, f"output {sink.name} failed on a {event.get('type')} event: {exc}")
+            self._report_drops()
+
+    def _report_drops(self) -> None:
+        dropped, now = self.dropped, time.monotonic()
+        if report_due(dropped, self._reported, now, self._last_report, self.report_every_s):
+            self._reported, self._last_report = dropped, now
+            call_reporter(self.on_error, f"outputs: queue full, {dropped} events dropped so far (oldest first)")

@@ -1,0 +1,201 @@
+"""Webhooks: each alert and answer POSTed as JSON to a URL, signed with HMAC-SHA256 when a secret is set.
+
+Each webhook has its own bounded queue and thread, so a slow or unreachable receiver delays nobody else.
+Connection errors, timeouts and 5xx answers are retried with exponential backoff; 4xx answers are not
+(the receiver said the request itself is wrong). A request that is finally given up is reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import queue
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from app.events import Event
+from app.outputs.bounded import DropOldestQueue
+from app.outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
+from app.outputs.payloads import alert_payload, answer_payload, to_json
+from app.outputs.publisher import POLL_S, ErrorCallback, call_reporter
+
+logger = logging.getLogger(__name__)
+
+SIGNATURE_HEADER = "X-Edge-Assistant-Signature"
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    """One webhook.
+
+    Args:
+        url: http:// or https:// URL the JSON is POSTed to. It may hold a token (many receivers put one in the
+            path), so reprs and messages show only its scheme, host and port (`display`).
+        secret: HMAC-SHA256 key for the signature header; None sends no signature. Never from the command
+            line: use `WebhookConfig.from_environment`.
+        timeout_s: per request (connect and each read), seconds.
+        retries: further attempts after a failed first one (connection errors, timeouts, 5xx).
+        backoff_s: wait before the first retry; doubles for each further one, at most `max_backoff_s`.
+        queue_size: requests kept while the receiver is slow; beyond it the oldest is dropped (counted).
+    """
+
+    url: str
+    secret: str | None = field(default=None, repr=False)
+    timeout_s: float = 5.0
+    retries: int = 3
+    backoff_s: float = 0.5
+    max_backoff_s: float = 30.0
+    queue_size: int = 64
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"webhook URL must be http://HOST[:PORT]/PATH or https://..., got {self.display!r}")
+        try:
+            parts.port  # noqa: B018 (raises ValueError on a port that is not a number in range)
+        except ValueError:
+            raise ValueError(f"webhook URL has an invalid port: {self.display!r}") from None
+        if self.timeout_s <= 0 or self.backoff_s < 0 or self.max_backoff_s < 0:
+            raise ValueError("webhook timeout_s must be > 0 and backoff_s, max_backoff_s >= 0 (seconds)")
+        if self.retries < 0 or self.queue_size < 1:
+            raise ValueError("webhook retries must be >= 0 and queue_size >= 1")
+
+    @property
+    def display(self) -> str:
+        """scheme://host[:port]/… : the URL without its path, query or credentials, for messages."""
+        parts = urlsplit(self.url)
+        if not parts.scheme or not parts.hostname:
+            return "<not a URL>"
+        try:
+            port = f":{parts.port}" if parts.port else ""
+        except ValueError:
+            port = ":?"
+        return f"{parts.scheme}://{parts.hostname}{port}/…"
+
+    def __repr__(self) -> str:
+        secret = "set" if self.secret else None
+        return (
+            f"WebhookConfig(url={self.display!r}, secret={secret!r}, timeout_s={self.timeout_s}, "
+            f"retries={self.retries}, backoff_s={self.backoff_s}, max_backoff_s={self.max_backoff_s}, "
+            f"queue_size={self.queue_size})"
+        )
+
+    @classmethod
+    def from_environment(
+        cls, url: str, secret_file: str | Path | None = None, env: Mapping[str, str] | None = None, **kwargs
+    ) -> WebhookConfig:
+        """A config whose secret is the first line of `secret_file` if given, else $EDGE_ASSISTANT_WEBHOOK_SECRET
+        (else none)."""
+        return cls(url, secret=read_secret(secret_file, WEBHOOK_SECRET_ENV, env), **kwargs)
+
+
+def signature(body: bytes, secret: str) -> str:
+    """The signature header's value: "sha256=" + hex HMAC-SHA256 of the exact body bytes."""
+    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+
+def backoff_delay(config: WebhookConfig, retry: int) -> float:
+    """Seconds to wait before retry number `retry` (0 for the first retry)."""
+    return min(config.backoff_s * 2**retry, config.max_backoff_s)
+
+
+def webhook_body(event: Event) -> bytes | None:
+    """The JSON POSTed for an event, or None for events webhooks do not carry."""
+    if event.get("type") == "alert":
+        return to_json(alert_payload(event, with_snapshot=True))
+    if event.get("type") == "answer":
+        return to_json(answer_payload(event))
+    return None
+
+
+class WebhookSink:
+    """POSTs alerts and answers to one webhook from its own thread (see the module docstring)."""
+
+    def __init__(self, config: WebhookConfig, on_error: ErrorCallback | None = None) -> None:
+        self.config = config
+        self.name = f"webhook {config.display}"
+        self.on_error = on_error
+        self.delivered = 0
+        self.failed = 0
+        self._queue: DropOldestQueue[bytes] = DropOldestQueue(config.queue_size)
+        self._stop = threading.Event()  # no more input: deliver what is queued, then end
+        self._abort = threading.Event()  # the close deadline passed: end now, count the rest as dropped
+        self._aborted = 0
+        self._thread = threading.Thread(target=self._run, name=f"webhook-{config.display}", daemon=True)
+
+    @property
+    def dropped(self) -> int:
+        """Requests dropped: the oldest when the queue was full, plus those left at an aborted close."""
+        return self._queue.dropped + self._aborted
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def handle(self, event: Event) -> None:
+        body = webhook_body(event)
+        if body is not None:
+            self._queue.put(body)
+
+    def close(self, timeout: float) -> None:
+        """Delivers what is queued for up to `timeout` seconds, then abandons the rest; joins the thread
+        (which may need up to `timeout_s` more to finish a request already under way)."""
+        self._stop.set()
+        if not self._thread.is_alive():
+            return
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._abort.set()
+            self._thread.join(self.config.timeout_s + 1.0)
+
+    def _run(self) -> None:
+        while not self._abort.is_set():
+            try:
+                body = self._queue.get(timeout=POLL_S)
+            except queue.Empty:
+                if self._stop.is_set():
+                    return
+                continue
+            self._deliver(body)
+        left = len(self._queue.drain())
+        if left:
+            self._aborted += left
+            call_reporter(self.on_error, f"{self.name}: {left} requests abandoned at shutdown")
+
+    def _deliver(self, body: bytes) -> None:
+        """POSTs `body`, retrying as configured; reports a request given up."""
+        for attempt in range(self.config.retries + 1):
+            retry, why = self._post(body)
+            if why is None:
+                self.delivered += 1
+                return
+            if not retry or attempt == self.config.retries:
+                break
+            delay = backoff_delay(self.config, attempt)
+            logger.warning("%s: %s; retry %d in %.1f s", self.name, why, attempt + 1, delay)
+            if self._abort.wait(delay):
+                break
+        self.failed += 1
+        call_reporter(self.on_error, f"{self.name}: gave up on a request: {why}")
+
+    def _post(self, body: bytes) -> tuple[bool, str | None]:
+        """One POST. Returns (retry?, None on success or why it failed)."""
+        headers = {"Content-Type": "application/json", "User-Agent": "edge-stream-assistant"}
+        if self.config.secret:
+            headers[SIGNATURE_HEADER] = signature(body, self.config.secret)
+        request = urllib.request.Request(self.config.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
+                response.read()
+            return False, None
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            return exc.code >= 500, f"HTTP {exc.code}"
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            return True, f"cannot reach it ({reason})"
