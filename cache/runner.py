@@ -122,6 +122,27 @@ class CachedRunner:
 
         Returns the queries of its last `window` rows, [L, H_q, R, D], and their positions [R] (first component).
         """
+        _, captured, position_ids = self._visit(input_ids, inputs_embeds, position_ids, queries=True)
+        queries = torch.stack([captured[i] for i in range(len(self.cache.layers))])
+        positions = position_ids.reshape(-1, position_ids.shape[-1])[0, -queries.shape[2] :]
+        return queries, positions
+
+    @torch.inference_mode()
+    def peek(
+        self,
+        *,
+        input_ids: torch.Tensor | None = None,  # [1, T]
+        inputs_embeds: torch.Tensor | None = None,  # [1, T, hidden]
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """The logits after a prompt run over the cache ([1, vocab]), the prompt taken out again (one forward,
+        no eviction, no attention recorded): what the model would say next, with the cache left as it was."""
+        logits, _, _ = self._visit(input_ids, inputs_embeds, position_ids, queries=False)
+        return logits
+
+    def _visit(self, input_ids, inputs_embeds, position_ids, queries: bool):
+        """One forward of a prompt over the cache, then the prompt's tokens dropped and the next position restored.
+        Returns (last logits [1, vocab], captured queries per layer, the position ids used)."""
         tokens = input_ids if input_ids is not None else inputs_embeds
         length = tokens.shape[1]
         if position_ids is None:
@@ -129,8 +150,8 @@ class CachedRunner:
         next_position = self.cache.next_position
         piece = {"input_ids": input_ids} if input_ids is not None else {"inputs_embeds": inputs_embeds}
         self.cache.stage_positions(position_ids, self.device)
-        with self.cache.recording(None, queries=True) as captured:
-            self.model(
+        with self.cache.recording(None, queries=queries) as captured:
+            out = self.model(
                 position_ids=position_ids.to(self.device),
                 past_key_values=self.cache,
                 use_cache=True,
@@ -139,9 +160,7 @@ class CachedRunner:
             )
         self.cache.drop_newest(length)
         self.cache.next_position = next_position
-        queries = torch.stack([captured[i] for i in range(len(self.cache.layers))])
-        positions = position_ids.reshape(-1, length)[0, -queries.shape[2] :]
-        return queries, positions
+        return out.logits[:, -1], captured, position_ids
 
     @torch.inference_mode()
     def decode_step(self, token_id: int) -> torch.Tensor:

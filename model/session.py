@@ -26,6 +26,7 @@ from model.adapters.base import Segment
 from model.answer_turn import AnswerTurn
 from model.loading import LoadedModel
 from model.resources import device_memory_bytes, process_rss_bytes
+from model.verdict import Verdict, YesNo, check_question, yes_probability
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ class StreamingSession:
             compile_decode=self.config.compile_decode,
         )
         self.stop_requested: Callable[[], bool] = lambda: False  # checked between forward passes
+        self._yes_no: YesNo | None = None  # the tokens of a yes/no verdict, found at the first check
         self.runner.interrupt = lambda: self.stop_requested()
         self._eos = set(self.adapter.eos_token_ids())
         self._suppressed = torch.tensor(self.adapter.suppressed_token_ids(), dtype=torch.long, device=loaded.device)
@@ -179,6 +181,21 @@ class StreamingSession:
                 f"({self.cache_config.budget}) minus the answer's headroom ({self.config.max_new_tokens})"
             )
         return segment
+
+    def check(self, question: str) -> Verdict:
+        """A yes/no watch: p_yes of `question` over everything the stream showed, from one forward and no text
+        generated; the question is taken out of the cache again, so checks never fill it (model/verdict.py).
+        ValueError for a question that does not fit; the cache is unchanged then too."""
+        segment = self.question_segment(check_question(question))
+        self._start()
+        started = time.perf_counter()
+        embeds = self.adapter.segment_embeddings(self.loaded.model, segment)
+        positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
+        logits = self.runner.peek(inputs_embeds=embeds, position_ids=positions)
+        if self._yes_no is None:
+            self._yes_no = YesNo.of(self.adapter.tokenizer)
+        p_yes = yes_probability(logits, self._yes_no)
+        return Verdict(p_yes, (time.perf_counter() - started) * 1000, segment.num_tokens)
 
     # -- an answer, step by step (ask() runs them for one session; model.answer_together for several) ----
 
