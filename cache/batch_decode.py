@@ -11,7 +11,9 @@ one forward  input_ids [n, 1], position_ids [n, 1] or [P, n, 1]; layer l writes 
 A stream whose cache cannot take the static path (`full`, `h2o`, dynamic storage: see
 `StaticDecoder.can_step`) decodes through its runner, one after another, in the same call: still correct,
 only not batched. Rows given no token (finished answers) sit the step out: inside the batched range they
-write to the pool's scratch slot and attend to one slot, and their caches do not change.
+write to the pool's scratch slot and attend to one slot, and their caches do not change. The batched step
+runs eagerly (not compiled, no CUDA graphs yet). `BoundedCache.fork` of a pooled cache deep-copies the
+whole pool storage: fork before pooling.
 """
 
 from __future__ import annotations
