@@ -1,0 +1,96 @@
+"""The MQTT topics the assistant publishes and the Home Assistant discovery configs that announce them.
+
+Pure functions of the config and the names: what goes where is readable (and testable) without a broker.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from app.outputs.mqtt_config import MqttConfig
+
+STATE_ON, STATE_OFF = "ON", "OFF"
+ONLINE, OFFLINE = "online", "offline"
+HA_STATE_MAX = 255  # Home Assistant keeps at most 255 characters of an entity's state
+# Home Assistant binary_sensor device classes for alert names that have an obvious one (others: none)
+DEVICE_CLASSES = {
+    "person": "occupancy", "people": "occupancy", "occupancy": "occupancy", "presence": "presence",
+    "motion": "motion", "smoke": "smoke", "fire": "smoke", "door": "door", "window": "window",
+    "vehicle": "moving", "car": "moving", "gas": "gas", "water": "moisture", "leak": "moisture",
+}  # fmt: skip
+
+
+def available_topic(config: MqttConfig) -> str:
+    return f"{config.prefix}/available"
+
+
+def state_topic(config: MqttConfig, stream: str, alert: str) -> str:
+    return f"{config.prefix}/{stream}/{alert}/state"
+
+
+def snapshot_topic(config: MqttConfig, stream: str, alert: str) -> str:
+    return f"{config.prefix}/{stream}/{alert}/snapshot"
+
+
+def events_topic(config: MqttConfig, stream: str) -> str:
+    return f"{config.prefix}/{stream}/events"
+
+
+def answer_topic(config: MqttConfig, stream: str) -> str:
+    return f"{config.prefix}/{stream}/answer"
+
+
+def node_id(config: MqttConfig) -> str:
+    """The prefix as a Home Assistant node id ([a-zA-Z0-9_-]); also the device identifier."""
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", config.prefix)
+
+
+def _common(config: MqttConfig, name: str, unique_id: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "unique_id": unique_id,
+        "object_id": unique_id,
+        "availability_topic": available_topic(config),
+        "payload_available": ONLINE,
+        "payload_not_available": OFFLINE,
+        "device": {
+            "identifiers": [node_id(config)],
+            "name": config.device_name,
+            "model": "edge-stream-assistant",
+            "manufacturer": "edge-stream-assistant",
+        },
+        "origin": {"name": "edge-stream-assistant"},
+    }
+
+
+def alert_sensor_config(config: MqttConfig, stream: str, alert: str) -> tuple[str, dict[str, Any]]:
+    """(topic, payload) announcing (stream, alert) as a binary_sensor reading the ON/OFF state topic."""
+    unique_id = f"{node_id(config)}_{stream}_{alert}"
+    payload = _common(config, f"{stream} {alert}", unique_id)
+    payload.update(state_topic=state_topic(config, stream, alert), payload_on=STATE_ON, payload_off=STATE_OFF)
+    if alert in DEVICE_CLASSES:
+        payload["device_class"] = DEVICE_CLASSES[alert]
+    return f"{config.discovery_prefix}/binary_sensor/{node_id(config)}/{stream}_{alert}/config", payload
+
+
+def snapshot_image_config(config: MqttConfig, stream: str, alert: str) -> tuple[str, dict[str, Any]]:
+    """(topic, payload) announcing the alert's latest snapshot as an image entity (raw JPEG on the topic)."""
+    unique_id = f"{node_id(config)}_{stream}_{alert}_snapshot"
+    payload = _common(config, f"{stream} {alert} snapshot", unique_id)
+    payload.update(image_topic=snapshot_topic(config, stream, alert), content_type="image/jpeg")
+    return f"{config.discovery_prefix}/image/{node_id(config)}/{stream}_{alert}_snapshot/config", payload
+
+
+def answer_sensor_config(config: MqttConfig, stream: str) -> tuple[str, dict[str, Any]]:
+    """(topic, payload) announcing the stream's latest answer as a sensor: its state is the answer text cut to
+    Home Assistant's 255 characters; the whole answer JSON (full text, question, round...) are its attributes."""
+    unique_id = f"{node_id(config)}_{stream}_answer"
+    payload = _common(config, f"{stream} answer", unique_id)
+    payload.update(
+        state_topic=answer_topic(config, stream),
+        value_template=f"{{{{ value_json.answer[:{HA_STATE_MAX}] }}}}",
+        json_attributes_topic=answer_topic(config, stream),
+        icon="mdi:message-text-outline",
+    )
+    return f"{config.discovery_prefix}/sensor/{node_id(config)}/{stream}_answer/config", payload

@@ -1,0 +1,255 @@
+"""The MQTT sink: alerts, answers and availability on a broker, announced to Home Assistant.
+
+paho-mqtt 2.x runs the connection on its own thread (`loop_start`) and reconnects by itself. This sink keeps
+what the broker must hold again after a reconnect (or a broker restart that lost it):
+- the retained messages (`<prefix>/available`, every alert's ON/OFF state and latest snapshot, the discovery
+  configs), re-published on every connect;
+- the other messages (events, answers) published while disconnected, in a bounded backlog (oldest dropped,
+  counted), sent after the reconnect. Messages handed to paho just before it noticed a lost connection are
+  re-sent by paho itself (QoS 1).
+
+Topics (see `app.outputs.discovery`): `<prefix>/available` online/offline (retained; offline is also the
+last will), `<prefix>/<stream>/<alert>/state` ON/OFF (retained), `<prefix>/<stream>/<alert>/snapshot` JPEG
+(retained), `<prefix>/<stream>/events` alert begin/end JSON, `<prefix>/<stream>/answer` answer JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import deque
+from collections.abc import Mapping, Sequence
+
+import paho.mqtt.client as paho
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.reasoncodes import ReasonCode
+
+from app.events import Event
+from app.outputs import discovery as topics
+from app.outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
+from app.outputs.payloads import alert_payload, answer_payload, to_json
+from app.outputs.publisher import ErrorCallback, call_reporter
+
+__all__ = ["URL_FORMS", "MqttConfig", "MqttSink", "parse_mqtt_url"]
+
+logger = logging.getLogger(__name__)
+
+Payload = str | bytes
+
+
+class MqttSink:
+    """Publishes alerts and answers to an MQTT broker (see the module docstring).
+
+    Args:
+        config: the broker and topics.
+        streams: the stream names; each gets an answer sensor in Home Assistant.
+        alerts: stream name -> its alert names; each (stream, alert) gets a binary_sensor (and a snapshot
+            image), announced and set OFF at the first connect. A pair first seen in an event is announced then.
+        on_error: called with a one-line message when the broker cannot be reached or refuses the connection
+            (once per outage), and when backlog messages are dropped. Never raises into the caller.
+    """
+
+    def __init__(
+        self,
+        config: MqttConfig,
+        streams: Sequence[str] = (),
+        alerts: Mapping[str, Sequence[str]] | None = None,
+        on_error: ErrorCallback | None = None,
+    ) -> None:
+        self.config = config
+        self.name = f"mqtt {config.broker}"
+        self.on_error = on_error
+        self._lock = threading.Lock()
+        self._connected = False
+        self._closing = False
+        self._outage_reported = False
+        self._available = True  # False after the assistant said it stopped
+        self._streams: list[str] = []
+        self._pairs: list[tuple[str, str]] = []
+        self._retained: dict[str, Payload] = {}  # topic -> latest retained payload (states, snapshots)
+        self._backlog: deque[tuple[str, Payload]] = deque()
+        self._dropped = 0
+        for stream in streams:
+            self._add_stream(stream)
+        for stream, names in (alerts or {}).items():
+            for alert in names:
+                self._add_pair(stream, alert)
+        self._client = self._make_client()
+
+    @property
+    def connected(self) -> bool:
+        """Whether the broker acknowledged the current connection (as far as paho has noticed)."""
+        with self._lock:
+            return self._connected
+
+    @property
+    def dropped(self) -> int:
+        """Messages dropped from the backlog (oldest first) while the broker was down."""
+        with self._lock:
+            return self._dropped
+
+    def start(self) -> None:
+        """Connects in the background; a broker that is down is retried (and reported), never raised."""
+        self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive_s)
+        self._client.loop_start()
+
+    def close(self, timeout: float) -> None:
+        """Publishes `offline` (when connected, waiting up to `timeout` seconds for the broker to take it),
+        disconnects and stops paho's thread."""
+        with self._lock:
+            self._closing = True
+            info = self._send(topics.available_topic(self.config), topics.OFFLINE, True) if self._connected else None
+        if info is not None and info.rc == paho.MQTT_ERR_SUCCESS:
+            try:
+                info.wait_for_publish(timeout)
+            except (RuntimeError, ValueError) as exc:
+                logger.warning("%s: offline not published at close: %s", self.name, exc)
+        self._client.disconnect()
+        self._client.loop_stop()
+
+    def handle(self, event: Event) -> None:
+        """Maps one bus event to its messages; never waits on the network."""
+        kind = event.get("type")
+        if kind == "alert":
+            self._handle_alert(event)
+        elif kind == "answer" and event.get("stream"):
+            self._add_stream(event["stream"], announce=True)
+            self._publish(topics.answer_topic(self.config, event["stream"]), to_json(answer_payload(event)))
+        elif kind == "status" and event.get("stream") is None:
+            message = event.get("message")
+            if message in ("assistant ready", "assistant stopped"):
+                with self._lock:
+                    self._available = message == "assistant ready"
+                available = topics.ONLINE if message == "assistant ready" else topics.OFFLINE
+                self._publish(topics.available_topic(self.config), available, retain=True)
+
+    def _handle_alert(self, event: Event) -> None:
+        stream, alert = event["stream"], event["alert"]
+        self._add_pair(stream, alert, announce=True)
+        state = topics.STATE_ON if event.get("state") == "begin" else topics.STATE_OFF
+        self._publish(topics.state_topic(self.config, stream, alert), state, retain=True)
+        snapshot = event.get("snapshot")
+        if event.get("state") == "begin" and isinstance(snapshot, (bytes, bytearray)):
+            self._publish(topics.snapshot_topic(self.config, stream, alert), bytes(snapshot), retain=True)
+        self._publish(topics.events_topic(self.config, stream), to_json(alert_payload(event)))
+
+    # --- bookkeeping -------------------------------------------------------------------------------------
+
+    def _add_stream(self, stream: str, announce: bool = False) -> None:
+        with self._lock:
+            if stream in self._streams:
+                return
+            self._streams.append(stream)
+            if announce and self._connected:
+                self._announce_stream(stream)
+
+    def _add_pair(self, stream: str, alert: str, announce: bool = False) -> None:
+        self._add_stream(stream, announce)
+        with self._lock:
+            if (stream, alert) in self._pairs:
+                return
+            self._pairs.append((stream, alert))
+            self._retained.setdefault(topics.state_topic(self.config, stream, alert), topics.STATE_OFF)
+            if announce and self._connected:
+                self._announce_pair(stream, alert)
+
+    def _publish(self, topic: str, payload: Payload, retain: bool = False) -> None:
+        """Sends now when connected; otherwise a retained message waits in `_retained` (re-published on
+        connect) and any other in the bounded backlog."""
+        dropped = 0
+        with self._lock:
+            if retain:
+                self._retained[topic] = payload
+            if self._connected:
+                self._send(topic, payload, retain)
+            elif not retain:
+                if len(self._backlog) >= self.config.backlog:
+                    self._backlog.popleft()
+                    self._dropped += 1
+                    dropped = self._dropped
+                self._backlog.append((topic, payload))
+        if dropped:
+            call_reporter(self.on_error, f"{self.name}: broker down, {dropped} messages dropped so far (oldest first)")
+
+    def _send(self, topic: str, payload: Payload, retain: bool) -> paho.MQTTMessageInfo:
+        """Hands one message to paho (called with `_lock` held)."""
+        info = self._client.publish(topic, payload, qos=self.config.qos, retain=retain)
+        if info.rc == paho.MQTT_ERR_QUEUE_SIZE:
+            self._dropped += 1
+        return info
+
+    def _announce_stream(self, stream: str) -> None:
+        if self.config.discovery:
+            topic, payload = topics.answer_sensor_config(self.config, stream)
+            self._send(topic, json.dumps(payload), True)
+
+    def _announce_pair(self, stream: str, alert: str) -> None:
+        if self.config.discovery:
+            for topic, payload in (
+                topics.alert_sensor_config(self.config, stream, alert),
+                topics.snapshot_image_config(self.config, stream, alert),
+            ):
+                self._send(topic, json.dumps(payload), True)
+
+    # --- paho -----------------------------------------------------------------------------------------------
+
+    def _make_client(self) -> paho.Client:
+        client = paho.Client(CallbackAPIVersion.VERSION2, client_id=self.config.client_id, clean_session=True)
+        client.will_set(topics.available_topic(self.config), topics.OFFLINE, qos=1, retain=True)
+        if self.config.username is not None or self.config.password is not None:
+            client.username_pw_set(self.config.username, self.config.password)
+        if self.config.tls:
+            client.tls_set(ca_certs=str(self.config.ca_file) if self.config.ca_file else None)
+        client.reconnect_delay_set(self.config.reconnect_min_s, self.config.reconnect_max_s)
+        client.max_queued_messages_set(self.config.backlog + 64)  # paho's own queue stays bounded too
+        client.on_connect = self._on_connect
+        client.on_connect_fail = self._on_connect_fail
+        client.on_disconnect = self._on_disconnect
+        return client
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        try:
+            self._resync(reason_code)
+        except Exception as exc:  # an exception raised into paho's loop would end its thread (and reconnects)
+            logger.exception("%s: re-publishing after a connect failed", self.name)
+            call_reporter(self.on_error, f"{self.name}: re-publishing after a connect failed: {exc}")
+
+    def _resync(self, reason_code: ReasonCode) -> None:
+        """After a connect: `online`, the discovery configs, the retained states, then the backlog."""
+        if reason_code.is_failure:
+            self._report_outage(f"{self.name}: the broker refused the connection ({reason_code}); retrying")
+            return
+        with self._lock:
+            self._connected, self._outage_reported = True, False
+            available = topics.ONLINE if self._available else topics.OFFLINE
+            self._send(topics.available_topic(self.config), available, True)
+            for stream in self._streams:
+                self._announce_stream(stream)
+            for stream, alert in self._pairs:
+                self._announce_pair(stream, alert)
+            for topic, payload in self._retained.items():
+                if topic != topics.available_topic(self.config):
+                    self._send(topic, payload, True)
+            while self._backlog:
+                self._send(*self._backlog.popleft(), False)
+        logger.info("%s: connected", self.name)
+
+    def _on_connect_fail(self, client, userdata) -> None:
+        self._report_outage(f"{self.name}: cannot reach the broker; retrying in the background")
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties) -> None:
+        with self._lock:
+            self._connected = False
+            closing = self._closing
+        if not closing:
+            self._report_outage(f"{self.name}: connection lost ({reason_code}); reconnecting in the background")
+
+    def _report_outage(self, message: str) -> None:
+        """Reports the first failure of an outage; the next ones are only logged until a connect succeeds."""
+        with self._lock:
+            first, self._outage_reported = not self._outage_reported, True
+        if first:
+            call_reporter(self.on_error, message)
+        else:
+            logger.debug("%s", message)

@@ -1,0 +1,114 @@
+"""Where and how the MQTT sink connects: `mqtt://host[:port]` or `mqtts://host[:port]` (TLS), topic prefixes,
+and credentials read from the environment or a file (never the command line, never in a repr or a log)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from app.outputs.credentials import MQTT_PASSWORD_ENV, MQTT_USERNAME_ENV, read_secret
+
+DEFAULT_PORTS = {"mqtt": 1883, "mqtts": 8883}
+URL_FORMS = "mqtt://HOST[:PORT] (default port 1883) or mqtts://HOST[:PORT] (TLS, default port 8883)"
+
+
+def parse_mqtt_url(url: str) -> tuple[str, int, bool]:
+    """(host, port, tls) of a broker URL; ValueError naming the allowed forms otherwise. Credentials in
+    the URL are refused (and not echoed in the message)."""
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None:
+        raise ValueError(
+            f"the MQTT URL must not hold credentials; use {MQTT_USERNAME_ENV} and {MQTT_PASSWORD_ENV} "
+            f"or a password file. Allowed: {URL_FORMS}"
+        )
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"invalid MQTT broker URL {url!r}: expected {URL_FORMS}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"invalid MQTT broker URL {url!r}: no path or query allowed; expected {URL_FORMS}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"invalid port in MQTT broker URL {url!r}: expected {URL_FORMS}") from None
+    return parts.hostname, port or DEFAULT_PORTS[parts.scheme], parts.scheme == "mqtts"
+
+
+def _check_prefix(name: str, value: str) -> None:
+    if not value or value.startswith("/") or value.endswith("/") or any(c in value for c in "+#\0"):
+        raise ValueError(f"MQTT {name} must be a non-empty topic without + or # and without a leading or "
+                         f"trailing /, got {value!r}")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MqttConfig:
+    """The MQTT sink's settings.
+
+    Args:
+        url: the broker, see `URL_FORMS`.
+        prefix: the root of the assistant's topics (`<prefix>/available`, `<prefix>/<stream>/...`).
+        discovery: publish Home Assistant discovery configs under `discovery_prefix`.
+        discovery_prefix: Home Assistant's discovery root.
+        username, password: broker credentials; build them with `MqttConfig.from_environment`. The password
+            is left out of the repr.
+        ca_file: CA bundle for mqtts (None: the system's).
+        client_id: MQTT client id ("" lets the broker pick one).
+        keepalive_s: MQTT keepalive; a dead connection is noticed after about 1.5 times this.
+        qos: QoS of every message (1: at least once; paho re-sends unacknowledged ones after a reconnect).
+        backlog: messages (events, answers) kept while the broker is down; beyond it the oldest is dropped.
+        reconnect_min_s, reconnect_max_s: paho's reconnect delay, doubling from min to max (seconds).
+        device_name: the Home Assistant device grouping the assistant's entities.
+    """
+
+    url: str
+    prefix: str = "edge-assistant"
+    discovery: bool = True
+    discovery_prefix: str = "homeassistant"
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    ca_file: Path | None = None
+    client_id: str = ""
+    keepalive_s: int = 30
+    qos: int = 1
+    backlog: int = 256
+    reconnect_min_s: float = 1.0
+    reconnect_max_s: float = 30.0
+    device_name: str = "Edge assistant"
+
+    def __post_init__(self) -> None:
+        parse_mqtt_url(self.url)
+        _check_prefix("prefix", self.prefix)
+        _check_prefix("discovery_prefix", self.discovery_prefix)
+        if self.qos not in (0, 1, 2):
+            raise ValueError(f"MQTT qos must be 0, 1 or 2, got {self.qos}")
+        if self.backlog < 1 or self.keepalive_s < 1:
+            raise ValueError("MQTT backlog and keepalive_s must be at least 1")
+        if not 0 < self.reconnect_min_s <= self.reconnect_max_s:
+            raise ValueError("MQTT reconnect delays must satisfy 0 < reconnect_min_s <= reconnect_max_s")
+
+    @property
+    def host(self) -> str:
+        return parse_mqtt_url(self.url)[0]
+
+    @property
+    def port(self) -> int:
+        return parse_mqtt_url(self.url)[1]
+
+    @property
+    def tls(self) -> bool:
+        return parse_mqtt_url(self.url)[2]
+
+    @property
+    def broker(self) -> str:
+        """host:port, for messages."""
+        return f"{self.host}:{self.port}"
+
+    @classmethod
+    def from_environment(
+        cls, url: str, password_file: str | Path | None = None, env: Mapping[str, str] | None = None, **kwargs
+    ) -> MqttConfig:
+        """A config with the username from $EDGE_ASSISTANT_MQTT_USERNAME and the password from the first line
+        of `password_file` if given, else from $EDGE_ASSISTANT_MQTT_PASSWORD (each None when unset)."""
+        username = read_secret(None, MQTT_USERNAME_ENV, env)
+        password = read_secret(password_file, MQTT_PASSWORD_ENV, env)
+        return cls(url, username=username, password=password, **kwargs)
