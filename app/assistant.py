@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from app.admission import ingest_warning
 from app.events import EventBus, make_event
 from app.stream import Stream, open_capture
+from app.watches.watch import Watch, snapshot_jpeg
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, Clip, EndOfStream
 from model.answer_together import AnsweringTogether
@@ -260,11 +261,46 @@ class Assistant:
             dropped_frames=clip.dropped_frames,
             preview=clip.frames[-1],
         )
+        self._run_checks(stream, clip)
         if self.limits.duration_s and clip.t_end >= self.limits.duration_s - 1e-6:
             stream.finished = True
             stream.close_capture()
             self._publish("status", stream, message=f"reached --duration {self.limits.duration_s:g}s of stream time")
         return stream.schedule.due(clip.t_end)
+
+    def _run_checks(self, stream: Stream, clip: Clip) -> None:
+        """The stream's watches that fell due: a yes/no check each (the cache unchanged), then begin/end alerts."""
+        for watch in stream.watches:
+            if watch.schedule.due(clip.t_end) is None:
+                continue
+            try:
+                verdict = stream.session.check(watch.spec.question)
+            except Exception as err:  # a failed check is reported; the watch and the stream go on
+                logger.exception("%s: check %s failed", stream.name, watch.spec.name)
+                self._error(stream, "watch", f"check {watch.spec.name!r} failed: {err}")
+                continue
+            self._publish(
+                "check",
+                stream,
+                alert=watch.spec.name,
+                p_yes=round(verdict.p_yes, 4),
+                ms=round(verdict.ms, 2),
+                stream_time=round(clip.t_end, 3),
+            )
+            self._alert(stream, watch, watch.state.update(verdict.p_yes, clip.t_end, time.time()), clip)
+
+    def _alert(self, stream: Stream, watch: Watch, change, clip: Clip) -> None:
+        if change is None:
+            return
+        fields = {"id": change.id, "alert": watch.spec.name, "state": change.state, "p_yes": round(change.p_yes, 4)}
+        fields["stream_time"] = round(change.stream_time, 3)
+        fields["question"] = watch.spec.question
+        if change.state == "begin":
+            jpeg = snapshot_jpeg(clip.frames[-1])
+            fields.update(snapshot=jpeg, snapshot_bytes=len(jpeg))
+        else:
+            fields["duration_s"] = round(change.duration_s, 3)
+        self._publish("alert", stream, **fields)
 
     def _check_ingest_rate(self, prefill_s: float, stream: Stream) -> None:
         """Once enough clips were timed: warns (once) when the live streams bring clips faster than they are

@@ -129,6 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--every", type=float, default=30.0, help="ask it every N seconds of stream time (0 = never)")
     ask.add_argument("--max-rounds", type=int, default=0, help="stop after N answers (0 = no limit)")
     ask.add_argument("--duration", type=float, default=0.0, help="stop after N seconds of stream time (0 = no limit)")
+    ask.add_argument(
+        "--alert",
+        action="append",
+        metavar='NAME="QUESTION"',
+        help="a yes/no watch checked on every stream every 10 s of stream time (repeatable); alert events begin "
+        "after 2 yes and end after 2 no (p_yes >= 0.5), with a 30 s cooldown. In --config: [alerts.NAME] tables "
+        "with question, streams, every, threshold, on_after, off_after, cooldown",
+    )
     ask.add_argument("--log-jsonl", type=Path, help="append every event to this JSON-lines file")
     ask.add_argument("--quiet", action="store_true", help="do not print a line per clip")
     ask.add_argument("--config", type=Path, help="TOML file setting any of these options (flags win)")
@@ -141,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--share", action="store_true", help="also publish a temporary public Gradio link")
     web.add_argument("--auth", metavar="USER:PASSWORD", help="require this login on the page")
     web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
-    p.set_defaults(stream_tables=None)  # the --config file's [streams.NAME] tables
+    p.set_defaults(stream_tables=None, alert_tables=None)  # the --config file's [streams.NAME] and [alerts.NAME]
     return p
 
 
@@ -162,8 +170,8 @@ def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
     known = {a.dest for a in parser._actions}
     settings = {}
     for key, value in values.items():
-        if key == "streams":
-            settings["stream_tables"] = value
+        if key in ("streams", "alerts"):
+            settings[f"{key[:-1]}_tables"] = value
             continue
         dest = key.replace("-", "_")
         if dest not in known or dest in ("help", "config"):

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from app.assistant import RunLimits
 from app.scheduler import StandingQuestion
-from app.streams import StreamSpec, derived_name, parse_stream_flag, specs_from_table, unique
+from app.streams import DEFAULT_STREAM, StreamSpec, derived_name, parse_stream_flag, specs_from_table, unique
+from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
+from app.watches.spec import specs_from_table as watch_specs_from_table
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.config import ModelConfig
@@ -49,6 +51,7 @@ class AppConfig:
     schedule: StandingQuestion  # the run's standing question (streams without their own, sources picked in the page)
     limits: RunLimits
     streams: list[StreamConfig]  # empty: the web page picks the source
+    watches: list[WatchSpec] = field(default_factory=list)  # yes/no watches (--alert, [alerts.NAME])
     ui: UIConfig | None = None  # None: terminal mode
     log_jsonl: Path | None = None
     show_clips: bool = True
@@ -83,6 +86,10 @@ class AppConfig:
             except ValueError as err:
                 raise ValueError(f"stream {spec.name!r}: {err}") from err
             streams.append(StreamConfig(spec.name, capture, schedule))
+        watches = [parse_alert_flag(text) for text in args.alert or []]
+        if args.alert_tables is not None:
+            watches += watch_specs_from_table(args.alert_tables)
+        check_streams(watches, [s.name for s in streams] or [DEFAULT_STREAM])
         auth = None
         if args.auth:
             user, sep, password = args.auth.partition(":")
@@ -114,6 +121,7 @@ class AppConfig:
             schedule=StandingQuestion(question=args.question, every_s=args.every),
             limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
             streams=streams,
+            watches=watches,
             ui=UIConfig(host=args.host, port=args.port, share=args.share, auth=auth, max_upload_mb=args.max_upload_mb)
             if args.ui
             else None,

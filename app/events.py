@@ -1,7 +1,9 @@
 """Events the assistant emits, the bus that fans them out, and the JSON-lines log.
 
 Every event is a plain dict with at least `type` and `t_wall` (seconds since the epoch). Types:
-`status`, `clip`, `answer_start`, `answer_piece`, `answer`, `error`, `warning`, `capture`, `end`. Each also names
+`status`, `clip`, `answer_start`, `answer_piece`, `answer`, `error`, `warning`, `capture`, `end`, `check` (a
+watch's yes/no check: alert, p_yes, ms) and `alert` (id, alert, state begin|end, p_yes, stream_time, snapshot
+JPEG at begin, duration_s at end). Each also names
 its `stream` (None for events of the whole process).
 """
 
@@ -21,8 +23,10 @@ Event = dict[str, Any]
 Subscriber = Callable[[Event], None]
 
 # answer pieces are for live displays; the log keeps the whole answer in its `answer` event
-UNLOGGED_FIELDS = frozenset({"preview"})  # the latest frame, for live previews only
-LOGGED_TYPES = frozenset({"status", "clip", "answer_start", "answer", "error", "warning", "capture", "end"})
+UNLOGGED_FIELDS = frozenset({"preview", "snapshot"})  # frames (live previews, alert JPEGs): not for the log
+LOGGED_TYPES = frozenset(
+    {"status", "clip", "answer_start", "answer", "error", "warning", "capture", "end", "check", "alert"}
+)
 
 
 def make_event(type_: str, **fields: Any) -> Event:

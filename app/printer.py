@@ -67,6 +67,14 @@ class TerminalPrinter:
             )
         elif kind == "error":
             self._status(f"! error ({event['where']}): {event['message']}")
+        elif kind == "alert":
+            if event["state"] == "begin":
+                line = f"▲ ALERT {event['alert']} began at t={event['stream_time']:.1f}s (p_yes {event['p_yes']:.2f})"
+            else:
+                line = (
+                    f"▼ alert {event['alert']} ended at t={event['stream_time']:.1f}s after {event['duration_s']:.1f}s"
+                )
+            self._print(self._prefix + line)
         elif kind == "warning":
             self._status(f"! warning ({event['where']}): {event['message']}")
         elif kind in ("status", "capture"):

@@ -16,6 +16,8 @@ from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
 from app.stream import Stream
+from app.streams import DEFAULT_STREAM
+from app.watches.watch import Watch
 from cache.attention import register_attention
 from cache.config import CacheConfig
 from cache.cpu.kernels import build_in_background, kernels_ready
@@ -39,9 +41,6 @@ class StartupError(Exception):
 def fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
-
-
-DEFAULT_STREAM = "main"  # the stream of a page started without a source
 
 
 def probe_sources(config: AppConfig) -> None:
@@ -79,6 +78,8 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream]]:
         streams = [Stream(s.name, StreamingSession(loaded, cache, config.session), s.schedule) for s in config.streams]
         if not streams:
             streams = [Stream(DEFAULT_STREAM, StreamingSession(loaded, cache, config.session), config.schedule)]
+        for stream in streams:
+            stream.watches = [Watch(spec, stream.name) for spec in config.watches if spec.watches(stream.name)]
         session = streams[0].session
     except (ModelLoadError, ValueError) as err:
         raise StartupError(str(err)) from err

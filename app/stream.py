@@ -5,9 +5,10 @@ standing question and how far it has got. Only the model worker thread changes t
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.scheduler import StandingQuestion
+from app.watches.watch import Watch
 from capture import CaptureConfig, CaptureThread, SourceError
 from capture.source import UnreachableSource
 from model.session import StreamingSession
@@ -31,6 +32,7 @@ class Stream:
     clips: int = 0
     answers: int = 0
     finished: bool = False  # reached its end (or --duration): no more clips expected
+    watches: list[Watch] = field(default_factory=list)  # yes/no watches checked on this stream
 
     def close_capture(self) -> None:
         if self.capture is not None:

@@ -1,0 +1,28 @@
+"""A watch at work on one stream: when its next check is due, and its alert's state."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from app.scheduler import StandingQuestion
+from app.watches.spec import WatchSpec
+from app.watches.state import WatchState
+
+
+class Watch:
+    """`spec` on the stream `stream`: checked every `spec.every` seconds of that stream's time."""
+
+    def __init__(self, spec: WatchSpec, stream: str) -> None:
+        self.spec = spec
+        self.schedule = StandingQuestion(spec.question, spec.every)
+        self.state = WatchState(f"{stream}-{spec.name}", spec.threshold, spec.on_after, spec.off_after, spec.cooldown)
+
+
+def snapshot_jpeg(frame: np.ndarray, quality: int = 85) -> bytes:
+    """A frame ([H, W, 3] uint8 RGB) as JPEG bytes."""
+    out = io.BytesIO()
+    Image.fromarray(frame).save(out, format="JPEG", quality=quality)
+    return out.getvalue()
