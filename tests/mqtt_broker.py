@@ -53,10 +53,16 @@ def free_port() -> int:
 class MosquittoBroker:
     """mosquitto listening on 127.0.0.1:`port` (a free one by default). A context manager: entering starts
     it, leaving always stops it. `users` (name -> password) turns anonymous access off. `persistence` keeps
-    retained messages and persistent sessions across a stop/start (saved at SIGTERM)."""
+    retained messages and persistent sessions across a stop/start (saved at SIGTERM). `tls` (certificate,
+    key) makes the listener TLS only (mqtts)."""
 
     def __init__(
-        self, folder: Path, port: int | None = None, users: dict[str, str] | None = None, persistence: bool = False
+        self,
+        folder: Path,
+        port: int | None = None,
+        users: dict[str, str] | None = None,
+        persistence: bool = False,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         self.binary = require_mosquitto()
         self.folder = Path(folder)
@@ -64,6 +70,9 @@ class MosquittoBroker:
         self.log = self.folder / "mosquitto.log"
         self.config = self.folder / "mosquitto.conf"
         lines = [f"listener {self.port} 127.0.0.1", "log_dest stderr", "log_type all"]
+        self.tls = tls is not None
+        if tls is not None:
+            lines += [f"certfile {tls[0]}", f"keyfile {tls[1]}"]
         if os.geteuid() == 0:  # else mosquitto drops to the `mosquitto` user, who cannot read our temporary folder
             lines.append("user root")
         if persistence:
@@ -86,7 +95,7 @@ class MosquittoBroker:
 
     @property
     def url(self) -> str:
-        return f"mqtt://127.0.0.1:{self.port}"
+        return f"{'mqtts' if self.tls else 'mqtt'}://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         """Starts the broker and waits until it accepts connections."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,10 +49,12 @@ class Watcher:
     def __init__(self, port: int, session: str | None = None) -> None:
         self.messages: list[Message] = []
         self.cond = threading.Condition()
+        self.subscribed = threading.Event()
         self.client = paho.Client(CallbackAPIVersion.VERSION2, client_id=session or "", clean_session=session is None)
         self.client.reconnect_delay_set(0.1, 0.3)
         self.client.on_connect = lambda c, u, f, rc, p: c.subscribe("#", qos=1)
         self.client.on_message = self._on_message
+        self.client.on_subscribe = lambda c, u, mid, rcs, p: self.subscribed.set()
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
 
@@ -214,6 +217,12 @@ def test_discovery_states_snapshots_events_and_answers(tmp_path, closing):
     late.wait_topic("homeassistant/binary_sensor/edge-assistant/door_package/config")
     late.wait_topic("edge-assistant/door/package/state", b"ON")
 
+    mark = len(late.messages)
+    bus.publish(make_event("status", stream=None, message="assistant stopped"))
+    late.wait_topic("edge-assistant/available", b"offline", since=mark)
+    bus.publish(make_event("status", stream=None, message="assistant ready"))
+    late.wait_topic("edge-assistant/available", b"online", since=mark)
+
     bus.unsubscribe(publisher)
     publisher.close(timeout=5.0)
     assert watcher(broker.port, closing).wait_topic("edge-assistant/available").payload == b"offline"
@@ -293,8 +302,7 @@ def test_broker_restart_reconnects_and_restores_retained_state(tmp_path, closing
 def test_a_broker_down_at_start_is_retried_and_the_backlog_drops_the_oldest(tmp_path, closing):
     broker = started_broker(tmp_path, closing, persistence=True)
     live = watcher(broker.port, closing, session="backlog-watcher")
-    wait_until(lambda: live.client.is_connected(), "the watcher's session")
-    time.sleep(0.2)  # let the subscription land before the broker saves the session
+    assert live.subscribed.wait(WAIT_S)  # the broker keeps this subscription through the stop
     broker.stop()
     errors: list[str] = []
     config = MqttConfig(broker.url, backlog=3, reconnect_min_s=0.1, reconnect_max_s=0.3)
@@ -311,6 +319,35 @@ def test_a_broker_down_at_start_is_retried_and_the_backlog_drops_the_oldest(tmp_
     wait_until(lambda: len([m for m in live.messages if m.topic == "edge-assistant/door/answer"]) >= 3, "3 answers")
     rounds = [m.json()["round"] for m in live.messages if m.topic == "edge-assistant/door/answer"]
     assert rounds == [3, 4, 5]
+
+
+def test_mqtts_with_a_private_ca(tmp_path, closing):
+    if shutil.which("openssl") is None:
+        missing = "openssl not found (makes the test certificate); apt-get install openssl"
+        pytest.fail(missing) if os.environ.get("EDGE_ASSISTANT_REQUIRE_TOOLS") == "1" else pytest.skip(missing)
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    broker = started_broker(tmp_path, closing, tls=(cert, key))
+    assert broker.url.startswith("mqtts://")
+    live = paho.Client(CallbackAPIVersion.VERSION2)
+    live.tls_set(ca_certs=str(cert))
+    got = threading.Event()
+    live.on_connect = lambda c, u, f, rc, p: c.subscribe("tls/available")
+    live.on_message = lambda c, u, m: m.payload == b"online" and got.set()
+    live.connect("127.0.0.1", broker.port)
+    live.loop_start()
+    try:
+        sink = MqttSink(MqttConfig(broker.url, prefix="tls", discovery=False, ca_file=cert))
+        closing.append(sink)
+        sink.start()
+        assert got.wait(WAIT_S)
+    finally:
+        live.disconnect()
+        live.loop_stop()
 
 
 def test_credentials_reach_the_broker_and_never_a_log(tmp_path, closing, caplog):
