@@ -18,10 +18,8 @@ Writes out/bench_watches_cost.csv and out/bench_watches_separation.csv.
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -34,6 +32,7 @@ from cache.config import CacheConfig  # noqa: E402
 from cache.cpu.layouts import tune_linear_layouts  # noqa: E402
 from cache.runner import CachedRunner  # noqa: E402
 from model.verdict import YesNo, check_question, yes_probability  # noqa: E402
+from scripts.bench_streams import median_ms, write_csv  # noqa: E402
 
 PLANTS = [  # (sentence shown in the stretch, the watch's question)
     ("A red bicycle is leaning against the garden gate.", "Is there a red bicycle at the gate?"),
@@ -60,16 +59,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=4, help="separation part: streams (book, offset, sentence)")
     p.add_argument("--out", type=Path, default=Path("out"), help="folder for the CSVs")
     return p.parse_args(argv)
-
-
-def median_ms(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
 
 
 def chat_ids(tokenizer, question: str) -> torch.Tensor:
@@ -188,15 +177,6 @@ def roc_auc(rows: list[dict]) -> float:
     no = [r["p_yes"] for r in rows if not r["yes"]]
     wins = sum((y > n) + 0.5 * (y == n) for y in yes for n in no)
     return wins / (len(yes) * len(no))
-
-
-def write_csv(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,18 +17,14 @@ import pytest
 
 from tests.app_helpers import REPO, app_command
 from tests.capture_helpers import Media
-from tests.rtsp_server import RtspServer, rtsp_server_missing
+from tests.rtsp_server import RtspServer, require_rtsp_server
 
 WAIT_S = 30.0
 
 
 @pytest.fixture(scope="module")
 def video(tmp_path_factory) -> Path:
-    missing = rtsp_server_missing()
-    if missing is not None:
-        if os.environ.get("EDGE_ASSISTANT_REQUIRE_TOOLS") == "1":
-            pytest.fail(missing)
-        pytest.skip(missing)
+    require_rtsp_server()
     media = Media(tmp_path_factory.mktemp("app-rtsp"))
     return media.video("live.mkv", "libx264", (160, 120), fps=25, duration_s=90.0, options={"preset": "ultrafast"})
 

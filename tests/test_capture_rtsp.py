@@ -8,7 +8,6 @@ when EDGE_ASSISTANT_REQUIRE_TOOLS=1 (CI).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ import pytest
 from capture import CaptureConfig, CaptureEvent, CaptureThread, Clip, EndOfStream, ReconnectPolicy, SourceError
 from capture.synth import read_marker
 from tests.capture_helpers import Media
-from tests.rtsp_server import RtspServer, rtsp_server_missing
+from tests.rtsp_server import RtspServer, require_rtsp_server
 
 SOURCE_FPS = 25  # frame rate of the served video; FFmpeg's RTSP probe reads ~1 s of it at open
 SAMPLE_FPS = 2.0
@@ -32,11 +31,7 @@ WAIT_S = 15.0  # bound on any single wait for an expected clip or event
 @pytest.fixture(scope="module")
 def video(tmp_path_factory) -> Path:
     """60 s of 160x120 H.264 in Matroska, a keyframe every second, frame index drawn in each frame."""
-    missing = rtsp_server_missing()
-    if missing is not None:
-        if os.environ.get("EDGE_ASSISTANT_REQUIRE_TOOLS") == "1":
-            pytest.fail(missing)
-        pytest.skip(missing)
+    require_rtsp_server()
     media = Media(tmp_path_factory.mktemp("rtsp"))
     options = {"preset": "ultrafast", "g": str(SOURCE_FPS)}
     return media.video("live.mkv", "libx264", (160, 120), fps=SOURCE_FPS, duration_s=60.0, options=options)
