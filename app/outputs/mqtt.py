@@ -202,7 +202,10 @@ class MqttSink:
         if self.config.tls:
             client.tls_set(ca_certs=str(self.config.ca_file) if self.config.ca_file else None)
         client.reconnect_delay_set(self.config.reconnect_min_s, self.config.reconnect_max_s)
-        client.max_queued_messages_set(self.config.backlog + 64)  # paho's own queue stays bounded too
+        # paho's queue (QoS 1 messages not yet acknowledged) stays bounded too, with room for a whole re-publish
+        # (paho refuses to change the bound once connected, so pairs first seen later share the margin)
+        resync = 1 + 4 * len(self._streams) + 4 * len(self._pairs)
+        client.max_queued_messages_set(2 * self.config.backlog + resync + 1024)
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
