@@ -7,7 +7,6 @@ import threading
 
 from app.events import EventBus, make_event
 from app.outputs import OutputPublisher
-from app.outputs.bounded import DropOldestQueue
 from app.outputs.publisher import report_due
 
 WAIT_S = 10.0
@@ -43,14 +42,6 @@ class RecordingSink:
 
 def answer(round_: int) -> dict:
     return make_event("answer", stream="door", round=round_, stream_time=float(round_), question="q", answer="a")
-
-
-def test_drop_oldest_queue_counts_and_keeps_the_newest():
-    q: DropOldestQueue[int] = DropOldestQueue(3)
-    for i in range(5):
-        q.put(i)
-    assert q.dropped == 2
-    assert q.drain() == [2, 3, 4]
 
 
 def test_report_due_only_for_new_drops_and_not_too_often():

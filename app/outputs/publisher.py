@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from app.events import Event
-from app.outputs.bounded import DropOldestQueue
+from capture import DropOldestQueue
 
 logger = logging.getLogger(__name__)
 

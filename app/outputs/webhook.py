@@ -20,10 +20,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from app.events import Event
-from app.outputs.bounded import DropOldestQueue
 from app.outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
 from app.outputs.payloads import alert_payload, answer_payload, to_json
 from app.outputs.publisher import POLL_S, ErrorCallback, call_reporter
+from capture import DropOldestQueue
 
 logger = logging.getLogger(__name__)
 
