@@ -142,6 +142,33 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--config", type=Path, help="TOML file setting any of these options (flags win)")
     ask.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
+    out = p.add_argument_group("alerts and answers out of the box (secrets: environment or files, never flags)")
+    out.add_argument(
+        "--mqtt", metavar="URL", help="publish to this MQTT broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"
+    )
+    out.add_argument("--mqtt-prefix", default="edge-assistant", help="topic prefix")
+    out.add_argument(
+        "--mqtt-discovery",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="announce every watch and answer to Home Assistant (MQTT discovery)",
+    )
+    out.add_argument("--mqtt-discovery-prefix", default="homeassistant", help="Home Assistant's discovery prefix")
+    out.add_argument(
+        "--mqtt-password-file",
+        type=Path,
+        help="file whose first line is the broker password (or set EDGE_ASSISTANT_MQTT_PASSWORD; the user name "
+        "comes from EDGE_ASSISTANT_MQTT_USERNAME)",
+    )
+    out.add_argument("--mqtt-ca-file", type=Path, help="CA certificate for mqtts:// (none: the system's certificates)")
+    out.add_argument("--webhook", action="append", metavar="URL", help="POST every alert and answer as JSON here")
+    out.add_argument(
+        "--webhook-secret-file",
+        type=Path,
+        help="file whose first line signs webhook bodies (HMAC-SHA256, header X-Edge-Assistant-Signature; or set "
+        "EDGE_ASSISTANT_WEBHOOK_SECRET)",
+    )
+
     web = p.add_argument_group("web demo")
     web.add_argument("--ui", action="store_true", help="serve the Gradio page instead of the terminal mode")
     web.add_argument("--host", default="127.0.0.1", help="address the page listens on")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.assistant import RunLimits
+from app.outputs import MqttConfig, WebhookConfig
 from app.scheduler import StandingQuestion
 from app.streams import DEFAULT_STREAM, StreamSpec, derived_name, parse_stream_flag, specs_from_table, unique
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
@@ -52,6 +53,8 @@ class AppConfig:
     limits: RunLimits
     streams: list[StreamConfig]  # empty: the web page picks the source
     watches: list[WatchSpec] = field(default_factory=list)  # yes/no watches (--alert, [alerts.NAME])
+    mqtt: MqttConfig | None = None
+    webhooks: list[WebhookConfig] = field(default_factory=list)
     ui: UIConfig | None = None  # None: terminal mode
     log_jsonl: Path | None = None
     show_clips: bool = True
@@ -122,6 +125,8 @@ class AppConfig:
             limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
             streams=streams,
             watches=watches,
+            mqtt=_mqtt(args),
+            webhooks=[_webhook(url, args.webhook_secret_file) for url in args.webhook or []],
             ui=UIConfig(host=args.host, port=args.port, share=args.share, auth=auth, max_upload_mb=args.max_upload_mb)
             if args.ui
             else None,
@@ -129,6 +134,29 @@ class AppConfig:
             show_clips=not args.quiet,
             capture_settings=capture_settings,
         )
+
+
+def _mqtt(args: argparse.Namespace) -> MqttConfig | None:
+    if args.mqtt is None:
+        return None
+    try:
+        return MqttConfig.from_environment(
+            args.mqtt,
+            password_file=args.mqtt_password_file,
+            prefix=args.mqtt_prefix,
+            discovery=args.mqtt_discovery,
+            discovery_prefix=args.mqtt_discovery_prefix,
+            ca_file=args.mqtt_ca_file,
+        )
+    except OSError as err:
+        raise ValueError(f"--mqtt-password-file: {err.strerror}: {err.filename}") from err
+
+
+def _webhook(url: str, secret_file: Path | None) -> WebhookConfig:
+    try:
+        return WebhookConfig.from_environment(url, secret_file=secret_file)
+    except OSError as err:
+        raise ValueError(f"--webhook-secret-file: {err.strerror}: {err.filename}") from err
 
 
 def _stream_specs(args: argparse.Namespace) -> list[StreamSpec]:

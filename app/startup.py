@@ -15,6 +15,7 @@ from app.admission import AdmissionError, KvShape, check_fits, stream_cost
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
+from app.outputs import MqttSink, OutputPublisher, WebhookSink
 from app.stream import Stream
 from app.streams import DEFAULT_STREAM
 from app.watches.watch import Watch
@@ -142,6 +143,7 @@ class Running:
     bus: EventBus
     monitor: MemoryMonitor
     log: JsonlLog | None
+    publisher: OutputPublisher | None = None
 
     def watch_configured_sources(self, config: AppConfig, loaded: LoadedModel) -> None:
         """Starts watching every configured stream, resized for the model (SourceError if a file or camera
@@ -154,7 +156,10 @@ class Running:
                 raise SourceError(f"stream {stream.name!r}: {err}") from err
 
     def close(self) -> None:
-        stopped = self.assistant.stop()
+        stopped = self.assistant.stop()  # its last event ("assistant stopped") also reaches the outputs
+        if self.publisher is not None:
+            self.bus.unsubscribe(self.publisher)
+            self.publisher.close(timeout=5.0)
         self.monitor.close()
         if self.log is not None:
             self.log.close()
@@ -173,5 +178,25 @@ def build_assistant(
     if log is not None:
         bus.subscribe(log)
     bus.publish(make_event("status", stream=None, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
+    publisher = _publisher(config, streams, bus)
     assistant = Assistant(streams, bus, config.limits, memory_sample=memory_fields(monitor))
-    return Running(assistant, bus, monitor, log)
+    return Running(assistant, bus, monitor, log, publisher)
+
+
+def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> OutputPublisher | None:
+    """MQTT and webhooks behind one bounded queue off the model worker (app/outputs); None when neither is set.
+    What they cannot deliver is reported as `error` events (where: outputs), never raised."""
+    if config.mqtt is None and not config.webhooks:
+        return None
+
+    def report(message: str) -> None:
+        bus.publish(make_event("error", stream=None, where="outputs", message=message))
+
+    sinks = [WebhookSink(webhook, on_error=report) for webhook in config.webhooks]
+    if config.mqtt is not None:
+        alerts = {s.name: [w.spec.name for w in s.watches] for s in streams}
+        sinks.append(MqttSink(config.mqtt, streams=[s.name for s in streams], alerts=alerts, on_error=report))
+    publisher = OutputPublisher(sinks, on_error=report)
+    bus.subscribe(publisher)
+    publisher.start()
+    return publisher
