@@ -1,5 +1,7 @@
 """The page's live state and rendering: events in, what the components show out. No browser, no model."""
 
+import base64
+import io
 import threading
 
 import numpy as np
@@ -7,7 +9,8 @@ from PIL import Image
 
 from app.events import make_event
 from app.scheduler import StandingQuestion
-from ui import render
+from ui import alert_view, render
+from ui.alerts import MAX_ALERTS
 from ui.page import clear_chat, live_updates, plot_updates
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState, MemoryPoint
@@ -180,7 +183,7 @@ def test_a_tab_gets_only_what_changed_since_its_last_refresh():
     live = LiveState()
     schedule = StandingQuestion("q", every_s=8)
     seen, out = live_updates(live.snapshot(), {}, schedule)
-    assert set(out) == {"chat", "preview", "caption", "status", "log"}  # a new tab gets everything
+    assert set(out) == {"chat", "preview", "caption", "status", "log", "banner", "alerts"}  # a new tab: everything
     seen, out = live_updates(live.snapshot(), seen, schedule)
     assert out == {}
     events = list(answer_events(1, "q", ["a"], auto=True))
@@ -410,8 +413,163 @@ def test_a_page_with_two_streams_refreshes_each_panel_and_a_summary():
     live = two_streams()
     schedule = StandingQuestion("q", every_s=8)
     seen, out = live_updates(live.snapshot(), {}, schedule)
-    assert set(out) == {"chat", "status", "log"} | {f"{k}:{n}" for n in "ab" for k in ("preview", "caption", "panel")}
+    panels = {f"{k}:{n}" for n in "ab" for k in ("preview", "caption", "panel")}
+    assert set(out) == {"chat", "status", "log", "banner", "alerts"} | panels
     live(on("b", clip(0, 4.0, 50, frame_value=9)))
     seen, out = live_updates(live.snapshot(), seen, schedule)
     assert {"preview:b", "caption:b", "panel:b"} <= set(out) and "preview:a" not in out and "panel:a" not in out
     assert out["preview:b"][0, 0, 0] == 9 and "t = 4.0 s" in out["caption:b"]
+
+
+# -- alerts of the yes/no watches -------------------------------------------------------------------------
+
+
+def jpeg(width=320, height=240, value=90) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(np.full((height, width, 3), value, np.uint8)).save(out, format="JPEG")
+    return out.getvalue()
+
+
+def alert_begin(stream, name, t, t_wall, p_yes=0.93, question="Is there a person?", snapshot=True):
+    fields = {"snapshot": jpeg(), "snapshot_bytes": len(jpeg())} if snapshot else {}
+    return make_event(
+        "alert",
+        stream=stream,
+        id=f"{stream}-{name}-{round(t_wall * 1000)}",
+        alert=name,
+        state="begin",
+        p_yes=p_yes,
+        stream_time=t,
+        question=question,
+        t_wall=t_wall,
+        **fields,
+    )
+
+
+def alert_end(begin, t, duration_s, p_yes=0.1):
+    return make_event(
+        "alert",
+        stream=begin["stream"],
+        id=begin["id"],
+        alert=begin["alert"],
+        state="end",
+        p_yes=p_yes,
+        stream_time=t,
+        question=begin["question"],
+        duration_s=duration_s,
+        t_wall=begin["t_wall"] + duration_s,
+    )
+
+
+def test_an_alert_begin_shows_the_banner_and_its_end_removes_it_and_fills_the_duration():
+    live = LiveState(streams=["door"])
+    begin = alert_begin("door", "person", 44.0, 1_700_000_000.0)
+    live(begin)
+    snap = live.snapshot()
+    assert [a.id for a in snap.active_alerts] == [begin["id"]] and snap.alerts[0].ongoing
+    assert snap.alerts[0].snapshot == begin["snapshot"]
+    seen, out = live_updates(snap, {}, StandingQuestion("q", 0.0))
+    banner, rows = out["banner"], out["alerts"]
+    assert "person" in banner and "door" in banner and "t = 44.0 s" in banner and "0.93" in banner
+    assert banner.count('class="alert-line"') == 1
+    assert "ongoing" in rows and "Is there a person?" in rows and "<img" not in rows  # no thumbnails asked for
+    assert "alert person began" in snap.log[-1].message and snap.log[-1].kind == "alert"
+
+    live(alert_end(begin, 56.0, 12.0))
+    snap = live.snapshot()
+    assert snap.active_alerts == () and len(snap.alerts) == 1
+    ended = snap.alerts[0]
+    assert ended.duration_s == 12.0 and ended.end_time == 56.0 and not ended.ongoing
+    assert ended.p_yes == 0.93 and ended.snapshot == begin["snapshot"]  # the begin's p_yes and snapshot stay
+    seen, out = live_updates(snap, seen, StandingQuestion("q", 0.0))
+    assert out["banner"] == ""
+    assert "12.0 s" in out["alerts"] and "ongoing" not in out["alerts"] and "t = 56.0 s" in out["alerts"]
+    assert "banner" not in live_updates(snap, seen, StandingQuestion("q", 0.0))[1]  # unchanged: not re-sent
+
+
+def test_two_alerts_on_two_streams_are_both_in_the_banner_until_each_ends():
+    live = LiveState(streams=["door", "yard"])
+    door = alert_begin("door", "person", 8.0, 1_700_000_000.0)
+    yard = alert_begin("yard", "car", 12.0, 1_700_000_004.0, p_yes=0.71, question="Is there a car?")
+    feed(live, [door, yard])
+    snap = live.snapshot()
+    assert [(a.stream, a.alert) for a in snap.active_alerts] == [("door", "person"), ("yard", "car")]
+    banner = live_updates(snap, {}, StandingQuestion("q", 0.0))[1]["banner"]
+    assert "2 alerts on" in banner and banner.count('class="alert-line"') == 2
+    assert banner.index("door") < banner.index("yard")
+    assert "yard · alert car began" in snap.log[-1].message  # labelled with its stream
+
+    live(alert_end(door, 20.0, 12.0))
+    snap = live.snapshot()
+    assert [a.stream for a in snap.active_alerts] == ["yard"]
+    assert [(a.stream, a.ongoing) for a in snap.alerts] == [("yard", True), ("door", False)]
+
+
+def test_the_alert_list_is_bounded_newest_first_and_keeps_an_old_ongoing_alert_in_the_banner():
+    live = LiveState(streams=["door"])
+    long_one = alert_begin("door", "person", 0.0, 1_700_000_000.0)
+    live(long_one)
+    others = [alert_begin("door", "car", 4.0 * i, 1_700_000_000.0 + i, snapshot=False) for i in range(1, 61)]
+    feed(live, others)
+    snap = live.snapshot()
+    assert len(snap.alerts) == MAX_ALERTS == 50
+    assert [a.id for a in snap.alerts] == [e["id"] for e in reversed(others[-50:])]
+    assert long_one["id"] in [a.id for a in snap.active_alerts]  # out of the list, still on
+    live(alert_end(long_one, 300.0, 300.0))
+    snap = live.snapshot()
+    assert long_one["id"] not in [a.id for a in snap.active_alerts + snap.alerts]  # not added back at the top
+
+
+def test_the_list_shows_a_thumbnail_per_snapshot_made_once_and_forgotten_with_its_alert():
+    live = LiveState(streams=["door"])
+    with_snapshot = alert_begin("door", "person", 4.0, 1_700_000_000.0)
+    without = alert_begin("door", "car", 8.0, 1_700_000_001.0, snapshot=False)
+    feed(live, [with_snapshot, without])
+    thumbs = alert_view.Thumbnails()
+    srcs = thumbs.for_alerts(live.snapshot().alerts)
+    assert srcs[without["id"]] is None
+    src = srcs[with_snapshot["id"]]
+    assert src.startswith("data:image/jpeg;base64,")
+    thumb = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1])))
+    assert thumb.width == alert_view.THUMB_WIDTH and thumb.height == 120  # 320x240 scaled down
+    assert thumbs.for_alerts(live.snapshot().alerts)[with_snapshot["id"]] is src  # made once
+    rows = live_updates(live.snapshot(), {}, StandingQuestion("q", 0.0), thumbs.for_alerts)[1]["alerts"]
+    assert rows.count("<img") == 1 and src in rows
+    assert thumbs.for_alerts(()) == {} and thumbs.for_alerts(live.snapshot().alerts)[with_snapshot["id"]] is not src
+
+
+def test_an_ended_stream_closes_its_alerts_and_an_unknown_end_changes_nothing():
+    live = LiveState(streams=["door", "yard"])
+    door, yard = alert_begin("door", "person", 4.0, 1_700_000_000.0), alert_begin("yard", "car", 4.0, 1_700_000_001.0)
+    feed(live, [door, yard])
+    version = live.snapshot().alerts_version
+    live(alert_end(alert_begin("door", "person", 1.0, 1_600_000_000.0), 9.0, 8.0))  # its begin was never seen
+    assert live.snapshot().alerts_version == version
+    live(make_event("end", stream="door", reason="eof", t_wall=1_700_000_010.0))
+    snap = live.snapshot()
+    assert [a.stream for a in snap.active_alerts] == ["yard"]
+    closed = next(a for a in snap.alerts if a.stream == "door")
+    assert closed.closed_by == "the stream ended" and closed.duration_s is None
+    assert "the stream ended" in alert_view.alerts_html(snap.alerts)
+    live(make_event("status", stream=None, message="assistant stopped"))
+    assert live.snapshot().active_alerts == ()
+
+
+def test_checks_update_each_watchs_latest_p_yes_in_its_streams_panel():
+    live = LiveState(streams=["door", "yard"])
+    feed(
+        live,
+        [
+            make_event("check", stream="door", alert="person", p_yes=0.83, ms=41.2, stream_time=4.0),
+            make_event("check", stream="door", alert="car", p_yes=0.12, ms=40.0, stream_time=4.0),
+            make_event("check", stream="yard", alert="person", p_yes=0.05, ms=39.0, stream_time=4.0),
+            make_event("check", stream="door", alert="person", p_yes=0.4, ms=41.0, stream_time=8.0),
+        ],
+    )
+    snap = live.snapshot()
+    assert snap.stream("door").checks == (("person", 0.4), ("car", 0.12))
+    assert snap.stream("yard").checks == (("person", 0.05),)
+    seen, out = live_updates(snap, {}, StandingQuestion("q", 0.0))
+    assert "watches: person 0.40 · car 0.12" in out["panel:door"]
+    assert "watches: person 0.05" in out["panel:yard"]
+    assert "watches" not in render.stream_status(LiveState().snapshot().default)

@@ -11,41 +11,50 @@ chosen in theirs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 from gradio.utils import get_upload_folder
 
-from ui import render
+from ui import alert_view, render
+from ui.alerts import MAX_ALERTS, Alert
 from ui.controls import ALL_STREAMS, SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback, Schedule
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState, Snapshot
 
 FAST_REFRESH_S = 0.3
 PLOT_REFRESH_S = 1.0
-LIVE_OUTPUTS = ("chat", "preview", "caption", "status", "log")
+LIVE_OUTPUTS = ("chat", "preview", "caption", "status", "log", "banner", "alerts")
 PALETTE = ("#f97316", "#16a34a", "#9333ea", "#0891b2", "#db2777", "#ca8a04", "#4b5563", "#65a30d")
 
 
 def live_outputs(streams: tuple[str, ...]) -> tuple[str, ...]:
     """The fast timer's outputs: LIVE_OUTPUTS with one stream; with several, each stream's
-    `preview:NAME`, `caption:NAME` and `panel:NAME` after the chat, status and log."""
+    `preview:NAME`, `caption:NAME` and `panel:NAME` after the chat, status, log and alerts."""
     if len(streams) <= 1:
         return LIVE_OUTPUTS
     return (
         "chat",
         "status",
         "log",
+        "banner",
+        "alerts",
         *(f"{kind}:{name}" for name in streams for kind in ("preview", "caption", "panel")),
     )
 
 
-def live_updates(snap: Snapshot, seen: dict, schedule: Schedule) -> tuple[dict, dict[str, Any]]:
+Thumbs = Callable[[Sequence[Alert]], Mapping[str, "str | None"]]
+
+
+def live_updates(
+    snap: Snapshot, seen: dict, schedule: Schedule, thumbs: Thumbs | None = None
+) -> tuple[dict, dict[str, Any]]:
     """What the fast timer must send to a tab that has shown `seen`: (new seen, {output name: value}).
 
     Outputs missing from the dict are unchanged for that tab. Previews are frames ([H, W, 3] uint8 or None).
+    The alert banner and list are HTML; `thumbs` gives the list's snapshot thumbnails (None: none shown).
     """
     seen = dict(seen)
     out: dict[str, Any] = {}
@@ -71,6 +80,10 @@ def live_updates(snap: Snapshot, seen: dict, schedule: Schedule) -> tuple[dict, 
     if seen.get("log") != snap.log_version:
         seen["log"] = snap.log_version
         out["log"] = render.log_markdown(snap.log)
+    if seen.get("alerts") != snap.alerts_version:
+        seen["alerts"] = snap.alerts_version
+        out["banner"] = alert_view.banner_html(snap.active_alerts)
+        out["alerts"] = alert_view.alerts_html(snap.alerts, thumbs(snap.alerts) if thumbs else None)
     return seen, out
 
 
@@ -152,8 +165,10 @@ def build_page(
     streams = tuple(view.name for view in live.snapshot().streams)
     multi = len(streams) > 1
     live_components: dict[str, gr.components.Component] = {}
+    thumbs = alert_view.Thumbnails()
     with gr.Blocks(title="Edge streaming video assistant", analytics_enabled=False) as page:
         gr.Markdown("## Edge streaming video assistant")
+        live_components["banner"] = gr.HTML(alert_view.banner_html(()), elem_id="alert-banner")
         gr.Markdown(render.settings_markdown(info), elem_id="settings")
         if multi:
             live_components["status"] = gr.Markdown(elem_id="status")
@@ -239,6 +254,10 @@ def build_page(
                     )
                     apply = gr.Button("Apply", scale=1, elem_id="apply")
                 standing_msg = gr.Markdown(elem_id="standing-msg")
+        with gr.Accordion(f"Alerts (the latest {MAX_ALERTS}, newest first)", open=True, elem_id="alerts-section"):
+            live_components["alerts"] = gr.HTML(
+                alert_view.alerts_html(()), css_template=alert_view.TABLE_CSS, elem_id="alerts-list"
+            )
         x = render.x_axis(multi)
         with gr.Row():
             memory_plot = gr.LinePlot(
@@ -274,7 +293,7 @@ def build_page(
 
         def refresh_live(seen: dict) -> list[Any]:
             snap = live.snapshot()
-            new_seen, values = live_updates(snap, seen, schedule)
+            new_seen, values = live_updates(snap, seen, schedule, thumbs.for_alerts)
             for key in [k for k in values if k.startswith("preview")]:
                 if values[key] is not None:
                     view = snap.stream(key.split(":", 1)[1]) if ":" in key else snap.default

@@ -134,7 +134,15 @@ def stream_status(view: StreamView) -> str:
             f"  \nhost store {view.store_tokens} tokens · {view.store_bytes / MIB:.1f} MiB · "
             f"holds the stream from t = {format_stream_time(view.store_oldest_time)}"
         )
-    return f"{state}  \n{cache}"
+    watches = watches_line(view)
+    return f"{state}  \n{cache}" + (f"  \n{watches}" if watches else "")
+
+
+def watches_line(view: StreamView) -> str:
+    """`watches: person 0.83 · car 0.12`: each watch's latest p_yes on this stream; empty before a check."""
+    if not view.checks:
+        return ""
+    return "watches: " + " · ".join(f"{name} {p_yes:.2f}" for name, p_yes in view.checks)
 
 
 def standing_line(standing_question: str, every_s: float, stream: str | None = None) -> str:
@@ -173,7 +181,7 @@ def log_markdown(lines: tuple[LogLine, ...], limit: int = 12) -> str:
     out = []
     for line in reversed(lines[-limit:]):
         stamp = time.strftime("%H:%M:%S", time.localtime(line.t_wall))
-        mark = "⚠ " if line.kind == "error" else ""
+        mark = {"error": "⚠ ", "alert": "● "}.get(line.kind, "")
         out.append(f"- `{stamp}` {mark}{line.message}")
     return "\n".join(out)
 

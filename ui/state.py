@@ -1,9 +1,10 @@
 """What the page shows, accumulated from the assistant's events. Pure: no Gradio, no model, no threads of its own.
 
 One `LiveState` is subscribed to the `EventBus` and shared by every browser tab. It keeps one `StreamView`
-per watched stream (by the events' `stream` name; an event without one is the first stream's) and one chat
-whose turns name their stream. The model worker publishes into it; the page's timers read immutable
-`Snapshot`s from it. Version counters let a tab skip re-sending what has not changed since its last refresh.
+per watched stream (by the events' `stream` name; an event without one is the first stream's), one chat
+whose turns name their stream, and the watches' alerts (ui.alerts). The model worker publishes into it; the
+page's timers read immutable `Snapshot`s from it. Version counters let a tab skip re-sending what has not
+changed since its last refresh.
 
 Stream time on the plots is cumulative across sources: when a new source starts (its clip index
 starts again), its times are shifted by where the previous source stopped, so lines never run back.
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ui import stream_view
+from ui.alerts import Alert, AlertBook
 from ui.stream_view import StreamView
 
 MAX_TURNS = 200  # chat turns kept for display (the log file keeps all of them)
@@ -81,7 +83,7 @@ class PlotPoint:
 @dataclass(frozen=True)
 class LogLine:
     t_wall: float
-    kind: str  # "status", "error", "capture", "end"
+    kind: str  # "status", "error", "capture", "end", "alert"
     message: str
 
 
@@ -98,10 +100,13 @@ class Snapshot:
     memory_label: str = ""
     memory_backend: str = ""
     log: tuple[LogLine, ...] = ()
+    alerts: tuple[Alert, ...] = ()  # the latest alerts, newest first (ui.alerts.MAX_ALERTS of them)
+    active_alerts: tuple[Alert, ...] = ()  # the alerts on now, oldest first: the banner
     chat_version: int = 0
     preview_version: int = 0  # counts frames of every stream
     plot_version: int = 0
     log_version: int = 0
+    alerts_version: int = 0
 
     @property
     def multi(self) -> bool:
@@ -153,6 +158,7 @@ class LiveState:
         self._open: Turn | None = None  # the turn being answered (one at a time: one model worker)
         self._points: deque[PlotPoint] = deque(maxlen=MAX_POINTS)
         self._log: deque[LogLine] = deque(maxlen=MAX_LOG)
+        self._alerts = AlertBook()
         self._snap = Snapshot(streams=tuple(StreamView(name, budget=budget) for name in names))
         self._tracks = {name: _Track() for name in names}
         self._t0: float | None = None  # wall time of the first plot point
@@ -278,6 +284,21 @@ class LiveState:
         self._log.append(LogLine(float(e.get("t_wall", 0.0)), "error", message))
         self._changed(log=True)
 
+    def _on_check(self, e: dict, memory: MemoryPoint | None) -> None:
+        self._set_view(stream_view.on_check(self._view(self._name(e)), e))
+
+    def _on_alert(self, e: dict, memory: MemoryPoint | None) -> None:
+        name = self._name(e)
+        if not self._alerts.on_alert(e, name):
+            return
+        p_yes, what = float(e.get("p_yes", 0.0)), f"alert {e.get('alert')}"
+        if e.get("state") == "begin":
+            message = f"{what} began (p_yes {p_yes:.2f}): {e.get('question')}"
+        else:
+            message = f"{what} ended after {float(e.get('duration_s', 0.0)):.1f} s (p_yes {p_yes:.2f})"
+        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "alert", self._labelled(e, "", message)))
+        self._changed(log=True, alerts=True)
+
     def _on_status(self, e: dict, memory: MemoryPoint | None) -> None:
         message = str(e.get("message", ""))
         self._log.append(LogLine(float(e.get("t_wall", 0.0)), "status", self._labelled(e, "", message)))
@@ -287,7 +308,8 @@ class LiveState:
             names = [self._name(e)]
         for name in names:
             self._set_view(stream_view.on_status(self._view(name), message))
-        self._changed(log=True)
+        closed = message == "assistant stopped" and self._alerts.close_stream(None, message, self._wall(e))
+        self._changed(log=True, alerts=closed)
 
     def _on_capture(self, e: dict, memory: MemoryPoint | None) -> None:
         message = self._labelled(e, "", f"{e.get('kind')}: {e.get('message')}")
@@ -300,12 +322,17 @@ class LiveState:
         why = str(e.get("message") or e.get("reason") or "the stream ended")
         self._log.append(LogLine(float(e.get("t_wall", 0.0)), "end", self._labelled(e, "", why)))
         self._set_view(stream_view.on_end(self._view(self._name(e)), why))
-        self._changed(log=True)
+        closed = self._alerts.close_stream(self._name(e), "the stream ended", self._wall(e))
+        self._changed(log=True, alerts=closed)
 
     # -- helpers (called with the lock held) --------------------------------------------------------
 
     def _name(self, e: dict) -> str:
         return e.get("stream") or self._snap.default.name
+
+    @staticmethod
+    def _wall(e: dict) -> float:
+        return float(e.get("t_wall", 0.0))
 
     def _targets(self, stream: str | None) -> list[str]:
         return [v.name for v in self._snap.streams] if stream is None else [stream]
@@ -379,15 +406,20 @@ class LiveState:
         self._open = turn
         self._changed(chat=True)
 
-    def _changed(self, chat: bool = False, preview: bool = False, plot: bool = False, log: bool = False) -> None:
+    def _changed(
+        self, chat: bool = False, preview: bool = False, plot: bool = False, log: bool = False, alerts: bool = False
+    ) -> None:
         s = self._snap
         self._snap = replace(
             s,
             turns=tuple(self._turns) if chat else s.turns,
             points=tuple(self._points) if plot else s.points,
             log=tuple(self._log) if log else s.log,
+            alerts=self._alerts.latest if alerts else s.alerts,
+            active_alerts=self._alerts.active if alerts else s.active_alerts,
             chat_version=s.chat_version + chat,
             preview_version=s.preview_version + preview,
             plot_version=s.plot_version + plot,
             log_version=s.log_version + log,
+            alerts_version=s.alerts_version + alerts,
         )

@@ -34,6 +34,7 @@ class StreamView:
     store_tokens: int = 0
     store_bytes: int = 0
     store_oldest_time: float | None = None
+    checks: tuple[tuple[str, float], ...] = ()  # each watch's latest p_yes: (alert name, p_yes), first checked first
 
 
 def on_clip(view: StreamView, e: dict, preview_version: int) -> StreamView:
@@ -65,6 +66,14 @@ def on_answer(view: StreamView, e: dict) -> StreamView:
     if "cache_tokens_end" not in e:
         return view
     return replace(view, cache_tokens=int(e["cache_tokens_end"]), kv_bytes=int(e.get("kv_bytes", view.kv_bytes)))
+
+
+def on_check(view: StreamView, e: dict) -> StreamView:
+    """A yes/no check of one of the stream's watches: its latest p_yes."""
+    name, p_yes = str(e.get("alert", "")), float(e.get("p_yes", 0.0))
+    checks = dict(view.checks)
+    checks[name] = p_yes
+    return replace(view, checks=tuple(checks.items()))
 
 
 def on_status(view: StreamView, message: str) -> StreamView:
