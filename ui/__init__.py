@@ -2,6 +2,8 @@
 
 - `server.serve(config)`: loads the model, starts the assistant, serves the page until Ctrl-C.
 - `state.LiveState`: what the page shows, accumulated from the assistant's events (shared by all tabs).
+- `alerts.AlertBook`: the watches' alerts (latest ones, those on now); `alert_view`: the banner, the list with
+  snapshot thumbnails (inline images) and each watch's p_yes.
 - `render`: pure functions from a state snapshot to component values (chat messages, plot frames, text).
 - `controls.Controls`: the page's buttons as commands to the assistant; bad input becomes a message.
 - `page.build_page`: the Gradio layout and its timers.
