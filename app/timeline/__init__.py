@@ -1,0 +1,7 @@
+"""Tier 3 of the assistant's memory: a timeline of every answer, alert and stream event in SQLite (WAL,
+FTS5), with thumbnails, kept for `days` and under `max_bytes`, searchable by words, time and stream."""
+
+from app.timeline.config import TimelineConfig, TimelineError, default_timeline_path
+from app.timeline.writer import TimelineWriter
+
+__all__ = ["TimelineConfig", "TimelineError", "TimelineWriter", "default_timeline_path"]

@@ -1,0 +1,180 @@
+"""The timeline's bus subscriber: answers, alerts and stream events written to SQLite on its own thread.
+
+The bus calls `TimelineWriter.__call__` on the model worker's thread, so it only puts the event into a bounded
+queue (the oldest dropped and counted when full) and returns; it never touches the disk. Clip previews go to a
+second small queue of their own (frames are large) and become thumbnails on the writer's thread. `check`
+events are not kept (one per watch every few seconds). When writing fails (disk full, the file removed or made
+read-only, I/O errors), `on_error` is called once and the writer stops; the assistant goes on without it.
+
+Wiring::
+
+    writer = TimelineWriter(TimelineConfig(path), on_error=report)   # TimelineError: exit 2
+    bus.subscribe(writer)
+    writer.start()
+    ...
+    bus.unsubscribe(writer)
+    writer.close(timeout=5.0)
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from app.timeline.config import TimelineConfig, TimelineError
+from app.timeline.records import STREAM_EVENT_TYPES, alert_row, answer_row, stream_row
+from app.timeline.store import Row, TimelineStore
+from app.timeline.thumbnails import PreviewRings, thumbnail_jpeg
+from capture import DropOldestQueue
+
+logger = logging.getLogger(__name__)
+
+Event = dict[str, Any]
+ErrorCallback = Callable[[str], None]
+POLL_S = 0.1  # how often an idle writer takes previews and looks for the end
+BATCH = 32  # rows per transaction at most
+DROP_LOG_EVERY_S = 60.0
+PREVIEW_QUEUE = 16  # clip previews waiting for the writer (full frames: kept few)
+
+
+class TimelineWriter:
+    """Subscribes to the bus (it is the subscriber) and writes the timeline.
+
+    Args:
+        config: where and how much; opening happens here and raises `TimelineError` with advice.
+        on_error: called once, from the writer's thread, with a one-line message when writing fails for good;
+            the caller typically publishes it as an `error` event with where="timeline".
+    """
+
+    def __init__(self, config: TimelineConfig, on_error: ErrorCallback | None = None) -> None:
+        self.config = config
+        self.on_error = on_error
+        self.store = TimelineStore(config)
+        self.written = 0  # rows
+        self.error: str | None = None
+        self._events: DropOldestQueue[Event] = DropOldestQueue(config.queue_size)
+        self._previews: DropOldestQueue[tuple[str, float, np.ndarray]] = DropOldestQueue(PREVIEW_QUEUE)
+        self._failed = threading.Event()
+        self._rings = PreviewRings(config.previews_per_stream)
+        self._last_answer_time: dict[str, float] = {}
+        self._logged_drops, self._last_drop_log = 0, float("-inf")
+        self._thread = threading.Thread(target=self._run, name="timeline", daemon=True)
+
+    @property
+    def dropped(self) -> int:
+        """Events dropped (oldest first) because the writer's queue was full."""
+        return self._events.dropped
+
+    @property
+    def failed(self) -> bool:
+        return self._failed.is_set()
+
+    def __call__(self, event: Event) -> None:
+        """The bus subscriber: queues what the timeline keeps; never blocks, never raises."""
+        kind, stream = event.get("type"), event.get("stream")
+        if self._failed.is_set() or self._events.closed:
+            return
+        try:
+            if kind == "clip":
+                if stream is not None and event.get("preview") is not None:
+                    self._previews.put((stream, float(event.get("stream_time") or 0.0), event["preview"]))
+            elif kind in ("answer", "alert") or (kind in STREAM_EVENT_TYPES and stream is not None):
+                self._events.put(event)
+        except RuntimeError:  # closed between the check and the put
+            return
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Writes what is queued (for up to `timeout` seconds), then closes the file. Joins the thread."""
+        self._events.close()
+        if self._thread.ident is not None:  # started: the thread closes the file when it ends
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                logger.warning("timeline: the writer did not finish within %.1f s", timeout)
+        else:
+            self._close_store()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                try:
+                    first = self._events.get(timeout=POLL_S)
+                except queue.Empty:
+                    self._take_previews()
+                    continue
+                except EOFError:
+                    return
+                events = [first, *self._events.drain()]
+                self._take_previews()
+                for start in range(0, len(events), BATCH):
+                    rows = [row for row in map(self._row, events[start : start + BATCH]) if row is not None]
+                    if rows:
+                        self.store.write(rows)
+                        self.written += len(rows)
+                self._log_drops()
+        except (sqlite3.Error, TimelineError, OSError) as err:
+            self._fail(str(err))
+        finally:
+            self._close_store()
+
+    def _row(self, event: Event) -> Row | None:
+        stream, kind = event.get("stream"), event["type"]
+        if kind == "answer":
+            stream_time = float(event.get("stream_time") or 0.0)
+            previous = self._last_answer_time.get(stream, 0.0)
+            self._last_answer_time[stream] = stream_time
+            return answer_row(event, previous, self._rings.nearest(stream, stream_time))
+        if kind == "alert":
+            snapshot = event.get("snapshot")
+            if snapshot:
+                thumbnail = self._thumbnail(snapshot)
+            else:
+                thumbnail = self._rings.nearest(stream, float(event.get("stream_time") or 0.0))
+            return alert_row(event, thumbnail)
+        return stream_row(event)
+
+    def _take_previews(self) -> None:
+        for stream, stream_time, frame in self._previews.drain():
+            thumbnail = self._thumbnail(frame)
+            if thumbnail is not None:
+                self._rings.add(stream, stream_time, thumbnail)
+
+    def _thumbnail(self, image: np.ndarray | bytes) -> bytes | None:
+        try:
+            return thumbnail_jpeg(image, self.config.thumbnail_width)
+        except (OSError, ValueError, TypeError) as err:  # a bad frame costs its thumbnail, not the row
+            logger.warning("timeline: no thumbnail (%s)", err)
+            return None
+
+    def _fail(self, reason: str) -> None:
+        self.error = f"timeline {self.config.path}: writing stopped ({reason}); the assistant goes on without it"
+        self._failed.set()
+        self._events.drain()
+        self._previews.drain()
+        logger.error("%s", self.error)
+        if self.on_error is not None:
+            try:
+                self.on_error(self.error)
+            except Exception:
+                logger.exception("the timeline's error callback failed")
+
+    def _log_drops(self) -> None:
+        dropped, now = self.dropped, time.monotonic()
+        if dropped > self._logged_drops and now - self._last_drop_log >= DROP_LOG_EVERY_S:
+            self._logged_drops, self._last_drop_log = dropped, now
+            logger.warning("timeline: queue full, %d events dropped so far (oldest first)", dropped)
+
+    def _close_store(self) -> None:
+        try:
+            self.store.close()
+        except sqlite3.Error as err:
+            logger.warning("timeline: closing failed: %s", err)
