@@ -413,6 +413,7 @@ class Assistant:
         """The `answer` event of a finished round (batch: how many streams' answers were decoded together),
         and the --max-rounds limit."""
         metrics = asdict(stream.session.last_answer)
+        metrics["evidence"] = [{"stream": stream.name, **item} for item in metrics["evidence"]]
         extra = self.memory_sample() if self.memory_sample else {}
         self._publish(
             "answer", stream, auto=auto, stream_time=round(stream.stream_time, 3), batch=batch, **metrics, **extra

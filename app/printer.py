@@ -14,6 +14,26 @@ def _mib(n: int | None) -> str:
     return f"{n / 2**10:.0f} KiB" if n < 2**20 else f"{n / 2**20:.0f} MiB"
 
 
+def _clock(seconds: float) -> str:
+    """Stream seconds as HH:MM:SS."""
+    whole = int(seconds)
+    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def _moments(evidence: list[dict]) -> str:
+    """Evidence as stream-time spans per source, adjacent clips merged: 00:00:16-00:00:32 (recall), ..."""
+    parts = []
+    for source in dict.fromkeys(e["source"] for e in evidence):
+        spans: list[list[float]] = []
+        for e in sorted((e for e in evidence if e["source"] == source), key=lambda e: e["start"]):
+            if spans and e["start"] <= spans[-1][1] + 1e-6:
+                spans[-1][1] = max(spans[-1][1], e["end"])
+            else:
+                spans.append([e["start"], e["end"]])
+        parts += [f"{_clock(start)}-{_clock(end)} ({source})" for start, end in spans]
+    return ", ".join(parts)
+
+
 class TerminalPrinter:
     """Subscribes to the assistant's events and prints them. Clip progress goes to `status_out`."""
 
@@ -53,6 +73,8 @@ class TerminalPrinter:
                     f"\n   recalled {event['recalled_tokens']} tokens in {event['recall_ms']:.0f} ms from the host "
                     f"store ({event['store_tokens']} tokens, {_mib(event['store_bytes'])})"
                 )
+            if event.get("evidence"):
+                cut += f"\n   seen at {_moments(event['evidence'])}"
             self._print(
                 f"{cut}\n   ttft {event['ttft_s']:.2f}s · {event['decode_tokens_per_s']:.1f} tok/s · "
                 f"cache {event['cache_tokens_before']} -> {event['cache_tokens_after']} tokens "

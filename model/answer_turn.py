@@ -36,6 +36,7 @@ class AnswerTurn:
     decode_started: float = 0.0
     fed_last: bool = True
     done: bool = False
+    evidence: list = field(default_factory=list)  # model.evidence.Evidence: the moments the question drew on
 
     def feed(self, logits: torch.Tensor) -> None:
         """The logits after the token `advance` returned ([1, vocab]): that token is in the cache now."""

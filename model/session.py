@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -24,6 +24,7 @@ from cache.runner import CachedRunner, PrefillInterrupted
 from cache.store.recall import RecallStats, recall_for_prompt
 from model.adapters.base import Segment
 from model.answer_turn import AnswerTurn
+from model.evidence import ClipIndex, attended, recalled
 from model.loading import LoadedModel
 from model.resources import device_memory_bytes, process_rss_bytes
 from model.verdict import Verdict, YesNo, check_question, yes_probability
@@ -88,6 +89,7 @@ class AnswerMetrics:
     recall_ms: float = 0.0  # search (probe + ranking) + copy, part of ttft_s
     store_tokens: int = 0  # held by the host store after this answer
     store_bytes: int = 0
+    evidence: list[dict] = field(default_factory=list)  # moments drawn on: model/evidence.py
 
 
 class StreamingSession:
@@ -123,6 +125,7 @@ class StreamingSession:
     def reset(self) -> None:
         """Forgets the whole stream: empty cache, round counters back to zero."""
         self.cache.reset()
+        self.clip_index = ClipIndex()  # token ranks -> clips, for the evidence of answers
         self.clips = 0
         self.rounds = 0
         self.last_answer: AnswerMetrics | None = None
@@ -139,7 +142,9 @@ class StreamingSession:
             self.cache.store.stream_time = t_start  # labels this clip's tokens when they are archived
         self._start()
         started = time.perf_counter()
+        first = self.cache.tokens_seen
         self._prefill(segment, evict_to=None)
+        self.clip_index.add(first, self.cache.tokens_seen, t_start, t_end)
         self.clips += 1
         return ClipMetrics(
             index=self.clips,
@@ -223,6 +228,7 @@ class StreamingSession:
             recall=recall,
             logits=logits,
             cut_off=cut_off,
+            evidence=recalled(self.clip_index, list(recall.spans)) + attended(self.clip_index, self.cache.layers),
         )
 
     def advance(self, turn: AnswerTurn) -> tuple[str, int | None]:
@@ -286,6 +292,7 @@ class StreamingSession:
             recall_ms=turn.recall.search_ms + turn.recall.copy_ms,
             store_tokens=self.cache.store.tokens if self.cache.store else 0,
             store_bytes=self.cache.store.bytes if self.cache.store else 0,
+            evidence=[e.as_dict() for e in turn.evidence],
         )
         return self.last_answer
 

@@ -35,6 +35,7 @@ class RecallStats:
     blocks: int
     search_ms: float  # probe + ranking
     copy_ms: float  # merge into the device cache
+    spans: tuple[tuple[int, int], ...] = ()  # stream token ranks [first, last) of the blocks brought back
 
 
 def recall_for_prompt(runner, **prompt) -> RecallStats:
@@ -49,7 +50,8 @@ def recall_for_prompt(runner, **prompt) -> RecallStats:
     searched = time.perf_counter()
     tokens = merge_blocks(cache, chosen) if chosen else 0
     done = time.perf_counter()
-    return RecallStats(tokens, len(chosen), (searched - started) * 1e3, (done - searched) * 1e3)
+    spans = tuple((b.first, b.first + b.tokens) for b in chosen)
+    return RecallStats(tokens, len(chosen), (searched - started) * 1e3, (done - searched) * 1e3, spans)
 
 
 def _choose(cache: BoundedCache, ranked: list[Block]) -> list[Block]:
