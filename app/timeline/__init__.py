@@ -2,6 +2,14 @@
 FTS5), with thumbnails, kept for `days` and under `max_bytes`, searchable by words, time and stream."""
 
 from app.timeline.config import TimelineConfig, TimelineError, default_timeline_path
+from app.timeline.reader import Moment, TimelineReader
 from app.timeline.writer import TimelineWriter
 
-__all__ = ["TimelineConfig", "TimelineError", "TimelineWriter", "default_timeline_path"]
+__all__ = [
+    "Moment",
+    "TimelineConfig",
+    "TimelineError",
+    "TimelineReader",
+    "TimelineWriter",
+    "default_timeline_path",
+]

@@ -1,0 +1,115 @@
+"""`python -m app history`: search the timeline (tier 3 memory) from the terminal, one moment per line or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.timeline.config import DATA_ENV, TimelineError, default_timeline_path
+from app.timeline.reader import Moment, TimelineReader
+
+SINCE_FORMS = "a number with s, m, h or d: 90s, 30m, 2h, 1d"
+SINCE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+SINCE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+
+
+def parse_since(text: str) -> float:
+    """Seconds in `90s`, `30m`, `2h`, `1d`; ValueError naming the allowed forms otherwise."""
+    match = SINCE.fullmatch(text.strip().lower())
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"invalid --since {text!r}: expected {SINCE_FORMS}")
+    return float(match.group(1)) * SINCE_UNITS[match.group(2)]
+
+
+def _since(text: str) -> float:
+    try:
+        return parse_since(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid --limit {text!r}: expected a whole number >= 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m app history",
+        description="Search what the assistant saw: its answers, alerts and stream events (the timeline). "
+        "With TEXT, moments matching any of its words come first (FTS5 bm25, recent ones boosted); without, "
+        "the newest moments come first. The timeline is only read, never created or changed.",
+    )
+    parser.add_argument("text", nargs="*", metavar="TEXT", help="words to look for (any of them; stopwords ignored)")
+    parser.add_argument(
+        "--since", type=_since, metavar="AGE", help=f"only moments of the last AGE: {SINCE_FORMS} (default: all)"
+    )
+    parser.add_argument("--stream", metavar="NAME", help="only moments of this stream (default: all)")
+    default = default_timeline_path()
+    parser.add_argument(
+        "--timeline",
+        type=Path,
+        default=default,
+        metavar="PATH",
+        help=f"the timeline file (default: {default}; ${DATA_ENV}/timeline.sqlite when {DATA_ENV} is set, "
+        "else ~/.cache/edge-stream-assistant/timeline.sqlite)",
+    )
+    parser.add_argument("--limit", type=_positive, default=20, metavar="N", help="at most N moments (default: 20)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per moment and line instead of text")
+    return parser
+
+
+def clock(seconds: float | None) -> str:
+    """Stream time as HH:MM:SS (hours may pass 24)."""
+    if seconds is None:
+        return "--:--:--"
+    whole = int(max(seconds, 0.0))
+    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def what(moment: Moment) -> str:
+    """What was said or seen, on one line."""
+    if moment.kind == "answer":
+        said = f"Q: {moment.question} A: {moment.text}"
+    elif moment.kind == "alert":
+        p_yes = f" (p_yes {moment.p_yes:.2f})" if moment.p_yes is not None else ""
+        said = f"{moment.text}{p_yes}: {moment.question}"
+    else:
+        said = f"{moment.state}: {moment.text}"
+    return " ".join(said.split())
+
+
+def format_moment(moment: Moment) -> str:
+    """Local wall time, stream, stream-time span, who, what."""
+    wall = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(moment.t_wall))
+    span = f"{clock(moment.start_s)}-{clock(moment.end_s)}"
+    return f"{wall}  {moment.stream or '-'}  {span}  {moment.who or moment.kind}  {what(moment)}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    text = " ".join(args.text) or None
+    try:
+        with TimelineReader(args.timeline) as reader:
+            moments = reader.search(text, since_s=args.since, stream=args.stream, limit=args.limit)
+    except TimelineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for moment in moments:
+        if args.json:
+            print(json.dumps(moment.to_dict(), ensure_ascii=False))
+        else:
+            print(format_moment(moment))
+    if not moments and not args.json:
+        print("no matching moments", file=sys.stderr)
+    return 0
