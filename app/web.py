@@ -6,6 +6,8 @@ Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, an unope
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import gradio as gr
 from gradio.exceptions import ServerFailedToStartError
@@ -13,14 +15,44 @@ from gradio.exceptions import ServerFailedToStartError
 from app.config import AppConfig, UIConfig
 from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
+from app.timeline import Moment, TimelineError, TimelineReader
 from capture import SourceError
 from model.loading import LoadedModel
 from ui.controls import CaptureOptions, Controls
+from ui.history import HistoryUnavailable
 from ui.memory_monitor import MemoryMonitor
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
 from ui.render import PageInfo
 from ui.state import LiveState, MemoryPoint
+
+
+class TimelineHistory:
+    """The History tab's `HistorySource`: each call opens the timeline read-only (WAL: it never blocks the
+    writer) on the calling thread (a Gradio handler's), and closes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def search(self, text: str | None, since_s: float | None, stream: str | None, limit: int) -> Sequence[Moment]:
+        try:
+            with TimelineReader(self.path) as reader:
+                return reader.search(text, since_s=since_s, stream=stream, limit=limit)
+        except TimelineError as err:
+            raise HistoryUnavailable(str(err)) from err
+
+    def thumbnail(self, row_id: int) -> bytes | None:
+        try:
+            with TimelineReader(self.path) as reader:
+                return reader.thumbnail(row_id)
+        except TimelineError as err:
+            raise HistoryUnavailable(str(err)) from err
+
+
+def timeline_history(config: AppConfig) -> TimelineHistory | None:
+    """The timeline to search from the page; None when it is off (`--timeline ""`)."""
+    timeline = getattr(config, "timeline", None)
+    return None if timeline is None else TimelineHistory(timeline.path)
 
 
 def memory_point(monitor: MemoryMonitor):
@@ -96,7 +128,9 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20, streams=names)
     initial_source = "" if not config.streams else str(config.streams[0].capture.source)
     previews = PreviewFiles(preview_folder(), keep=8 * len(names))  # a few frames per stream for slow tabs
-    page = build_page(live, controls, page_info(config, loaded, monitor), config.schedule, previews, initial_source)
+    info = page_info(config, loaded, monitor)
+    history = timeline_history(config)
+    page = build_page(live, controls, info, config.schedule, previews, initial_source, history)
     page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
 
     assistant.start()

@@ -6,6 +6,8 @@
   snapshot thumbnails (inline images) and each watch's p_yes.
 - `render`: pure functions from a state snapshot to component values (chat messages, plot frames, text).
 - `controls.Controls`: the page's buttons as commands to the assistant; bad input becomes a message.
-- `page.build_page`: the Gradio layout and its timers.
+- `evidence`: under each answer, the spans it drew on ("seen at ...") and a few thumbnails of them.
+- `history`, `history_tab`: the History tab, searching the timeline through a `HistorySource` the app passes in.
+- `page.build_page`: the Gradio layout (a Live and a History tab) and its timers.
 - `memory_monitor.MemoryMonitor`: device/unified/process memory, whichever this machine can report.
 """

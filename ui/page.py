@@ -18,9 +18,11 @@ from typing import Any
 import gradio as gr
 from gradio.utils import get_upload_folder
 
-from ui import alert_view, render
+from ui import alert_view, history_tab, render
 from ui.alerts import MAX_ALERTS, Alert
 from ui.controls import ALL_STREAMS, SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback, Schedule
+from ui.evidence import EvidenceThumbs
+from ui.history import HistorySource
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState, Snapshot
 
@@ -46,21 +48,27 @@ def live_outputs(streams: tuple[str, ...]) -> tuple[str, ...]:
 
 
 Thumbs = Callable[[Sequence[Alert]], Mapping[str, "str | None"]]
+EvidenceSources = Callable[[Snapshot], Mapping[int, render.Thumbs]]
 
 
 def live_updates(
-    snap: Snapshot, seen: dict, schedule: Schedule, thumbs: Thumbs | None = None
+    snap: Snapshot,
+    seen: dict,
+    schedule: Schedule,
+    thumbs: Thumbs | None = None,
+    evidence: EvidenceSources | None = None,
 ) -> tuple[dict, dict[str, Any]]:
     """What the fast timer must send to a tab that has shown `seen`: (new seen, {output name: value}).
 
     Outputs missing from the dict are unchanged for that tab. Previews are frames ([H, W, 3] uint8 or None).
-    The alert banner and list are HTML; `thumbs` gives the list's snapshot thumbnails (None: none shown).
+    The alert banner and list are HTML; `thumbs` gives the list's snapshot thumbnails (None: none shown);
+    `evidence` the thumbnails under the answers, by turn seq (None: none).
     """
     seen = dict(seen)
     out: dict[str, Any] = {}
     if seen.get("chat") != snap.chat_version:
         seen["chat"] = snap.chat_version
-        out["chat"] = render.chat_messages(snap, after_seq=seen.get("cleared", 0))
+        out["chat"] = render.chat_messages(snap, seen.get("cleared", 0), evidence(snap) if evidence else None)
     if not snap.multi and seen.get("preview") != snap.default.preview_version:
         seen["preview"] = snap.default.preview_version
         out["preview"] = snap.default.preview
@@ -159,131 +167,142 @@ def build_page(
     schedule: Schedule,
     previews: PreviewFiles,
     initial_source: str = "",
+    history: HistorySource | None = None,
 ) -> gr.Blocks:
     """The whole page, for the streams `live` was made with. `previews` holds the preview frames as files (see
-    `preview_folder`); `initial_source` fills the path box (the first stream's source, if given)."""
+    `preview_folder`); `initial_source` fills the path box (the first stream's source, if given); `history`
+    searches the timeline (None: the timeline is off; the History tab says so)."""
     streams = tuple(view.name for view in live.snapshot().streams)
     multi = len(streams) > 1
     live_components: dict[str, gr.components.Component] = {}
     thumbs = alert_view.Thumbnails()
+    evidence = EvidenceThumbs(history.thumbnail if history is not None else None)
     with gr.Blocks(title="Edge streaming video assistant", analytics_enabled=False) as page:
         gr.Markdown("## Edge streaming video assistant")
         live_components["banner"] = gr.HTML(alert_view.banner_html(()), elem_id="alert-banner")
         gr.Markdown(render.settings_markdown(info), elem_id="settings")
-        if multi:
-            live_components["status"] = gr.Markdown(elem_id="status")
-            live_components |= _stream_panels(live, streams)
-        with gr.Row():
-            with gr.Column(scale=1):
-                if not multi:
-                    live_components["preview"] = gr.Image(
-                        label="Live preview", type="filepath", interactive=False, elem_id="preview", height=300
-                    )
-                    live_components["caption"] = gr.Markdown(
-                        render.preview_caption(live.snapshot()), elem_id="preview-caption"
-                    )
+        with gr.Tabs(elem_id="tabs"):
+            with gr.Tab("Live", elem_id="live-tab"):
+                if multi:
                     live_components["status"] = gr.Markdown(elem_id="status")
-                with gr.Group():
-                    source_stream = gr.Dropdown(
-                        list(streams),
-                        value=streams[0],
-                        label="Stream the source buttons act on",
-                        visible=multi,
-                        elem_id="source-stream",
-                    )
-                    kind = gr.Radio(
-                        list(SOURCE_KINDS),
-                        value="path or URL" if initial_source else "file upload",
-                        label="Source",
-                        elem_id="source-kind",
-                    )
-                    upload = gr.File(
-                        label="Video file",
-                        file_types=list(VIDEO_EXTENSIONS),
-                        type="filepath",
-                        height=120,
-                        elem_id="upload",
-                    )
-                    location = gr.Textbox(
-                        value=initial_source,
-                        label="Path or URL",
-                        placeholder="/path/to/video.mp4, rtsp://camera/stream, https://host/clip.mp4",
-                        elem_id="location",
-                    )
-                    camera = gr.Number(value=0, label="Camera index", precision=0, minimum=0, elem_id="camera")
+                    live_components |= _stream_panels(live, streams)
                 with gr.Row():
-                    start = gr.Button("Start", variant="primary", elem_id="start")
-                    stop = gr.Button("Stop", elem_id="stop")
-                    reset = gr.Button("Reset memory", elem_id="reset")
-                source_msg = gr.Markdown(elem_id="source-msg")
-            with gr.Column(scale=1):
-                live_components["chat"] = chat = gr.Chatbot(
-                    label="Questions and answers", height=460, elem_id="chat", buttons=["copy"]
-                )
+                    with gr.Column(scale=1):
+                        if not multi:
+                            live_components["preview"] = gr.Image(
+                                label="Live preview", type="filepath", interactive=False, elem_id="preview", height=300
+                            )
+                            live_components["caption"] = gr.Markdown(
+                                render.preview_caption(live.snapshot()), elem_id="preview-caption"
+                            )
+                            live_components["status"] = gr.Markdown(elem_id="status")
+                        with gr.Group():
+                            source_stream = gr.Dropdown(
+                                list(streams),
+                                value=streams[0],
+                                label="Stream the source buttons act on",
+                                visible=multi,
+                                elem_id="source-stream",
+                            )
+                            kind = gr.Radio(
+                                list(SOURCE_KINDS),
+                                value="path or URL" if initial_source else "file upload",
+                                label="Source",
+                                elem_id="source-kind",
+                            )
+                            upload = gr.File(
+                                label="Video file",
+                                file_types=list(VIDEO_EXTENSIONS),
+                                type="filepath",
+                                height=120,
+                                elem_id="upload",
+                            )
+                            location = gr.Textbox(
+                                value=initial_source,
+                                label="Path or URL",
+                                placeholder="/path/to/video.mp4, rtsp://camera/stream, https://host/clip.mp4",
+                                elem_id="location",
+                            )
+                            camera = gr.Number(value=0, label="Camera index", precision=0, minimum=0, elem_id="camera")
+                        with gr.Row():
+                            start = gr.Button("Start", variant="primary", elem_id="start")
+                            stop = gr.Button("Stop", elem_id="stop")
+                            reset = gr.Button("Reset memory", elem_id="reset")
+                        source_msg = gr.Markdown(elem_id="source-msg")
+                    with gr.Column(scale=1):
+                        live_components["chat"] = chat = gr.Chatbot(
+                            label="Questions and answers", height=460, elem_id="chat", buttons=["copy"]
+                        )
+                        with gr.Row():
+                            ask_stream = gr.Dropdown(
+                                [ALL_STREAMS, *streams],
+                                value=ALL_STREAMS if multi else streams[0],
+                                show_label=False,
+                                visible=multi,
+                                scale=2,
+                                min_width=150,
+                                elem_id="ask-stream",
+                            )
+                            ask_box = gr.Textbox(
+                                placeholder="Ask about the stream, then Enter",
+                                show_label=False,
+                                scale=4,
+                                elem_id="ask-box",
+                            )
+                            ask = gr.Button("Ask", scale=1, elem_id="ask")
+                        ask_msg = gr.Markdown(elem_id="ask-msg")
+                        with gr.Row():
+                            standing = gr.Textbox(
+                                value=schedule.question,
+                                label=f"Standing question ({streams[0]})" if multi else "Standing question",
+                                scale=3,
+                                elem_id="standing",
+                            )
+                            every = gr.Number(
+                                value=schedule.every_s,
+                                label="every (s of stream, 0 = never)",
+                                minimum=0,
+                                scale=1,
+                                elem_id="every",
+                            )
+                            apply = gr.Button("Apply", scale=1, elem_id="apply")
+                        standing_msg = gr.Markdown(elem_id="standing-msg")
+                with gr.Accordion(
+                    f"Alerts (the latest {MAX_ALERTS}, newest first)", open=True, elem_id="alerts-section"
+                ):
+                    live_components["alerts"] = gr.HTML(
+                        alert_view.alerts_html(()), css_template=alert_view.TABLE_CSS, elem_id="alerts-list"
+                    )
+                x = render.x_axis(multi)
                 with gr.Row():
-                    ask_stream = gr.Dropdown(
-                        [ALL_STREAMS, *streams],
-                        value=ALL_STREAMS if multi else streams[0],
-                        show_label=False,
-                        visible=multi,
-                        scale=2,
-                        min_width=150,
-                        elem_id="ask-stream",
+                    memory_plot = gr.LinePlot(
+                        x=x,
+                        y="MiB",
+                        color="series",
+                        title="KV cache: each stream and all (MiB)"
+                        if multi
+                        else f"Memory: {info.memory_label} and KV cache",
+                        x_title=x,
+                        y_title="MiB",
+                        height=280,
+                        color_map=memory_colors(info.memory_label, streams),
+                        elem_id="memory-plot",
                     )
-                    ask_box = gr.Textbox(
-                        placeholder="Ask about the stream, then Enter",
-                        show_label=False,
-                        scale=4,
-                        elem_id="ask-box",
+                    cache_plot = gr.LinePlot(
+                        x=x,
+                        y="tokens",
+                        color="series",
+                        title="KV-cache tokens" + (" per stream" if multi else ""),
+                        x_title=x,
+                        y_title="tokens",
+                        height=280,
+                        color_map=cache_colors(streams),
+                        elem_id="cache-plot",
                     )
-                    ask = gr.Button("Ask", scale=1, elem_id="ask")
-                ask_msg = gr.Markdown(elem_id="ask-msg")
-                with gr.Row():
-                    standing = gr.Textbox(
-                        value=schedule.question,
-                        label=f"Standing question ({streams[0]})" if multi else "Standing question",
-                        scale=3,
-                        elem_id="standing",
-                    )
-                    every = gr.Number(
-                        value=schedule.every_s,
-                        label="every (s of stream, 0 = never)",
-                        minimum=0,
-                        scale=1,
-                        elem_id="every",
-                    )
-                    apply = gr.Button("Apply", scale=1, elem_id="apply")
-                standing_msg = gr.Markdown(elem_id="standing-msg")
-        with gr.Accordion(f"Alerts (the latest {MAX_ALERTS}, newest first)", open=True, elem_id="alerts-section"):
-            live_components["alerts"] = gr.HTML(
-                alert_view.alerts_html(()), css_template=alert_view.TABLE_CSS, elem_id="alerts-list"
-            )
-        x = render.x_axis(multi)
-        with gr.Row():
-            memory_plot = gr.LinePlot(
-                x=x,
-                y="MiB",
-                color="series",
-                title="KV cache: each stream and all (MiB)" if multi else f"Memory: {info.memory_label} and KV cache",
-                x_title=x,
-                y_title="MiB",
-                height=280,
-                color_map=memory_colors(info.memory_label, streams),
-                elem_id="memory-plot",
-            )
-            cache_plot = gr.LinePlot(
-                x=x,
-                y="tokens",
-                color="series",
-                title="KV-cache tokens" + (" per stream" if multi else ""),
-                x_title=x,
-                y_title="tokens",
-                height=280,
-                color_map=cache_colors(streams),
-                elem_id="cache-plot",
-            )
-        with gr.Accordion("Activity", open=True):
-            live_components["log"] = gr.Markdown(elem_id="log")
+                with gr.Accordion("Activity", open=True):
+                    live_components["log"] = gr.Markdown(elem_id="log")
+            with gr.Tab("History", elem_id="history-tab"):
+                history_tab.build(history, streams)
 
         outputs = live_outputs(streams)
         seen_live = gr.State({})
@@ -293,7 +312,7 @@ def build_page(
 
         def refresh_live(seen: dict) -> list[Any]:
             snap = live.snapshot()
-            new_seen, values = live_updates(snap, seen, schedule, thumbs.for_alerts)
+            new_seen, values = live_updates(snap, seen, schedule, thumbs.for_alerts, evidence.for_snapshot)
             for key in [k for k in values if k.startswith("preview")]:
                 if values[key] is not None:
                     view = snap.stream(key.split(":", 1)[1]) if ":" in key else snap.default

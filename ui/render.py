@@ -5,11 +5,14 @@ Chat messages use Gradio's messages format: a list of {"role": "user" | "assista
 
 from __future__ import annotations
 
+import html
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
+from ui.evidence import THUMB_WIDTH, seen_at
 from ui.state import LogLine, Snapshot, Turn
 from ui.stream_view import StreamView
 
@@ -82,8 +85,26 @@ def answer_footer(turn: Turn, label: bool = False) -> str:
     return " · ".join(parts)
 
 
-def turn_messages(turn: Turn, label: bool = False) -> list[dict]:
-    """A turn as chat messages; `label`: name its stream (a page with several streams)."""
+Thumbs = Sequence[tuple[str, str]]  # (image source, span label)
+
+
+def evidence_markdown(turn: Turn, thumbs: Thumbs = ()) -> str:
+    """Under an answer: `seen at 00:12:40-00:12:44 (recall), ...` and its thumbnails (inline images); empty
+    without evidence."""
+    line = seen_at(turn.evidence)
+    if not line:
+        return ""
+    images = "".join(
+        f'<img class="evidence-thumb" src="{src}" alt="{html.escape(label)}" title="{html.escape(label)}" '
+        f'width="{THUMB_WIDTH}" style="display:inline-block;margin:2px 4px 0 0">'
+        for src, label in thumbs
+    )
+    return f"\n\n*{line}*" + (f"\n\n{images}" if images else "")
+
+
+def turn_messages(turn: Turn, label: bool = False, thumbs: Thumbs = ()) -> list[dict]:
+    """A turn as chat messages; `label`: name its stream (a page with several streams); `thumbs`: its evidence's
+    thumbnails."""
     question = f"*[auto]* {turn.question}" if turn.auto else turn.question
     if label:
         question = f"**[{turn.stream}]** {question}"
@@ -94,14 +115,21 @@ def turn_messages(turn: Turn, label: bool = False) -> list[dict]:
     elif not turn.done:
         body = (turn.answer or "*thinking*") + " ▍"
     else:
-        body = (turn.answer.strip() or "*(empty answer)*") + f"\n\n*{answer_footer(turn, label)}*"
+        body = (turn.answer.strip() or "*(empty answer)*") + evidence_markdown(turn, thumbs)
+        body += f"\n\n*{answer_footer(turn, label)}*"
     return [{"role": "user", "content": question}, {"role": "assistant", "content": body}]
 
 
-def chat_messages(snap: Snapshot, after_seq: int = 0) -> list[dict]:
-    """The chat; turns up to `after_seq` are left out (a tab that cleared its chat)."""
-    label = snap.multi
-    return [message for turn in snap.turns if turn.seq > after_seq for message in turn_messages(turn, label)]
+def chat_messages(snap: Snapshot, after_seq: int = 0, thumbs: Mapping[int, Thumbs] | None = None) -> list[dict]:
+    """The chat; turns up to `after_seq` are left out (a tab that cleared its chat). `thumbs`: evidence
+    thumbnails by turn seq."""
+    label, thumbs = snap.multi, thumbs or {}
+    return [
+        message
+        for turn in snap.turns
+        if turn.seq > after_seq
+        for message in turn_messages(turn, label, thumbs.get(turn.seq, ()))
+    ]
 
 
 def preview_caption(view: StreamView | Snapshot) -> str:

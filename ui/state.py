@@ -54,6 +54,7 @@ class Turn:
     done: bool = False
     error: str | None = None
     metrics: dict = field(default_factory=dict)  # ttft_s, decode_tokens_per_s, cache tokens, ...
+    evidence: tuple[dict, ...] = ()  # what the answer drew on: {stream, start, end, source, score[, row_id]}
 
     @property
     def queued(self) -> bool:
@@ -252,10 +253,10 @@ class LiveState:
         keys = ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "cache_tokens_after", "cache_tokens_end")
         keys += ("evict_ms", "kv_bytes", "answer_tokens", "cut_off", "recalled_tokens", "recall_ms")
         metrics = {k: e[k] for k in keys if k in e}
+        evidence = tuple(item for item in e.get("evidence") or () if isinstance(item, dict))
         if self._is_open(e):
-            self._update_open(
-                replace(self._open, answer=str(e.get("answer", self._open.answer)), done=True, metrics=metrics)
-            )
+            answer = str(e.get("answer", self._open.answer))
+            self._update_open(replace(self._open, answer=answer, done=True, metrics=metrics, evidence=evidence))
         self._open = None
         name = self._name(e)
         self._track(name).tokens_seen += int(e.get("prefill_tokens", 0)) + int(e.get("answer_tokens", 0))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 STATES = ("idle", "watching", "reconnecting", "ended")
+RECENT_CLIPS = 8  # clip previews kept per stream, for the thumbnails of the evidence under answers
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,11 +36,18 @@ class StreamView:
     store_bytes: int = 0
     store_oldest_time: float | None = None
     checks: tuple[tuple[str, float], ...] = ()  # each watch's latest p_yes: (alert name, p_yes), first checked first
+    recent: tuple[
+        tuple[float, float, np.ndarray], ...
+    ] = ()  # the latest clips' (t_start, t_end, preview), oldest first
 
 
 def on_clip(view: StreamView, e: dict, preview_version: int) -> StreamView:
     preview = e.get("preview")
     has_frame = isinstance(preview, np.ndarray)
+    t_end = float(e["stream_time"])
+    recent = (
+        (*view.recent, (float(e.get("t_start", t_end)), t_end, preview))[-RECENT_CLIPS:] if has_frame else view.recent
+    )
     return replace(
         view,
         state="watching",
@@ -58,6 +66,7 @@ def on_clip(view: StreamView, e: dict, preview_version: int) -> StreamView:
         store_bytes=int(e.get("store_bytes", 0)),
         store_oldest_time=e.get("store_oldest_time"),
         stream_ended=None,
+        recent=recent,
     )
 
 
@@ -79,11 +88,11 @@ def on_check(view: StreamView, e: dict) -> StreamView:
 def on_status(view: StreamView, message: str) -> StreamView:
     if message.startswith("watching "):
         source = message.removeprefix("watching ")
-        return replace(view, state="watching", source=source, stream_ended=None, stream_time=0.0, lag_s=None)
+        return replace(view, state="watching", source=source, stream_ended=None, stream_time=0.0, lag_s=None, recent=())
     if message in ("stream stopped", "assistant stopped"):
         return replace(view, state="idle" if view.state != "ended" else "ended", source=None, stream_ended=message)
     if message.startswith("memory reset"):
-        return replace(view, cache_tokens=0, kv_bytes=0, stream_time=0.0)
+        return replace(view, cache_tokens=0, kv_bytes=0, stream_time=0.0, recent=())
     return view
 
 

@@ -1,0 +1,139 @@
+"""What an answer drew on, under it in the chat: "seen at 00:12:40-00:12:44 (recall), ..." and a few small
+thumbnails. An answer's evidence is a list of {stream, start, end, source, score} (stream-time seconds; source
+"recall", "attention" or "timeline", whose items also carry `row_id`).
+
+Thumbnails come from what the page already has: the clip previews each stream keeps (`StreamView.recent`, the
+latest few clips) for spans of those clips, and the timeline's thumbnail of a "timeline" item (through the
+function the app passes in). They are made once per answer, for the latest answers only (bounded, cheap).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+from ui.history import HistoryUnavailable, clock, jpeg_src
+from ui.state import Snapshot, Turn
+
+logger = logging.getLogger(__name__)
+
+THUMB_WIDTH = 96  # pixels
+THUMB_QUALITY = 75
+MAX_THUMBS = 3  # per answer
+THUMB_TURNS = 20  # the latest answers with thumbnails; older ones keep their "seen at" line
+EPS_S = 1e-6
+
+TimelineThumbnail = Callable[[int], "bytes | None"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """Merged evidence: adjacent or overlapping clips of one stream and source. row_ids: its timeline rows."""
+
+    stream: str | None
+    source: str
+    start: float
+    end: float
+    row_ids: tuple[int, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{clock(self.start)}-{clock(self.end)} ({self.source})"
+
+
+def merge(evidence: Iterable[dict]) -> list[Span]:
+    """Spans per (stream, source), in the order each source first appears, each source's spans by time; spans
+    that touch or overlap are merged. Items without numeric start/end are skipped."""
+    groups: dict[tuple[str | None, str], list[dict]] = {}
+    for item in evidence:
+        if isinstance(item.get("start"), (int, float)) and isinstance(item.get("end"), (int, float)):
+            groups.setdefault((item.get("stream"), str(item.get("source", "?"))), []).append(item)
+    spans: list[Span] = []
+    for (stream, source), items in groups.items():
+        merged: list[Span] = []
+        for item in sorted(items, key=lambda i: float(i["start"])):
+            start, end = float(item["start"]), float(item["end"])
+            rows = (int(item["row_id"]),) if isinstance(item.get("row_id"), int) else ()
+            if merged and start <= merged[-1].end + EPS_S:
+                last = merged[-1]
+                merged[-1] = Span(stream, source, last.start, max(last.end, end), last.row_ids + rows)
+            else:
+                merged.append(Span(stream, source, start, end, rows))
+        spans += merged
+    return spans
+
+
+def seen_at(evidence: Iterable[dict]) -> str:
+    """seen at 00:12:40-00:12:48 (recall), 00:13:00-00:13:04 (attention); empty without evidence."""
+    spans = merge(evidence)
+    return "seen at " + ", ".join(s.label for s in spans) if spans else ""
+
+
+def frame_src(frame: np.ndarray, width: int = THUMB_WIDTH) -> str:
+    """A frame ([H, W, 3] uint8 RGB) as a small inline JPEG image source."""
+    image = Image.fromarray(np.ascontiguousarray(frame, dtype=np.uint8)).convert("RGB")
+    if image.width > width:
+        image = image.resize((width, max(1, round(image.height * width / image.width))), Image.Resampling.BILINEAR)
+    out = io.BytesIO()
+    image.save(out, format="JPEG", quality=THUMB_QUALITY)
+    return "data:image/jpeg;base64," + base64.b64encode(out.getvalue()).decode("ascii")
+
+
+def clip_preview(span: Span, recent: Sequence[tuple[float, float, np.ndarray]]) -> np.ndarray | None:
+    """The preview of the latest kept clip inside `span` (its last frame), or None when none is kept."""
+    inside = [frame for start, end, frame in recent if start >= span.start - EPS_S and end <= span.end + EPS_S]
+    return inside[-1] if inside else None
+
+
+def thumbnails(turn: Turn, snap: Snapshot, timeline: TimelineThumbnail | None) -> tuple[tuple[str, str], ...]:
+    """Up to MAX_THUMBS (image source, span label) for `turn`'s evidence: timeline spans through `timeline`,
+    the others from their stream's kept clip previews."""
+    out: list[tuple[str, str]] = []
+    for span in merge(turn.evidence):
+        if len(out) >= MAX_THUMBS:
+            break
+        src = None
+        if span.source == "timeline" and span.row_ids and timeline is not None:
+            src = _timeline_src(timeline, span.row_ids[0])
+        elif span.source != "timeline":
+            view = next((v for v in snap.streams if v.name == (span.stream or turn.stream)), None)
+            frame = None if view is None else clip_preview(span, view.recent)
+            src = None if frame is None else frame_src(frame)
+        if src is not None:
+            out.append((src, span.label))
+    return tuple(out)
+
+
+def _timeline_src(timeline: TimelineThumbnail, row_id: int) -> str | None:
+    try:
+        jpeg = timeline(row_id)
+    except HistoryUnavailable as err:
+        logger.warning("no thumbnail for timeline row %d: %s", row_id, err)
+        return None
+    return jpeg_src(jpeg) if jpeg else None
+
+
+class EvidenceThumbs:
+    """Thumbnails by turn (its `seq`), made once when a finished answer is first shown, for the latest
+    THUMB_TURNS answers with evidence; older ones are forgotten. Thread-safe: every tab's refresh asks."""
+
+    def __init__(self, timeline: TimelineThumbnail | None = None) -> None:
+        self.timeline = timeline
+        self._made: dict[int, tuple[tuple[str, str], ...]] = {}
+        self._lock = threading.Lock()
+
+    def for_snapshot(self, snap: Snapshot) -> dict[int, tuple[tuple[str, str], ...]]:
+        """{turn seq: ((image source, span label), ...)} for the latest finished answers with evidence."""
+        turns = [t for t in snap.turns if t.done and t.error is None and t.evidence][-THUMB_TURNS:]
+        with self._lock:
+            self._made = {
+                t.seq: self._made[t.seq] if t.seq in self._made else thumbnails(t, snap, self.timeline) for t in turns
+            }
+            return dict(self._made)
