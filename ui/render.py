@@ -96,7 +96,7 @@ def evidence_markdown(turn: Turn, thumbs: Thumbs = ()) -> str:
         return ""
     images = "".join(
         f'<img class="evidence-thumb" src="{src}" alt="{html.escape(label)}" title="{html.escape(label)}" '
-        f'width="{THUMB_WIDTH}" style="display:inline-block;margin:2px 4px 0 0">'
+        f'width="{THUMB_WIDTH}" style="display:inline-block;width:{THUMB_WIDTH}px;height:auto;margin:2px 4px 0 0">'
         for src, label in thumbs
     )
     return f"\n\n*{line}*" + (f"\n\n{images}" if images else "")
