@@ -6,7 +6,7 @@ Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, an unope
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import gradio as gr
@@ -42,11 +42,16 @@ class TimelineHistory:
             raise HistoryUnavailable(str(err)) from err
 
     def thumbnail(self, row_id: int) -> bytes | None:
+        return self.thumbnails([row_id]).get(row_id)
+
+    def thumbnails(self, row_ids: Sequence[int]) -> Mapping[int, bytes]:
+        """The JPEG thumbnails of those of `row_ids` that have one, read through one connection."""
         try:
             with TimelineReader(self.path) as reader:
-                return reader.thumbnail(row_id)
+                jpegs = {row_id: reader.thumbnail(row_id) for row_id in row_ids}
         except TimelineError as err:
             raise HistoryUnavailable(str(err)) from err
+        return {row_id: jpeg for row_id, jpeg in jpegs.items() if jpeg is not None}
 
 
 def timeline_history(config: AppConfig) -> TimelineHistory | None:

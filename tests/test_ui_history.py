@@ -51,8 +51,11 @@ class FakeSource:
         return self.moments
 
     def thumbnail(self, row_id):
-        self.thumbs.append(row_id)
-        return JPEG if row_id % 2 else None
+        return self.thumbnails([row_id]).get(row_id)
+
+    def thumbnails(self, row_ids):
+        self.thumbs.append(list(row_ids))
+        return {row_id: JPEG for row_id in row_ids if row_id % 2}
 
 
 def test_spans_are_stream_time_hh_mm_ss():
@@ -77,7 +80,7 @@ def test_search_passes_the_filters_and_fetches_thumbnails_only_for_rows_that_hav
     source = FakeSource([FakeMoment(1), FakeMoment(2), FakeMoment(3, has_thumbnail=False)])
     page = history.search_html(source, "  courier ", "door", "last 6 h")
     assert source.calls == [("courier", 6 * 3600.0, "door", history.LIMIT)]
-    assert source.thumbs == [1, 2]  # 2 has none in the file (None): no image
+    assert source.thumbs == [[1, 2]]  # one call; 2 has none in the file: no image
     assert page.count("<img ") == 1 and "3 moments, best match first" in page
     history.search_html(source, "", history.ALL, "all")
     assert source.calls[-1] == (None, None, None, history.LIMIT)

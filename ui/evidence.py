@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 THUMB_WIDTH = 96  # pixels
 THUMB_QUALITY = 75
 MAX_THUMBS = 3  # per answer
-THUMB_TURNS = 20  # the latest answers with thumbnails; older ones keep their "seen at" line
+THUMB_TURNS = 10  # the latest answers with thumbnails (the chat is re-sent whole); older ones keep "seen at"
 EPS_S = 1e-6
 
 TimelineThumbnail = Callable[[int], "bytes | None"]

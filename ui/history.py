@@ -45,7 +45,7 @@ class HistoryUnavailable(Exception):
 
 
 class HistorySource(Protocol):
-    """What the page needs of the timeline. Both may raise `HistoryUnavailable`."""
+    """What the page needs of the timeline. Each may raise `HistoryUnavailable`."""
 
     def search(
         self, text: str | None, since_s: float | None, stream: str | None, limit: int
@@ -53,6 +53,9 @@ class HistorySource(Protocol):
         ...
 
     def thumbnail(self, row_id: int) -> bytes | None:  # a JPEG, or None
+        ...
+
+    def thumbnails(self, row_ids: Sequence[int]) -> Mapping[int, bytes]:  # the JPEGs of those rows that have one
         ...
 
 
@@ -126,7 +129,8 @@ def search_html(source: HistorySource | None, text: str, stream: str | None, per
     query = (text or "").strip() or None
     try:
         moments = source.search(query, PERIODS[period], None if stream in (None, "", ALL) else stream, LIMIT)
-        thumbs = {m.id: _thumb(source, m) for m in moments}
+        jpegs = source.thumbnails([m.id for m in moments if m.has_thumbnail])
+        thumbs = {row_id: jpeg_src(jpeg) for row_id, jpeg in jpegs.items() if jpeg}
     except HistoryUnavailable as err:
         return message_html(f"cannot search the timeline: {err}")
     except Exception as err:  # a bug or an unexpected I/O error: logged with its traceback, shown as a message
@@ -137,10 +141,3 @@ def search_html(source: HistorySource | None, text: str, stream: str | None, per
     more = f" (the first {LIMIT})" if len(moments) >= LIMIT else ""
     head = f'<p class="history-count">{found}, {order}{more}</p>'
     return head + history_html(moments, thumbs)
-
-
-def _thumb(source: HistorySource, moment: Any) -> str | None:
-    if not moment.has_thumbnail:
-        return None
-    jpeg = source.thumbnail(moment.id)
-    return jpeg_src(jpeg) if jpeg else None
