@@ -15,7 +15,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
 from app.admission import ingest_warning
 from app.events import EventBus, make_event
@@ -52,6 +53,14 @@ class _Question:
     stream: Stream
     text: str
     auto: bool
+    prompt: str | None = None  # the text with timeline notes in front (a person's question)
+    cited: list = field(default_factory=list)  # the notes as evidence
+
+
+class Notes(Protocol):
+    """Earlier moments of a stream for a person's question (app.timeline.notes.TimelineNotes)."""
+
+    def prompt(self, question: str, stream: str, fits: Callable[[str], bool]) -> tuple[str, list[dict]]: ...
 
 
 class Assistant:
@@ -69,6 +78,7 @@ class Assistant:
         bus: EventBus,
         limits: RunLimits | None = None,
         memory_sample: Callable[[], dict] | None = None,
+        notes: Notes | None = None,
     ) -> None:
         if not streams:
             raise ValueError("the assistant needs at least one stream")
@@ -80,6 +90,7 @@ class Assistant:
         self.bus = bus
         self.limits = limits or RunLimits()
         self.memory_sample = memory_sample
+        self.notes = notes  # timeline notes for people's questions (None: off)
         self.stop_event = threading.Event()
         self.done = threading.Event()  # set when the run has ended (limits, end of streams, stop)
         self.rounds = 0  # answers given, all streams together
@@ -335,6 +346,13 @@ class Assistant:
 
     def _answer_all(self, questions: list[_Question]) -> None:
         """Answers the questions (one per stream): several at once decode as one batch, weights read once."""
+        if self.notes is not None:
+            for question in questions:
+                if not question.auto:
+                    session = question.stream.session
+                    question.prompt, question.cited = self.notes.prompt(
+                        question.text, question.stream.name, session.fits
+                    )
         if len(questions) == 1 or len({id(q.stream) for q in questions}) < len(questions):
             for question in questions:
                 if self._ending():
@@ -354,7 +372,7 @@ class Assistant:
         streams = [q.stream for q in questions]
         rounds = [s.session.rounds + 1 for s in streams]
         try:
-            pieces = self._group(streams).answer([q.text for q in questions])
+            pieces = self._group(streams).answer([q.text for q in questions], [q.prompt for q in questions])
         except ValueError as err:
             for stream in streams:
                 self._error(stream, "question", str(err))
@@ -381,13 +399,13 @@ class Assistant:
             return
         for question in questions:
             self._report_store_errors(question.stream)
-            self._answered(question.stream, question.auto, batch=len(questions))
+            self._answered(question.stream, question.auto, batch=len(questions), cited=question.cited)
 
     def _answer(self, question: _Question) -> None:
         stream, session = question.stream, question.stream.session
         round_index = session.rounds + 1
         try:
-            pieces = session.ask(question.text)
+            pieces = session.ask(question.text, question.prompt)
         except ValueError as err:
             self._error(stream, "question", str(err))
             return
@@ -407,13 +425,14 @@ class Assistant:
             self._error(stream, "answer", f"round {round_index} failed: {err}")
             return
         self._report_store_errors(stream)
-        self._answered(stream, question.auto)
+        self._answered(stream, question.auto, cited=question.cited)
 
-    def _answered(self, stream: Stream, auto: bool, batch: int = 1) -> None:
+    def _answered(self, stream: Stream, auto: bool, batch: int = 1, cited: list | None = None) -> None:
         """The `answer` event of a finished round (batch: how many streams' answers were decoded together),
         and the --max-rounds limit."""
         metrics = asdict(stream.session.last_answer)
-        metrics["evidence"] = [{"stream": stream.name, **item} for item in metrics["evidence"]]
+        evidence = metrics["evidence"] + (cited or [])
+        metrics["evidence"] = [{"stream": stream.name, **item} for item in evidence]
         extra = self.memory_sample() if self.memory_sample else {}
         self._publish(
             "answer", stream, auto=auto, stream_time=round(stream.stream_time, 3), batch=batch, **metrics, **extra

@@ -142,6 +142,23 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--config", type=Path, help="TOML file setting any of these options (flags win)")
     ask.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
+    tl = p.add_argument_group("timeline: every answer and alert on disk, searchable (python -m app history)")
+    tl.add_argument(
+        "--timeline",
+        metavar="PATH",
+        default=None,
+        help="SQLite file of the timeline (default: timeline.sqlite in $EDGE_ASSISTANT_DATA or "
+        '~/.cache/edge-stream-assistant; "" turns it off)',
+    )
+    tl.add_argument("--timeline-days", type=float, default=7.0, help="keep this many days")
+    tl.add_argument("--timeline-mb", type=float, default=256.0, help="keep the file under this many MiB")
+    tl.add_argument(
+        "--timeline-notes",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="put the best matching earlier moments into a person's question as short timestamped notes",
+    )
+
     out = p.add_argument_group("alerts and answers out of the box (secrets: environment or files, never flags)")
     out.add_argument(
         "--mqtt", metavar="URL", help="publish to this MQTT broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"

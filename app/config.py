@@ -10,6 +10,7 @@ from app.assistant import RunLimits
 from app.outputs import MqttConfig, WebhookConfig
 from app.scheduler import StandingQuestion
 from app.streams import DEFAULT_STREAM, StreamSpec, derived_name, parse_stream_flag, specs_from_table, unique
+from app.timeline import TimelineConfig, default_timeline_path
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
 from cache.config import CacheConfig
@@ -54,6 +55,8 @@ class AppConfig:
     streams: list[StreamConfig]  # empty: the web page picks the source
     watches: list[WatchSpec] = field(default_factory=list)  # yes/no watches (--alert, [alerts.NAME])
     mqtt: MqttConfig | None = None
+    timeline: TimelineConfig | None = None  # None: --timeline ""
+    timeline_notes: bool = True
     webhooks: list[WebhookConfig] = field(default_factory=list)
     ui: UIConfig | None = None  # None: terminal mode
     log_jsonl: Path | None = None
@@ -126,6 +129,8 @@ class AppConfig:
             streams=streams,
             watches=watches,
             mqtt=_mqtt(args),
+            timeline=_timeline(args),
+            timeline_notes=args.timeline_notes,
             webhooks=[_webhook(url, args.webhook_secret_file) for url in args.webhook or []],
             ui=UIConfig(host=args.host, port=args.port, share=args.share, auth=auth, max_upload_mb=args.max_upload_mb)
             if args.ui
@@ -134,6 +139,13 @@ class AppConfig:
             show_clips=not args.quiet,
             capture_settings=capture_settings,
         )
+
+
+def _timeline(args: argparse.Namespace) -> TimelineConfig | None:
+    if args.timeline == "":
+        return None
+    path = Path(args.timeline).expanduser() if args.timeline else default_timeline_path()
+    return TimelineConfig(path, days=args.timeline_days, max_bytes=int(args.timeline_mb * 2**20))
 
 
 def _mqtt(args: argparse.Namespace) -> MqttConfig | None:

@@ -18,6 +18,8 @@ from app.events import EventBus, JsonlLog, Subscriber, make_event
 from app.outputs import MqttSink, OutputPublisher, WebhookSink
 from app.stream import Stream
 from app.streams import DEFAULT_STREAM
+from app.timeline import TimelineError, TimelineWriter
+from app.timeline.notes import TimelineNotes
 from app.watches.watch import Watch
 from cache.attention import register_attention
 from cache.config import CacheConfig
@@ -60,7 +62,9 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream]]:
     refuses streams whose bounded memory does not fit, with the arithmetic)."""
     try:
         probe_sources(config)
-    except SourceError as err:
+        if config.timeline is not None:
+            TimelineWriter(config.timeline).close()  # a timeline that cannot be opened fails before the model loads
+    except (SourceError, TimelineError) as err:
         raise StartupError(str(err)) from err
     print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
     try:
@@ -144,6 +148,7 @@ class Running:
     monitor: MemoryMonitor
     log: JsonlLog | None
     publisher: OutputPublisher | None = None
+    timeline: TimelineWriter | None = None
 
     def watch_configured_sources(self, config: AppConfig, loaded: LoadedModel) -> None:
         """Starts watching every configured stream, resized for the model (SourceError if a file or camera
@@ -160,6 +165,9 @@ class Running:
         if self.publisher is not None:
             self.bus.unsubscribe(self.publisher)
             self.publisher.close(timeout=5.0)
+        if self.timeline is not None:
+            self.bus.unsubscribe(self.timeline)
+            self.timeline.close(timeout=5.0)
         self.monitor.close()
         if self.log is not None:
             self.log.close()
@@ -179,8 +187,31 @@ def build_assistant(
         bus.subscribe(log)
     bus.publish(make_event("status", stream=None, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
     publisher = _publisher(config, streams, bus)
-    assistant = Assistant(streams, bus, config.limits, memory_sample=memory_fields(monitor))
-    return Running(assistant, bus, monitor, log, publisher)
+    timeline = _timeline_writer(config, bus, log)
+    notes = TimelineNotes(config.timeline.path) if config.timeline is not None and config.timeline_notes else None
+    assistant = Assistant(streams, bus, config.limits, memory_sample=memory_fields(monitor), notes=notes)
+    return Running(assistant, bus, monitor, log, publisher, timeline)
+
+
+def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> TimelineWriter | None:
+    """The timeline's writer (its own thread, behind a bounded queue), subscribed to the bus; None when off.
+    Raises StartupError (exit 2) when the file cannot be opened, saying what to do."""
+    if config.timeline is None:
+        return None
+
+    def report(message: str) -> None:
+        bus.publish(make_event("error", stream=None, where="timeline", message=message))
+
+    try:
+        writer = TimelineWriter(config.timeline, on_error=report)
+    except TimelineError as err:
+        if log is not None:
+            log.close()
+        raise StartupError(str(err)) from err
+    print(f"timeline: {config.timeline.path} (python -m app history TEXT searches it)", file=sys.stderr)
+    bus.subscribe(writer)
+    writer.start()
+    return writer
 
 
 def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> OutputPublisher | None:

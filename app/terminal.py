@@ -29,7 +29,10 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
         return fail(str(err))
     names = [stream.name for stream in streams] if len(streams) > 1 else []
     printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=bool(names))
-    running = build_assistant(config, streams, MemoryMonitor(), [printer])
+    try:
+        running = build_assistant(config, streams, MemoryMonitor(), [printer])
+    except StartupError as err:
+        return fail(str(err))
     try:
         running.watch_configured_sources(config, loaded)
     except SourceError as err:

@@ -38,8 +38,11 @@ class AnsweringTogether:
         self.sessions = list(sessions)
         self.decoder = BatchDecoder([s.runner for s in self.sessions])
 
-    def answer(self, questions: Sequence[str] | str) -> Iterator[tuple[int, str]]:
-        """Answers `questions[i]` on session i (one string: the same question on every session).
+    def answer(
+        self, questions: Sequence[str] | str, prompts: Sequence[str | None] | None = None
+    ) -> Iterator[tuple[int, str]]:
+        """Answers `questions[i]` on session i (one string: the same question on every session); `prompts[i]`,
+        when given, is what session i's model is asked instead (see `StreamingSession.ask`).
 
         Returns an iterator of (row, text piece). Bad questions raise ValueError here, before any cache
         changes. Each session's `last_answer` is filled once the iterator is exhausted."""
@@ -47,7 +50,8 @@ class AnsweringTogether:
             questions = [questions] * len(self.sessions)
         if len(questions) != len(self.sessions):
             raise ValueError(f"{len(questions)} questions for {len(self.sessions)} sessions")
-        segments = [s.question_segment(q) for s, q in zip(self.sessions, questions, strict=True)]
+        prompts = prompts or [None] * len(questions)
+        segments = [s.question_segment(p or q) for s, q, p in zip(self.sessions, questions, prompts, strict=True)]
         return self._answer([q.strip() for q in questions], segments)
 
     def _answer(self, questions: list[str], segments: list) -> Iterator[tuple[int, str]]:

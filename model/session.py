@@ -167,14 +167,23 @@ class StreamingSession:
         """Problems of the host store's folder since the last call (it went on in RAM), for error events."""
         return self.cache.store.take_errors() if self.cache.store else []
 
-    def ask(self, question: str) -> Iterator[str]:
+    def ask(self, question: str, prompt: str | None = None) -> Iterator[str]:
         """Prefills the question, evicts, and returns an iterator of answer text pieces.
 
-        Bad questions raise ValueError here, before the cache changes. Metrics of the round are in
-        `last_answer` once the iterator is exhausted.
+        `prompt`: what the model is asked instead of the bare question (the question with notes in front);
+        the round is still recorded under `question`. Bad questions raise ValueError here, before the cache
+        changes. Metrics of the round are in `last_answer` once the iterator is exhausted.
         """
-        segment = self.question_segment(question)
+        segment = self.question_segment(prompt or question)
         return self._answer(question.strip(), segment)
+
+    def fits(self, question: str) -> bool:
+        """Whether a question of this text fits the cache's room (see `question_segment`)."""
+        try:
+            self.question_segment(question)
+        except ValueError:
+            return False
+        return True
 
     def question_segment(self, question: str) -> Segment:
         """The question's segment; ValueError when it does not fit (nothing in the cache changes)."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from capture.synth import write_video
@@ -27,7 +29,15 @@ def video(seconds: float, size: tuple[int, int] = (96, 64), fps: float = 2.0) ->
     return path
 
 
+_TIMELINES = itertools.count()
+
+
 def app_command(*args: str) -> list[str]:
+    """`python -m app ARGS`; a run that names no --timeline gets a fresh one in a temporary folder, so tests never
+    write the user's timeline (nor each other's)."""
+    if "--timeline" not in args and (not args or args[0] != "history"):
+        folder = Path(tempfile.gettempdir()) / f"edge-assistant-test-timelines-{os.getpid()}"
+        args = (*args, "--timeline", str(folder / f"run-{next(_TIMELINES)}.sqlite"))
     return [sys.executable, "-m", "app", *args]
 
 

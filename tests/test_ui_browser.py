@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.app_helpers import app_command
+
 REPO = Path(__file__).resolve().parents[1]
 BROWSER_DIR = REPO / "tests" / "ui_browser"
 ARTIFACTS = REPO / "artifacts" / "ui-test"
@@ -52,7 +54,7 @@ class AppProcess:
     def __init__(self, args: list[str]) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1", GRADIO_ANALYTICS_ENABLED="False")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", *args],
+            app_command(*args),
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -13,13 +13,18 @@ OWN_ERROR_WHERE = "timeline"  # the writer's own error events are not written ba
 
 
 def answer_span(event: Event, previous_end: float) -> tuple[float, float]:
-    """The stream-time span (seconds) an answer covers: its evidence on its own stream when it cites some,
-    else from the stream's previous answer (`previous_end`, 0 after a reset) to the answer's stream time."""
+    """The stream-time span (seconds) an answer covers, ending at the answer's stream time: from the earliest
+    clip of this run it cites (recall, attention; timeline notes may be of another run, whose stream times
+    mean nothing here), else from the stream's previous answer (`previous_end`, 0 after a reset)."""
     stream, end = event.get("stream"), float(event.get("stream_time") or 0.0)
-    cited = [item for item in event.get("evidence") or () if isinstance(item, dict) and item.get("stream") == stream]
-    spans = [(float(item["start"]), float(item["end"])) for item in cited if "start" in item and "end" in item]
-    if spans:
-        return min(start for start, _ in spans), max(stop for _, stop in spans)
+    cited = [
+        item
+        for item in event.get("evidence") or ()
+        if isinstance(item, dict) and item.get("stream") == stream and item.get("source") != "timeline"
+    ]
+    starts = [float(item["start"]) for item in cited if "start" in item]
+    if starts:
+        return min(min(starts), end), end
     return (previous_end if previous_end <= end else 0.0), end
 
 

@@ -1,0 +1,85 @@
+"""Answers that reach back in words: the timeline's best matching moments of a stream, put in front of a person's
+question as short timestamped notes, so an answer can use what was seen past both KV tiers.
+
+    prompt, cited = notes.prompt("when did the truck arrive?", stream="yard")
+
+Only answers and alerts become notes (ranked by the reader: full-text match and recency), at most `limit` of
+them within `max_chars` characters (a small token budget: about max_chars / 4 tokens). A timeline that cannot
+be read gives no notes: the question goes as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from app.timeline.config import TimelineError
+from app.timeline.reader import Moment, TimelineReader
+
+logger = logging.getLogger(__name__)
+
+HEADER = "Notes from earlier on this stream (when, stream time: what was seen):"
+
+
+class TimelineNotes:
+    """Reads the timeline at `path` (read-only; WAL: never waits on the writer) for a question's notes."""
+
+    def __init__(self, path: Path, limit: int = 3, max_chars: int = 600) -> None:
+        self.path, self.limit, self.max_chars = Path(path), limit, max_chars
+        self._reader: TimelineReader | None = None
+
+    def prompt(
+        self, question: str, stream: str, fits: Callable[[str], bool] = lambda text: True
+    ) -> tuple[str, list[dict]]:
+        """The question with notes in front (or as it is, when nothing matches), and the notes as evidence.
+        Notes are added best first while the prompt stays within `max_chars` and `fits` (the cache's room)."""
+        moments = self._search(question, stream)
+        lines, cited, used = [], [], len(HEADER)
+        for moment in moments:
+            line = _note(moment)
+            if used + len(line) > self.max_chars or not fits("\n".join([HEADER, *lines, line, "", question])):
+                break
+            lines.append(line)
+            used += len(line)
+            cited.append(
+                {
+                    "start": moment.start_s if moment.start_s is not None else 0.0,
+                    "end": moment.end_s if moment.end_s is not None else 0.0,
+                    "source": "timeline",
+                    "score": round(-(moment.score or 0.0), 4),
+                    "row_id": moment.id,
+                }
+            )
+        if not lines:
+            return question, []
+        return "\n".join([HEADER, *lines, "", question]), cited
+
+    def _search(self, question: str, stream: str) -> list[Moment]:
+        try:
+            if self._reader is None:
+                self._reader = TimelineReader(self.path)
+            found = self._reader.search(question, stream=stream, limit=self.limit * 3)
+        except (TimelineError, sqlite3.Error) as err:
+            logger.warning("timeline notes unavailable: %s", err)
+            return []
+        return [m for m in found if m.kind in ("answer", "alert") and m.text][: self.limit]
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+
+def _note(moment: Moment) -> str:
+    when = time.strftime("%a %H:%M", time.localtime(moment.t_wall))
+    span = f"{_clock(moment.start_s)}-{_clock(moment.end_s)}" if moment.end_s is not None else "?"
+    said = moment.text if moment.kind == "alert" else f"asked {moment.question!r}, answered {moment.text!r}"
+    return f"- {when}, {span}: {said[:240]}"
+
+
+def _clock(seconds: float | None) -> str:
+    whole = int(seconds or 0)
+    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
