@@ -15,16 +15,16 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
 from app.admission import ingest_warning
-from app.events import EventBus, make_event
+from app.answering import Answerer, Notes, Question
+from app.events import EventBus
 from app.stream import Stream, open_capture
-from app.watches.watch import Watch, snapshot_jpeg
+from app.stream_events import StreamEvents
+from app.watches.checks import run_checks
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, Clip, EndOfStream
-from model.answer_together import AnsweringTogether
 
 logger = logging.getLogger(__name__)
 
@@ -46,21 +46,6 @@ class RunLimits:
             raise ValueError(f"max_rounds must be >= 0 (0 = no limit), got {self.max_rounds}")
         if self.duration_s < 0:
             raise ValueError(f"duration must be >= 0 seconds (0 = no limit), got {self.duration_s}")
-
-
-@dataclass
-class _Question:
-    stream: Stream
-    text: str
-    auto: bool
-    prompt: str | None = None  # the text with timeline notes in front (a person's question)
-    cited: list = field(default_factory=list)  # the notes as evidence
-
-
-class Notes(Protocol):
-    """Earlier moments of a stream for a person's question (app.timeline.notes.TimelineNotes)."""
-
-    def prompt(self, question: str, stream: str, fits: Callable[[str], bool]) -> tuple[str, list[dict]]: ...
 
 
 class Assistant:
@@ -89,8 +74,6 @@ class Assistant:
         self.schedule = self.default.schedule
         self.bus = bus
         self.limits = limits or RunLimits()
-        self.memory_sample = memory_sample
-        self.notes = notes  # timeline notes for people's questions (None: off)
         self.stop_event = threading.Event()
         self.done = threading.Event()  # set when the run has ended (limits, end of streams, stop)
         self.rounds = 0  # answers given, all streams together
@@ -99,7 +82,8 @@ class Assistant:
             stream.session.stop_requested = self.stop_event.is_set
         self._commands: queue.Queue = queue.Queue()
         self._prefill_s: deque[float] = deque(maxlen=32)  # the latest clips' prefill times, all streams
-        self._together: tuple[tuple[str, ...], AnsweringTogether] | None = None  # the last group that answered
+        self._events = StreamEvents(bus)
+        self._answerer = Answerer(self._events, notes, memory_sample, stopping=self._ending)
         self._warned_ingest = False
         self._worker = threading.Thread(target=self._work, name="model-worker", daemon=True)
 
@@ -122,7 +106,7 @@ class Assistant:
         if not isinstance(question, str) or not question.strip():
             raise ValueError("the question is empty: type a question about the stream")
         targets = list(self.streams.values()) if stream is None else [self._stream(stream)]
-        self._commands.put(("ask", None, [_Question(s, question.strip(), auto=False) for s in targets]))
+        self._commands.put(("ask", None, [Question(s, question.strip(), auto=False) for s in targets]))
 
     def stop_stream(self, stream: str | None = None) -> None:
         self._commands.put(("stop_stream", self._stream(stream), None))
@@ -182,7 +166,7 @@ class Assistant:
                 served = True
                 question = self._on_clip(stream, item)
                 if question is not None:
-                    due.append(_Question(stream, question, auto=True))
+                    due.append(Question(stream, question, auto=True))
             elif isinstance(item, EndOfStream):
                 served = True
                 self._on_end(stream, item)
@@ -272,46 +256,12 @@ class Assistant:
             dropped_frames=clip.dropped_frames,
             preview=clip.frames[-1],
         )
-        self._run_checks(stream, clip)
+        run_checks(stream, clip, self._events)
         if self.limits.duration_s and clip.t_end >= self.limits.duration_s - 1e-6:
             stream.finished = True
             stream.close_capture()
             self._publish("status", stream, message=f"reached --duration {self.limits.duration_s:g}s of stream time")
         return stream.schedule.due(clip.t_end)
-
-    def _run_checks(self, stream: Stream, clip: Clip) -> None:
-        """The stream's watches that fell due: a yes/no check each (the cache unchanged), then begin/end alerts."""
-        for watch in stream.watches:
-            if watch.schedule.due(clip.t_end) is None:
-                continue
-            try:
-                verdict = stream.session.check(watch.spec.question)
-            except Exception as err:  # a failed check is reported; the watch and the stream go on
-                logger.exception("%s: check %s failed", stream.name, watch.spec.name)
-                self._error(stream, "watch", f"check {watch.spec.name!r} failed: {err}")
-                continue
-            self._publish(
-                "check",
-                stream,
-                alert=watch.spec.name,
-                p_yes=round(verdict.p_yes, 4),
-                ms=round(verdict.ms, 2),
-                stream_time=round(clip.t_end, 3),
-            )
-            self._alert(stream, watch, watch.state.update(verdict.p_yes, clip.t_end, time.time()), clip)
-
-    def _alert(self, stream: Stream, watch: Watch, change, clip: Clip) -> None:
-        if change is None:
-            return
-        fields = {"id": change.id, "alert": watch.spec.name, "state": change.state, "p_yes": round(change.p_yes, 4)}
-        fields["stream_time"] = round(change.stream_time, 3)
-        fields["question"] = watch.spec.question
-        if change.state == "begin":
-            jpeg = snapshot_jpeg(clip.frames[-1])
-            fields.update(snapshot=jpeg, snapshot_bytes=len(jpeg))
-        else:
-            fields["duration_s"] = round(change.duration_s, 3)
-        self._publish("alert", stream, **fields)
 
     def _check_ingest_rate(self, prefill_s: float, stream: Stream) -> None:
         """Once enough clips were timed: warns (once) when the live streams bring clips faster than they are
@@ -344,104 +294,6 @@ class Assistant:
         watched = [s for s in self.streams.values() if s.capture is not None or s.finished]
         return bool(watched) and all(s.finished for s in watched)
 
-    def _answer_all(self, questions: list[_Question]) -> None:
-        """Answers the questions (one per stream): several at once decode as one batch, weights read once."""
-        if self.notes is not None:
-            for question in questions:
-                if not question.auto:
-                    session = question.stream.session
-                    question.prompt, question.cited = self.notes.prompt(
-                        question.text, question.stream.name, session.fits
-                    )
-        if len(questions) == 1 or len({id(q.stream) for q in questions}) < len(questions):
-            for question in questions:
-                if self._ending():
-                    return
-                self._answer(question)
-            return
-        self._answer_together(questions)
-
-    def _group(self, streams: list[Stream]) -> AnsweringTogether:
-        """The batch of these streams; kept while the same group answers again (its buffers stay pooled)."""
-        names = tuple(s.name for s in streams)
-        if self._together is None or self._together[0] != names:
-            self._together = (names, AnsweringTogether([s.session for s in streams]))
-        return self._together[1]
-
-    def _answer_together(self, questions: list[_Question]) -> None:
-        streams = [q.stream for q in questions]
-        rounds = [s.session.rounds + 1 for s in streams]
-        try:
-            pieces = self._group(streams).answer([q.text for q in questions], [q.prompt for q in questions])
-        except ValueError as err:
-            for stream in streams:
-                self._error(stream, "question", str(err))
-            return
-        for question, round_index in zip(questions, rounds, strict=True):
-            self._publish(
-                "answer_start",
-                question.stream,
-                round=round_index,
-                question=question.text,
-                auto=question.auto,
-                stream_time=round(question.stream.stream_time, 3),
-                batch=len(questions),
-            )
-        try:
-            for row, piece in pieces:
-                self._publish("answer_piece", streams[row], round=rounds[row], text=piece)
-        except Exception as err:
-            logger.exception("answers of %s failed", ", ".join(s.name for s in streams))
-            for stream, round_index in zip(streams, rounds, strict=True):
-                self._error(
-                    stream, "answer", f"round {round_index} (answered with {len(streams)} streams) failed: {err}"
-                )
-            return
-        for question in questions:
-            self._report_store_errors(question.stream)
-            self._answered(question.stream, question.auto, batch=len(questions), cited=question.cited)
-
-    def _answer(self, question: _Question) -> None:
-        stream, session = question.stream, question.stream.session
-        round_index = session.rounds + 1
-        try:
-            pieces = session.ask(question.text, question.prompt)
-        except ValueError as err:
-            self._error(stream, "question", str(err))
-            return
-        self._publish(
-            "answer_start",
-            stream,
-            round=round_index,
-            question=question.text,
-            auto=question.auto,
-            stream_time=round(stream.stream_time, 3),
-        )
-        try:
-            for piece in pieces:
-                self._publish("answer_piece", stream, round=round_index, text=piece)
-        except Exception as err:
-            logger.exception("%s: round %d failed", stream.name, round_index)
-            self._error(stream, "answer", f"round {round_index} failed: {err}")
-            return
-        self._report_store_errors(stream)
-        self._answered(stream, question.auto, cited=question.cited)
-
-    def _answered(self, stream: Stream, auto: bool, batch: int = 1, cited: list | None = None) -> None:
-        """The `answer` event of a finished round (batch: how many streams' answers were decoded together),
-        and the --max-rounds limit."""
-        metrics = asdict(stream.session.last_answer)
-        evidence = metrics["evidence"] + (cited or [])
-        metrics["evidence"] = [{"stream": stream.name, **item} for item in evidence]
-        extra = self.memory_sample() if self.memory_sample else {}
-        self._publish(
-            "answer", stream, auto=auto, stream_time=round(stream.stream_time, 3), batch=batch, **metrics, **extra
-        )
-        stream.answers += 1
-        self.rounds += 1
-        if self.limits.max_rounds and self.rounds >= self.limits.max_rounds:
-            self._finish(f"reached --max-rounds {self.limits.max_rounds}")
-
     def _forward_capture_events(self, stream: Stream) -> None:
         if stream.capture is None:
             return
@@ -453,16 +305,20 @@ class Assistant:
                     stream.state = "watching" if event.message.startswith("reconnected") else "reconnecting"
                 self._publish("capture", stream, kind=event.type, message=event.message, state=stream.state)
 
+    def _answer_all(self, questions: list[Question]) -> None:
+        """Answers them (one per stream; several at once as one batch) and applies --max-rounds."""
+        self.rounds += self._answerer.answer(questions)
+        if self.limits.max_rounds and self.rounds >= self.limits.max_rounds:
+            self._finish(f"reached --max-rounds {self.limits.max_rounds}")
+
     def _report_store_errors(self, stream: Stream) -> None:
-        for message in stream.session.take_store_errors():
-            self._error(stream, "store", message)
+        self._events.store_errors(stream)
 
     def _error(self, stream: Stream | None, where: str, message: str) -> None:
-        stream_time = stream.stream_time if stream is not None else None
-        self._publish("error", stream, where=where, message=message, stream_time=stream_time)
+        self._events.error(stream, where, message)
 
     def _publish(self, type_: str, stream: Stream | None, **fields) -> None:
-        self.bus.publish(make_event(type_, stream=stream.name if stream is not None else None, **fields))
+        self._events.publish(type_, stream, **fields)
 
     def _finish(self, reason: str) -> None:
         self._publish("status", None, message=f"run finished: {reason}")
