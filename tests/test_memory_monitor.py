@@ -4,6 +4,7 @@ machines, the tegrastats reader thread against a fake `tegrastats`, and the CPU 
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 import stat
 import sys
@@ -341,7 +342,9 @@ def test_cpu_monitor_samples_this_process() -> None:
         assert (monitor.backend, monitor.label) == ("cpu", "process memory (CPU)")
         rss_now = psutil.Process().memory_info().rss
         before = monitor.sample()
-        ballast = bytearray(64 * MIB)  # touch 64 MiB so RSS must grow
+        # touch 64 MiB of fresh pages so RSS must grow (an anonymous mapping: never memory the allocator already
+        # holds from earlier tests, which a bytearray could reuse without RSS moving)
+        ballast = mmap.mmap(-1, 64 * MIB)
         ballast[::4096] = b"\1" * len(ballast[::4096])
         after = monitor.sample()
     assert isinstance(before, MemorySample)

@@ -80,7 +80,8 @@ def test_new_timeline_is_private_wal_with_schema(tmp_path):
 def test_writer_records_answers_alerts_and_stream_events(tmp_path):
     path = tmp_path / "timeline.sqlite"
     evidence = [{"stream": "yard", "start": 120.0, "end": 124.0, "source": "recall"},
-                {"stream": "yard", "start": 130.0, "end": 131.0, "source": "attention"}]  # fmt: skip
+                {"stream": "yard", "start": 130.0, "end": 131.0, "source": "attention"},
+                {"stream": "yard", "start": 3.0, "end": 4.0, "source": "timeline", "row_id": 1}]  # fmt: skip
     events = [
         make_event("status", stream="door", message="watching door.mp4"),
         make_event("status", stream=None, message="assistant ready"),  # not about a stream: not kept
@@ -116,7 +117,8 @@ def test_writer_records_answers_alerts_and_stream_events(tmp_path):
     first, second, cited, begin, end = found[1], found[2], found[3], found[4], found[5]
     assert (first["start_s"], first["end_s"]) == (0.0, 8.0)
     assert (second["start_s"], second["end_s"]) == (8.0, 16.0)
-    assert (cited["start_s"], cited["end_s"]) == (120.0, 131.0) and "recall" in cited["evidence"]
+    # from the earliest clip of this run it cites (notes from the timeline may be of another run) to the answer
+    assert (cited["start_s"], cited["end_s"]) == (120.0, 140.0) and "recall" in cited["evidence"]
     assert (first["question"], first["text"]) == ("Is a truck at the door?", "Yes, a red truck.")
     assert (begin["alert"], begin["alert_id"], begin["p_yes"]) == ("truck", "door-truck", 0.93)
     assert (end["start_s"], end["end_s"], end["duration_s"]) == (16.0, 40.0, 24.0)
