@@ -9,24 +9,13 @@
 // history-chat.png (the chat), failure.png.
 'use strict';
 
-const fs = require('fs');
-const os = require('os');
 const path = require('path');
-const { chromium } = require('playwright-core');
+const { check, run } = require('./browser');
 
 const [url, outDir] = process.argv.slice(2);
 if (!url || !outDir) {
   console.error('usage: node history_test.js URL OUT_DIR');
   process.exit(2);
-}
-const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const FLAGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
-
-function check(condition, message) {
-  if (!condition) throw new Error(message);
 }
 
 // Searches `word` until a result row shows (the timeline is written on its own thread, a moment later).
@@ -44,75 +33,51 @@ async function search(page, word, tries) {
   return false;
 }
 
-async function main() {
-  fs.mkdirSync(outDir, { recursive: true });
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'ui-history-profile-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath, headless: true, args: FLAGS, viewport: { width: 1280, height: 800 },
-  });
-  const page = await context.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (err) => pageErrors.push(String(err)));
-  const seen = {};
-  try {
-    await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30000 });
-    await page.waitForSelector('#chat', { timeout: 30000 });
+run('history', outDir, { width: 1280, height: 800 }, async (page, seen, pageErrors) => {
+  await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30000 });
+  await page.waitForSelector('#chat', { timeout: 30000 });
 
-    // 1. an answer with a word in it (its first line: the answer; then evidence and the metrics line)
-    const answer = await page.waitForFunction(() => {
-      for (const bot of document.querySelectorAll('#chat [data-testid="bot"]')) {
-        const text = bot.innerText;
-        const words = (text.split('\n')[0].match(/[A-Za-z]{4,}/g) || []).filter((w) => w !== 'thinking');
-        if (/tokens\/s/.test(text) && words.length) return { text, word: words[0] };
-      }
-      return null;
-    }, null, { timeout: 60000, polling: 250 });
-    Object.assign(seen, await answer.jsonValue());
-    seen.evidence = await page.$$eval('#chat [data-testid="bot"]', (bots) => bots.map((b) => ({
-      seenAt: (b.innerText.match(/seen at [^\n]*/) || [''])[0],
-      thumbs: [...b.querySelectorAll('img.evidence-thumb')].map((img) => img.complete && img.getBoundingClientRect().width),
-    })).filter((e) => e.seenAt));
+  // 1. an answer with a word in it (its first line: the answer; then evidence and the metrics line)
+  const answer = await page.waitForFunction(() => {
+    for (const bot of document.querySelectorAll('#chat [data-testid="bot"]')) {
+      const text = bot.innerText;
+      const words = (text.split('\n')[0].match(/[A-Za-z]{4,}/g) || []).filter((w) => w !== 'thinking');
+      if (/tokens\/s/.test(text) && words.length) return { text, word: words[0] };
+    }
+    return null;
+  }, null, { timeout: 60000, polling: 250 });
+  Object.assign(seen, await answer.jsonValue());
+  seen.evidence = await page.$$eval('#chat [data-testid="bot"]', (bots) => bots.map((b) => ({
+    seenAt: (b.innerText.match(/seen at [^\n]*/) || [''])[0],
+    thumbs: [...b.querySelectorAll('img.evidence-thumb')].map((img) => img.complete && img.getBoundingClientRect().width),
+  })).filter((e) => e.seenAt));
 
-    await page.locator('#chat').screenshot({ path: path.join(outDir, 'history-chat.png') });
+  await page.locator('#chat').screenshot({ path: path.join(outDir, 'history-chat.png') });
 
-    // 2. the History tab: the word finds the answer, with its thumbnail
-    await page.getByRole('tab', { name: 'History' }).click();
-    await page.waitForSelector('#history-search', { timeout: 10000 });
-    const found = await search(page, seen.word, 10);
-    check(found, `searching "${seen.word}" found nothing: ${await page.innerText('#history-results')}`);
-    await page.waitForFunction(() => {
-      const img = document.querySelector('#history-results tr.history-row img');
-      return img && img.complete && img.naturalWidth > 0;
-    }, null, { timeout: 10000, polling: 100 });
-    seen.row = await page.innerText('#history-results tr.history-row');
-    seen.thumbnail = await page.$eval('#history-results tr.history-row img',
-      (img) => ({ naturalWidth: img.naturalWidth, src: img.src.slice(0, 23) }));
-    seen.count = await page.innerText('#history-results .history-count');
-    check(seen.row.toLowerCase().includes(seen.word.toLowerCase()), `the row lacks "${seen.word}": ${seen.row}`);
-    check(/\d\d:\d\d:\d\d-\d\d:\d\d:\d\d|\d\d:\d\d:\d\d/.test(seen.row), `the row lacks its span: ${seen.row}`);
-    await page.screenshot({ path: path.join(outDir, 'history.png') });
+  // 2. the History tab: the word finds the answer, with its thumbnail
+  await page.getByRole('tab', { name: 'History' }).click();
+  await page.waitForSelector('#history-search', { timeout: 10000 });
+  const found = await search(page, seen.word, 10);
+  check(found, `searching "${seen.word}" found nothing: ${await page.innerText('#history-results')}`);
+  await page.waitForFunction(() => {
+    const img = document.querySelector('#history-results tr.history-row img');
+    return img && img.complete && img.naturalWidth > 0;
+  }, null, { timeout: 10000, polling: 100 });
+  seen.row = await page.innerText('#history-results tr.history-row');
+  seen.thumbnail = await page.$eval('#history-results tr.history-row img',
+    (img) => ({ naturalWidth: img.naturalWidth, src: img.src.slice(0, 23) }));
+  seen.count = await page.innerText('#history-results .history-count');
+  check(seen.row.toLowerCase().includes(seen.word.toLowerCase()), `the row lacks "${seen.word}": ${seen.row}`);
+  check(/\d\d:\d\d:\d\d-\d\d:\d\d:\d\d|\d\d:\d\d:\d\d/.test(seen.row), `the row lacks its span: ${seen.row}`);
+  await page.screenshot({ path: path.join(outDir, 'history.png') });
 
-    // 3. a word nobody said finds nothing
-    await page.fill('#history-text textarea, #history-text input', 'zqxjvw');
-    await page.click('#history-search');
-    await page.waitForFunction(() => /Nothing found|\b0 moments/.test(document.querySelector('#history-results').innerText),
-      null, { timeout: 15000, polling: 100 }).catch(() => {});
-    seen.none = await page.innerText('#history-results');
-    check(/\b0 moments/.test(seen.none), `a word nobody said found something: ${seen.none}`);
+  // 3. a word nobody said finds nothing
+  await page.fill('#history-text textarea, #history-text input', 'zqxjvw');
+  await page.click('#history-search');
+  await page.waitForFunction(() => /Nothing found|\b0 moments/.test(document.querySelector('#history-results').innerText),
+    null, { timeout: 15000, polling: 100 }).catch(() => {});
+  seen.none = await page.innerText('#history-results');
+  check(/\b0 moments/.test(seen.none), `a word nobody said found something: ${seen.none}`);
 
-    check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
-    console.log(JSON.stringify(seen));
-  } catch (err) {
-    await page.screenshot({ path: path.join(outDir, 'failure.png'), fullPage: true }).catch(() => {});
-    console.log(JSON.stringify(seen));
-    throw err;
-  } finally {
-    await context.close();
-    fs.rmSync(profile, { recursive: true, force: true });
-  }
-}
-
-main().catch((err) => {
-  console.error(`UI TEST FAILED: ${err.message}`);
-  process.exit(1);
+  check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
 });

@@ -8,106 +8,71 @@
 // message on the first failed check. Screenshots: OUT_DIR/streams.png (failure.png on a failure).
 'use strict';
 
-const fs = require('fs');
-const os = require('os');
 const path = require('path');
-const { chromium } = require('playwright-core');
+const { check, run } = require('./browser');
 
 const [url, outDir] = process.argv.slice(2);
 if (!url || !outDir) {
   console.error('usage: node streams_test.js URL OUT_DIR');
   process.exit(2);
 }
-const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const FLAGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 const STREAMS = ['a', 'b'];
-
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
 
 async function chat(page) {
   return page.$$eval('#chat [data-testid="user"], #chat [data-testid="bot"]', (els) =>
     els.map((el) => ({ role: el.getAttribute('data-testid'), text: el.innerText })));
 }
 
-async function main() {
-  fs.mkdirSync(outDir, { recursive: true });
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'ui-streams-profile-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath, headless: true, args: FLAGS, viewport: { width: 1400, height: 1000 },
-  });
-  const page = await context.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (err) => pageErrors.push(String(err)));
-  const seen = {};
-  try {
-    await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30000 });
-    await page.waitForSelector('#chat', { timeout: 30000 });
+run('streams', outDir, { width: 1400, height: 1000 }, async (page, seen, pageErrors) => {
+  await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30000 });
+  await page.waitForSelector('#chat', { timeout: 30000 });
 
-    // 1. a panel per stream: its frame, its stream time, Watching with lag and KV
-    for (const name of STREAMS) {
-      await page.waitForSelector(`#preview-${name} img`, { timeout: 40000 });
-      await page.waitForFunction((n) => /t = [0-9:.]+/.test(document.querySelector(`#caption-${n}`).innerText),
-        name, { timeout: 30000 });
-      await page.waitForFunction((n) => /Watching .* lag [0-9.]+ s/.test(document.querySelector(`#status-${n}`).innerText),
-        name, { timeout: 30000 });
-      seen[`status_${name}`] = await page.innerText(`#status-${name}`);
-      check(/KV [0-9.]+ MiB/.test(seen[`status_${name}`]), `stream ${name} status lacks its KV: ${seen[`status_${name}`]}`);
-    }
-    check(seen.status_a.includes('a.mp4') && seen.status_b.includes('b.mp4'),
-      `each panel should name its own source: ${seen.status_a} / ${seen.status_b}`);
-    check(!(await page.isVisible('#preview')), 'the one-stream preview is shown on a two-stream page');
-    seen.summary = await page.innerText('#status');
-    check(/a: watching/.test(seen.summary) && /b: watching/.test(seen.summary), `summary: ${seen.summary}`);
-
-    // 2. a question to stream b only: one answer, labelled b; none for a
-    const question = 'Which stream is this?';
-    await page.click('#ask-stream input');
-    await page.click('[role="option"]:text-is("b")');
-    await page.fill('#ask-box textarea', question);
-    await page.press('#ask-box textarea', 'Enter');
-    await page.waitForFunction((q) => {
-      const els = [...document.querySelectorAll('#chat [data-testid="user"], #chat [data-testid="bot"]')];
-      const i = els.findIndex((el) => el.getAttribute('data-testid') === 'user' && el.innerText.includes(q));
-      return i >= 0 && i + 1 < els.length && /ttft [0-9.]+ s/.test(els[i + 1].innerText);
-    }, question, { timeout: 40000, polling: 200 });
-    const messages = await chat(page);
-    const asked = messages.map((m, i) => [m, i]).filter(([m]) => m.role === 'user' && m.text.includes(question));
-    seen.askedTurns = asked.map(([m]) => m.text);
-    seen.answer = messages[asked[0][1] + 1].text;
-    check(asked.length === 1, `expected one turn for the question, got ${JSON.stringify(seen.askedTurns)}`);
-    check(/\[b\]/.test(asked[0][0].text) && !/\[a\]/.test(asked[0][0].text), `question label: ${asked[0][0].text}`);
-    check(/stream b · round \d+/.test(seen.answer) && !/stream a/.test(seen.answer), `answer label: ${seen.answer}`);
-
-    // 3. the memory plot: the total and one KV line per stream (and the host store: 4 lines)
-    await page.waitForFunction(() => document.querySelectorAll('#memory-plot g.mark-line path').length >= 3,
-      null, { timeout: 20000, polling: 250 });
-    seen.memoryPlot = await page.innerText('#memory-plot');
-    for (const series of ['KV cache a', 'KV cache b', 'KV cache, all streams']) {
-      check(seen.memoryPlot.includes(series), `memory plot legend lacks ${series}: ${seen.memoryPlot}`);
-    }
-    seen.cachePlot = await page.innerText('#cache-plot');
-    check(seen.cachePlot.includes('a: cache tokens') && seen.cachePlot.includes('b: cache tokens'),
-      `cache plot legend: ${seen.cachePlot}`);
-
-    check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
-    await page.screenshot({ path: path.join(outDir, 'streams.png'), fullPage: true });
-    console.log(JSON.stringify(seen));
-  } catch (err) {
-    await page.screenshot({ path: path.join(outDir, 'failure.png'), fullPage: true }).catch(() => {});
-    console.log(JSON.stringify(seen));
-    throw err;
-  } finally {
-    await context.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+  // 1. a panel per stream: its frame, its stream time, Watching with lag and KV
+  for (const name of STREAMS) {
+    await page.waitForSelector(`#preview-${name} img`, { timeout: 40000 });
+    await page.waitForFunction((n) => /t = [0-9:.]+/.test(document.querySelector(`#caption-${n}`).innerText),
+      name, { timeout: 30000 });
+    await page.waitForFunction((n) => /Watching .* lag [0-9.]+ s/.test(document.querySelector(`#status-${n}`).innerText),
+      name, { timeout: 30000 });
+    seen[`status_${name}`] = await page.innerText(`#status-${name}`);
+    check(/KV [0-9.]+ MiB/.test(seen[`status_${name}`]), `stream ${name} status lacks its KV: ${seen[`status_${name}`]}`);
   }
-}
+  check(seen.status_a.includes('a.mp4') && seen.status_b.includes('b.mp4'),
+    `each panel should name its own source: ${seen.status_a} / ${seen.status_b}`);
+  check(!(await page.isVisible('#preview')), 'the one-stream preview is shown on a two-stream page');
+  seen.summary = await page.innerText('#status');
+  check(/a: watching/.test(seen.summary) && /b: watching/.test(seen.summary), `summary: ${seen.summary}`);
 
-main().catch((err) => {
-  console.error(`UI TEST FAILED: ${err.message}`);
-  process.exit(1);
+  // 2. a question to stream b only: one answer, labelled b; none for a
+  const question = 'Which stream is this?';
+  await page.click('#ask-stream input');
+  await page.click('[role="option"]:text-is("b")');
+  await page.fill('#ask-box textarea', question);
+  await page.press('#ask-box textarea', 'Enter');
+  await page.waitForFunction((q) => {
+    const els = [...document.querySelectorAll('#chat [data-testid="user"], #chat [data-testid="bot"]')];
+    const i = els.findIndex((el) => el.getAttribute('data-testid') === 'user' && el.innerText.includes(q));
+    return i >= 0 && i + 1 < els.length && /ttft [0-9.]+ s/.test(els[i + 1].innerText);
+  }, question, { timeout: 40000, polling: 200 });
+  const messages = await chat(page);
+  const asked = messages.map((m, i) => [m, i]).filter(([m]) => m.role === 'user' && m.text.includes(question));
+  seen.askedTurns = asked.map(([m]) => m.text);
+  seen.answer = messages[asked[0][1] + 1].text;
+  check(asked.length === 1, `expected one turn for the question, got ${JSON.stringify(seen.askedTurns)}`);
+  check(/\[b\]/.test(asked[0][0].text) && !/\[a\]/.test(asked[0][0].text), `question label: ${asked[0][0].text}`);
+  check(/stream b · round \d+/.test(seen.answer) && !/stream a/.test(seen.answer), `answer label: ${seen.answer}`);
+
+  // 3. the memory plot: the total and one KV line per stream (and the host store: 4 lines)
+  await page.waitForFunction(() => document.querySelectorAll('#memory-plot g.mark-line path').length >= 3,
+    null, { timeout: 20000, polling: 250 });
+  seen.memoryPlot = await page.innerText('#memory-plot');
+  for (const series of ['KV cache a', 'KV cache b', 'KV cache, all streams']) {
+    check(seen.memoryPlot.includes(series), `memory plot legend lacks ${series}: ${seen.memoryPlot}`);
+  }
+  seen.cachePlot = await page.innerText('#cache-plot');
+  check(seen.cachePlot.includes('a: cache tokens') && seen.cachePlot.includes('b: cache tokens'),
+    `cache plot legend: ${seen.cachePlot}`);
+
+  check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
+  await page.screenshot({ path: path.join(outDir, 'streams.png'), fullPage: true });
 });
