@@ -11,9 +11,12 @@ one forward  input_ids [n, 1], position_ids [n, 1] or [P, n, 1]; layer l writes 
 A stream whose cache cannot take the static path (`full`, `h2o`, dynamic storage: see
 `StaticDecoder.can_step`) decodes through its runner, one after another, in the same call: still correct,
 only not batched. Rows given no token (finished answers) sit the step out: inside the batched range they
-write to the pool's scratch slot and attend to one slot, and their caches do not change. The batched step
-runs eagerly (not compiled, no CUDA graphs yet). `BoundedCache.fork` of a pooled cache deep-copies the
-whole pool storage: fork before pooling.
+write to the pool's scratch slot and attend to one slot, and their caches do not change.
+
+The step is compiled (torch.compile; CUDA graphs on CUDA) when the runners' own steps are
+(`compile_decode`): every input lives in a tensor filled in place and each range of rows keeps its own
+layer objects, so a range is traced once and replayed; a compiled step that fails falls back to eager.
+`BoundedCache.fork` of a pooled cache deep-copies the whole pool storage: fork before pooling.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from transformers import Cache
 from transformers.cache_utils import CacheLayerMixin
 
 from cache.batch_pool import BatchPool
+from cache.decode import COMPILE_ERRORS, compile_decode
 from cache.runner import CachedRunner
 
 logger = logging.getLogger(__name__)
@@ -34,10 +38,10 @@ logger = logging.getLogger(__name__)
 class _RowsLayer(CacheLayerMixin):
     """What the model sees of one layer during a batched step: rows [start, stop) of the pool."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, scatter: torch.Tensor, span: int) -> None:
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, flat_slots: torch.Tensor, span: int) -> None:
         super().__init__()
         self.keys, self.values = keys, values  # [n, H_kv, C + 1, D]
-        self.scatter = scatter  # [n, H_kv, 1, D] int64: each row's slot
+        self.flat_slots = flat_slots  # [n * H_kv] int64: row i head h's slot in keys.view(-1, D)
         self.span = span
         self.is_initialized = True
 
@@ -46,8 +50,9 @@ class _RowsLayer(CacheLayerMixin):
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         """Writes each row's new key/value ([n, H_kv, 1, D]) into its own slot; returns the span of every row."""
-        self.keys.scatter_(2, self.scatter, key_states)
-        self.values.scatter_(2, self.scatter, value_states)
+        dim = self.keys.shape[-1]
+        self.keys.view(-1, dim).index_copy_(0, self.flat_slots, key_states.reshape(-1, dim))
+        self.values.view(-1, dim).index_copy_(0, self.flat_slots, value_states.reshape(-1, dim))
         return self.keys[:, :, : self.span], self.values[:, :, : self.span]
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
@@ -86,7 +91,13 @@ class BatchDecoder:
         self.slots = torch.zeros(rows, dtype=torch.long, device=self.device)
         self.mask = torch.zeros(rows, 1, 1, self.span, dtype=torch.bool, device=self.device)
         self._slots = torch.arange(self.span, device=self.device)
+        self._ranges: dict[tuple[int, int], tuple[Cache, torch.Tensor]] = {}  # (start, stop) -> layers, flat slots
+        self._compiled = compile_decode(batched_forward, self.device) if runners[0].decoder.compiled else None
         self.batched_steps = 0  # forwards that decoded two or more rows together (for tests and logs)
+
+    @property
+    def compiled(self) -> bool:
+        return self._compiled is not None
 
     def batchable(self, row: int) -> bool:
         """Whether row `row`'s next token can go through the batched static step."""
@@ -177,23 +188,47 @@ class BatchDecoder:
         pool.tensors["token_index"][where] = torch.tensor(indices, device=device)[:, None, None]
         pool.tensors["attention"][where] = 0.0
 
+    def _rows_cache(self, pool: BatchPool, start: int, stop: int) -> tuple[Cache, torch.Tensor]:
+        """The layers a step over rows [start, stop) sees, made once per range (a compiled step is traced once
+        per range and then sees the same objects), and where each row's new keys go in them."""
+        if (start, stop) not in self._ranges:
+            heads = pool.layer_tensors["keys"][0].shape[1]
+            flat_slots = torch.zeros((stop - start) * heads, dtype=torch.long, device=self.device)
+            layers = [_RowsLayer(*pool.layer(i, start, stop), flat_slots, self.span) for i in range(pool.num_layers)]
+            self._ranges[(start, stop)] = Cache(layers=layers), flat_slots
+        return self._ranges[(start, stop)]
+
     def _forward(self, pool: BatchPool, start: int, stop: int) -> torch.Tensor:
         count = stop - start
-        heads, dim = pool.tensors["keys"].shape[2], pool.tensors["keys"].shape[4]
-        scatter = self.slots[:count].view(count, 1, 1, 1).expand(count, heads, 1, dim)
-        layers = []
-        for index in range(pool.num_layers):
-            keys, values = pool.layer(index, start, stop)
-            layers.append(_RowsLayer(keys, values, scatter, self.span))
+        cache, flat_slots = self._rows_cache(pool, start, stop)
+        heads = flat_slots.numel() // count
+        # row i, head h, slot s is row (i * heads + h) * (C + 1) + s of a layer's keys viewed as [-1, D]
+        first_of_head = torch.arange(count * heads, device=self.device) * (pool.capacity + 1)
+        torch.add(first_of_head, self.slots[:count].repeat_interleave(heads), out=flat_slots)
         position_ids = self.positions[:count, None]  # [n, 1]
         if self.position_dims > 1:
             position_ids = position_ids[None].expand(self.position_dims, count, 1)
-        out = self.model(
-            input_ids=self.input_ids[:count],
-            position_ids=position_ids,
-            attention_mask=self.mask[:count],
-            past_key_values=Cache(layers=layers),
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        return out.logits[:, -1]
+        inputs = (self.model, cache, self.input_ids[:count], position_ids, self.mask[:count])
+        if self._compiled is not None:
+            try:
+                return self._compiled(*inputs).clone()  # CUDA graphs overwrite their outputs at the next replay
+            except COMPILE_ERRORS as e:  # the step only writes the rows' new slots: running it again is safe
+                logger.warning("compiled batched step failed (%s: %s); decoding eagerly", type(e).__name__, e)
+                self._compiled = None
+        return batched_forward(*inputs)
+
+
+def batched_forward(
+    model: torch.nn.Module, cache: Cache, input_ids: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """One forward of one token per row over the rows' span of slots: logits [n, vocab]. (`decode_forward`'s
+    twin, a function of its own so that torch.compile keeps its traces apart from the one-stream steps'.)"""
+    out = model(
+        input_ids=input_ids,
+        position_ids=position_ids,
+        attention_mask=mask,
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    return out.logits[:, -1]

@@ -20,11 +20,13 @@ FIELDS = ("keys", "values", "positions", "origin", "token_index", "attention")
 
 
 class BatchPool:
-    """Per field, one tensor [L, N, H_kv, capacity + 1, ...] for the static layers of N caches (row i: cache i).
+    """The static layers of N caches as rows of shared tensors (row i: cache i).
 
-    keys/values [L, N, H_kv, C + 1, D] (the model's dtype); positions/origin [L, N, H_kv, C + 1, P] int64;
-    token_index [L, N, H_kv, C + 1] int64; attention [L, N, H_kv, C + 1] float32. Cache i's layer l holds
-    `tensors[name][l, i:i+1, :, :C]`; the last slot, outside every cache's buffers, is scratch that a row
+    keys/values: one tensor per layer, `layer_tensors[name][l]` [N, H_kv, C + 1, D] (the model's dtype), so
+    that no two tensors a decode step writes share memory (torch.compile copies whole buffers that alias one
+    another). The bookkeeping, one tensor per field for all layers: positions/origin [L, N, H_kv, C + 1, P]
+    int64; token_index [L, N, H_kv, C + 1] int64; attention [L, N, H_kv, C + 1] float32. Cache i's layer l
+    holds row i of them, its first C slots; the last slot, outside every cache's buffers, is scratch that a row
     sitting out a batched step writes its throwaway key and value to. `like` is a cache whose first layer
     holds tokens: the head count, head size, position components, dtype and device are read from it.
     """
@@ -42,9 +44,11 @@ class BatchPool:
         parts = layer.positions.shape[3]
         device = layer.keys.device
         lead = (layers, rows, heads, capacity + 1)
+        self.layer_tensors = {
+            name: [torch.zeros(*lead[1:], dim, dtype=layer.keys.dtype, device=device) for _ in range(layers)]
+            for name in ("keys", "values")
+        }
         self.tensors = {
-            "keys": torch.zeros(*lead, dim, dtype=layer.keys.dtype, device=device),
-            "values": torch.zeros(*lead, dim, dtype=layer.values.dtype, device=device),
             "positions": torch.zeros(*lead, parts, dtype=torch.long, device=device),
             "origin": torch.zeros(*lead, parts, dtype=torch.long, device=device),
             "token_index": torch.zeros(*lead, dtype=torch.long, device=device),
@@ -53,19 +57,21 @@ class BatchPool:
         self._views = [[self._row_views(index, row) for index in range(layers)] for row in range(rows)]
 
     def _row_views(self, layer: int, row: int) -> dict[str, torch.Tensor]:
-        return {name: t[layer, row : row + 1, :, : self.capacity] for name, t in self.tensors.items()}
+        views = {name: t[layer][row : row + 1, :, : self.capacity] for name, t in self.layer_tensors.items()}
+        views.update({name: t[layer, row : row + 1, :, : self.capacity] for name, t in self.tensors.items()})
+        return views
 
     def fits(self, cache: BoundedCache) -> bool:
         """Whether `cache`'s layers can live in a row: static layers of the pool's shapes, holding tokens."""
         layers = cache.layers
         if len(layers) != self.num_layers or not all(isinstance(layer, StaticBoundedLayer) for layer in layers):
             return False
-        first, keys = layers[0], self.tensors["keys"]
+        first, keys = layers[0], self.layer_tensors["keys"][0]
         return (
             first.is_initialized
             and first.length <= self.capacity
-            and first.keys.shape[1] == keys.shape[2]
-            and first.keys.shape[3] == keys.shape[4]
+            and first.keys.shape[1] == keys.shape[1]
+            and first.keys.shape[3] == keys.shape[3]
             and first.keys.dtype == keys.dtype
             and first.keys.device == keys.device
             and first.positions.shape[3] == self.tensors["positions"].shape[4]
@@ -79,8 +85,9 @@ class BatchPool:
 
     def layer(self, index: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values of layer `index` for rows [start, stop): [n, H_kv, C + 1, D] views."""
-        return self.tensors["keys"][index, start:stop], self.tensors["values"][index, start:stop]
+        return self.layer_tensors["keys"][index][start:stop], self.layer_tensors["values"][index][start:stop]
 
     def bytes(self) -> int:
         """Bytes the pool holds (every field, every row, scratch slots included)."""
-        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+        tensors = [*self.tensors.values(), *self.layer_tensors["keys"], *self.layer_tensors["values"]]
+        return sum(t.numel() * t.element_size() for t in tensors)

@@ -24,11 +24,13 @@ BUDGET = 48
 STREAMS = [([30, 25], 7), ([60, 41, 12], 2), ([20], 5), ([90, 9], 9)]
 
 
-def _stream(model, dims: int, config: CacheConfig, prompts: list[int], seed: int, steps: int, chunk: int = 16):
+def _stream(
+    model, dims: int, config: CacheConfig, prompts: list[int], seed: int, steps: int, chunk: int = 16, compile=False
+):
     """A runner after `prompts` (random ids, prefilled in chunks), the last evicting to leave room for `steps` tokens;
     with recall, the last prompt first brings back what the host store has for it. Returns (runner, logits)."""
     cache = BoundedCache.for_model(model, config)
-    runner = CachedRunner(model, cache, position_dims=dims, chunk_size=chunk)
+    runner = CachedRunner(model, cache, position_dims=dims, chunk_size=chunk, compile_decode=compile)
     gen = torch.Generator().manual_seed(seed)
     with torch.inference_mode():
         for i, length in enumerate(prompts):
@@ -66,14 +68,21 @@ def _decode_together(runners, logits, steps: list[int]) -> tuple[list[list[int]]
 
 
 def _check_together_equals_alone(
-    model, dims: int, configs: list[CacheConfig], streams=STREAMS, tolerance: float = 1e-5, chunk: int = 16
+    model,
+    dims: int,
+    configs: list[CacheConfig],
+    streams=STREAMS,
+    tolerance: float = 1e-5,
+    chunk: int = 16,
+    compile: bool = False,
 ) -> BatchDecoder:
     """Decodes `streams` alone, then built again from scratch together; compares tokens, logits and caches.
-    `tolerance`: on logits and keys (batched products may round otherwise than one row's)."""
+    `tolerance`: on logits and keys (batched products may round otherwise than one row's). `compile`: the
+    runners compile their steps, and so the batch decoder compiles its batched step."""
 
     def build(i: int):
         (prompts, steps), config = streams[i], configs[i]
-        return _stream(model, dims, config, prompts, seed=i, steps=steps, chunk=chunk)
+        return _stream(model, dims, config, prompts, seed=i, steps=steps, chunk=chunk, compile=compile)
 
     steps = [s for _, s in streams]
     with torch.inference_mode():
@@ -109,6 +118,16 @@ def test_batched_steps_equal_each_stream_alone(arch, policy):
     decoder = _check_together_equals_alone(model, dims, [config] * len(STREAMS))
     static = POLICIES[policy].evicts and POLICIES[policy].capture != "accumulate"
     assert (decoder.batched_steps > 0) == static  # full and h2o decode one after another, still equal
+
+
+@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+def test_compiled_batched_steps_equal_each_stream_alone(arch):
+    """The batched step compiled (one trace per range of rows: the finished middle row shrinks none here, a
+    finished last row does) gives what each compiled stream gives alone."""
+    _, model, dims = build_pair(arch)
+    config = CacheConfig(policy="inf-mllm", budget=BUDGET, window=8)
+    decoder = _check_together_equals_alone(model, dims, [config] * len(STREAMS), compile=True)
+    assert decoder.compiled and decoder.batched_steps > 0  # compiling worked: the comparison is a real one
 
 
 def test_streams_of_different_policies_and_recall_decode_together():
@@ -163,12 +182,12 @@ def test_streams_keep_their_pool_rows_and_a_grown_buffer_is_adopted_again():
                 if phase == 0:
                     runners[1].chunk_size = 300  # one chunk, longer than the buffers
                     logits[1] = runners[1].prefill(input_ids=long_prompt, evict_to=BUDGET - 8)
-                    pool_row = decoder.pool and decoder.pool.tensors["keys"][0, 1, :, : runners[1].decoder.capacity]
+                    pool_row = decoder.pool and decoder.pool.layer_tensors["keys"][0][1, :, : runners[1].decoder.capacity]
                     assert not together or runners[1].cache.layers[0].keys.data_ptr() != pool_row.data_ptr()
         if together:
             assert decoder.batched_steps == 6
             for row, runner in enumerate(runners):
-                assert runner.cache.layers[0].keys.data_ptr() == decoder.pool.tensors["keys"][0, row].data_ptr()
+                assert runner.cache.layers[0].keys.data_ptr() == decoder.pool.layer_tensors["keys"][0][row].data_ptr()
         return tokens
 
     assert run(together=True) == run(together=False)

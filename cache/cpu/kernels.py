@@ -42,6 +42,8 @@ def kernels_ready() -> bool:
     """Whether the custom ops run the kernels (builds them the first time; False where they cannot)."""
     if not _state["enabled"]:
         return False
+    if "built" in _state:  # no lock once known: compiled code traces this call, and a lock breaks its graph
+        return _state["built"]
     with _building:
         if "built" not in _state:
             _state["built"] = _build()
