@@ -182,7 +182,8 @@ def test_streams_keep_their_pool_rows_and_a_grown_buffer_is_adopted_again():
                 if phase == 0:
                     runners[1].chunk_size = 300  # one chunk, longer than the buffers
                     logits[1] = runners[1].prefill(input_ids=long_prompt, evict_to=BUDGET - 8)
-                    pool_row = decoder.pool and decoder.pool.layer_tensors["keys"][0][1, :, : runners[1].decoder.capacity]
+                    pool = decoder.pool
+                    pool_row = pool and pool.layer_tensors["keys"][0][1, :, : runners[1].decoder.capacity]
                     assert not together or runners[1].cache.layers[0].keys.data_ptr() != pool_row.data_ptr()
         if together:
             assert decoder.batched_steps == 6

@@ -168,11 +168,12 @@ def test_one_row_linear_matches_the_formula(out_features, in_features, two_threa
     torch.testing.assert_close(no_bias.double(), expected - bias.double(), atol=1e-4, rtol=1e-5)
 
 
-@pytest.mark.parametrize("rows", [2, 3, 8])
-@pytest.mark.parametrize(("out_features", "in_features"), [(576, 576), (3, 37), (4099, 576)])
+@pytest.mark.parametrize("rows", [2, 3, 5, 8, 16])
+@pytest.mark.parametrize(("out_features", "in_features"), [(576, 576), (3, 37), (4099, 576), (578, 1000)])
 def test_a_few_rows_match_the_formula_and_each_row_alone(rows, out_features, in_features, two_threads):
     """A batched decode step multiplies one row per stream: each equals the float64 formula, and the kernel on
-    that row alone, bit for bit (pairs of rows, an odd last row, scalar tails, the two-thread split)."""
+    that row alone, bit for bit (pairs of rows, an odd last row, scalar tails, the two-thread split; from 3 rows
+    on, tiles of 3 weight rows by up to 4 rows: tails of 1 and 2 weight rows, an input dimension in chunks)."""
     gen = torch.Generator().manual_seed(rows * 31 + out_features)
     weight = torch.randn(out_features, in_features, generator=gen)
     bias = torch.randn(out_features, generator=gen)
