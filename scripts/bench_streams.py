@@ -1,7 +1,8 @@
 """Several streams, one model: answers decoded together, what each added stream costs in memory, and how many
 streams this device ingests.
 
-    python scripts/bench_streams.py --part decode                 # the reference LM (real weights), N = 1 2 4 8
+    python scripts/bench_streams.py --part decode                 # the reference LM (real weights), N = 1 2 4 8,
+                                                                  # steps eager and compiled (torch.compile)
     python scripts/bench_streams.py --part decode --model qwen2-vl-2b
     python scripts/bench_streams.py --part memory                 # the "small" Qwen2-VL shape, N = 1 2 4 8
     python scripts/bench_streams.py --part memory --size qwen2-vl-2b --streams 1 2
@@ -11,6 +12,8 @@ then the batched decode step of all N (cache/batch_decode.py) against N one-stre
 bandwidth bound, (weights + N x the KV of the decode span) / read bandwidth, the bandwidth measured in the
 same run with torch's threads (all cores by default); aggregate answer tokens/s; the standing question on
 all N streams (question prefill + `--answer-tokens` tokens each), batched against one stream after another.
+Each `--decode` mode times both sides the same way: "eager", or "compiled" (the one-stream step and the
+batched step both compiled, as `--compile` does in the app; compiling happens in the untimed warm-up).
 Writes out/bench_streams_decode.csv and .png.
 
 Memory:
@@ -56,6 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--part", choices=["decode", "memory"], nargs="+", default=["decode", "memory"])
     p.add_argument("--model", choices=["reference", "qwen2-vl-2b"], default="reference", help="decode part's model")
     p.add_argument("--steps", type=int, default=24, help="decode steps timed per measurement (median)")
+    p.add_argument(
+        "--decode", choices=["eager", "compiled"], nargs="+", default=["eager", "compiled"], help="decode part's modes"
+    )
     p.add_argument("--answer-tokens", type=int, default=32, help="tokens per answer (standing question timing)")
     p.add_argument("--size", choices=list(SIZE_CLASSES), default="small", help="memory part's model shape")
     p.add_argument("--streams", type=int, nargs="+", default=[1, 2, 4, 8], help="values of N")
@@ -100,10 +106,10 @@ def main(argv: list[str] | None = None) -> None:
 # -- decode: N streams' answers as one batched step -----------------------------------------------------
 
 
-def prefilled_runner(model, args, seed: int) -> CachedRunner:
+def prefilled_runner(model, args, seed: int, compile: bool = False) -> CachedRunner:
     """A stream at its budget (random text of its own) with a question prefilled: ready to decode an answer."""
     cache = BoundedCache.for_model(model, CacheConfig(budget=args.budget, recall=args.recall))
-    runner = CachedRunner(model, cache)
+    runner = CachedRunner(model, cache, compile_decode=compile)
     gen = torch.Generator().manual_seed(seed)
     vocab = model.config.vocab_size
     runner.prefill(input_ids=torch.randint(100, vocab - 1, (1, args.budget + 512), generator=gen))
@@ -137,12 +143,14 @@ def decode_part(args) -> None:
     weights, kv_token = weight_bytes(model), kv_bytes_per_token(model)
     span = args.budget + args.recall + 1
     rows = []
-    for n in tqdm(args.streams, desc=f"decode, {args.model}", unit="N"):
-        one_ms, batched_ms, bandwidth, answers = measure_streams(model, n, args, read_bandwidth)
+    runs = [(mode, n) for mode in args.decode for n in args.streams]
+    for mode, n in tqdm(runs, desc=f"decode, {args.model}", unit="run"):
+        one_ms, batched_ms, bandwidth, answers = measure_streams(model, n, args, read_bandwidth, mode == "compiled")
         bound_ms = (weights + n * kv_token * span) / bandwidth * 1000
         rows.append(
             {
                 "model": args.model,
+                "decode": mode,
                 "streams": n,
                 "threads": torch.get_num_threads(),
                 "one_stream_step_ms": round(one_ms, 2),
@@ -164,13 +172,20 @@ def decode_part(args) -> None:
     plot_decode(rows, args.out / "bench_streams_decode.png")
 
 
-def measure_streams(model, n: int, args, read_bandwidth) -> tuple[float, float, float, tuple[float, float]]:
+def measure_streams(
+    model, n: int, args, read_bandwidth, compile: bool
+) -> tuple[float, float, float, tuple[float, float]]:
     """One-stream step ms, batched step ms (N rows), read bandwidth (bytes/s) and the answer times, for N
     fresh streams at their budget."""
-    runners = [prefilled_runner(model, args, seed) for seed in range(n)]
+    runners = [prefilled_runner(model, args, seed, compile) for seed in range(n)]
     batch = BatchDecoder(runners)
+    if compile and not (runners[0].decoder.compiled and batch.compiled):
+        raise SystemExit("torch.compile is not available here: run with --decode eager")
+    # batched first: a pooled stream's buffers have the pool's strides, which its own compiled step is traced for
+    # at its warm-up here (as in the app after the first batched answer), not inside the timed answers below
+    batched_ms = median_ms(lambda: batch.step([1000] * n), args.steps) if n > 1 else None
     one_ms = median_ms(lambda: runners[0].decode_step(1000), args.steps)
-    batched_ms = median_ms(lambda: batch.step([1000] * n), args.steps) if n > 1 else one_ms
+    batched_ms = batched_ms or one_ms
     bandwidth = read_bandwidth()[0]
     return one_ms, batched_ms, bandwidth, answer_times(runners, batch, args)
 
@@ -197,19 +212,24 @@ def plot_decode(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    n = [r["streams"] for r in rows]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    left.plot(n, [r["batched_step_ms"] for r in rows], "o-", label="batched step")
-    left.plot(n, [r["n_x_one_ms"] for r in rows], "s--", label="N x one-stream step")
-    left.plot(n, [r["bound_ms"] for r in rows], ":", label="bandwidth bound (weights + N x KV)")
+    for mode, style in (("eager", "--"), ("compiled", "-")):
+        part = [r for r in rows if r["decode"] == mode]
+        if not part:
+            continue
+        n = [r["streams"] for r in part]
+        left.plot(n, [r["batched_step_ms"] for r in part], "o" + style, label=f"batched step, {mode}")
+        left.plot(n, [r["n_x_one_ms"] for r in part], "s" + style, alpha=0.6, label=f"N x one-stream step, {mode}")
+        right.plot(n, [r["aggregate_tokens_s"] for r in part], "o" + style, label=f"batched, all streams, {mode}")
+        right.plot(n, [r["one_stream_tokens_s"] for r in part], "s" + style, alpha=0.6, label=f"one stream, {mode}")
+    first = [r for r in rows if r["decode"] == rows[0]["decode"]]
+    left.plot([r["streams"] for r in first], [r["bound_ms"] for r in first], "k:", label="bandwidth bound")
     left.set_ylabel("ms per step")
-    right.plot(n, [r["aggregate_tokens_s"] for r in rows], "o-", label="batched, all streams")
-    right.plot(n, [r["one_stream_tokens_s"] for r in rows], "s--", label="one stream")
     right.set_ylabel("answer tokens / s")
     for ax in (left, right):
         ax.set_xlabel("streams")
         ax.grid(alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8)
     fig.suptitle(f"{rows[0]['model']}: answers of N streams decoded together ({rows[0]['threads']} threads)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
