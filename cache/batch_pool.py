@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from cache.bounded_cache import BoundedCache
-from cache.static_layer import StaticBoundedLayer
+from cache.static_layer import StaticBoundedLayer, static_address
 
 FIELDS = ("keys", "values", "positions", "origin", "token_index", "attention")
 
@@ -44,8 +44,9 @@ class BatchPool:
         parts = layer.positions.shape[3]
         device = layer.keys.device
         lead = (layers, rows, heads, capacity + 1)
+        kv_shape = (*lead[1:], dim)
         self.layer_tensors = {
-            name: [torch.zeros(*lead[1:], dim, dtype=layer.keys.dtype, device=device) for _ in range(layers)]
+            name: [static_address(torch.zeros(kv_shape, dtype=layer.keys.dtype, device=device)) for _ in range(layers)]
             for name in ("keys", "values")
         }
         self.tensors = {

@@ -22,6 +22,15 @@ _FIELDS = ("keys", "values", "positions", "origin", "token_index", "attention")
 _GROW = 256  # capacities are multiples of this many tokens
 
 
+def static_address(buffer: torch.Tensor) -> torch.Tensor:
+    """Marks a CUDA buffer that compiled steps write in place as living at a fixed address, without which
+    torch.compile skips CUDA graphs for a step that mutates its inputs (transformers' StaticCache does the same).
+    Not verified on a GPU yet (none was lent); a no-op on the CPU, where there are no CUDA graphs."""
+    if buffer.is_cuda:
+        torch._dynamo.mark_static_address(buffer)
+    return buffer
+
+
 def _field_property(name: str) -> property:
     def get(self: StaticBoundedLayer) -> torch.Tensor | None:
         buffer = self._buffers[name]
@@ -100,7 +109,7 @@ class StaticBoundedLayer(BoundedLayer):
         if fits:
             kept = self._lengths[name]
             grown[:, :, :kept].copy_(buffer[:, :, :kept])
-        self._buffers[name] = grown
+        self._buffers[name] = static_address(grown)
         return grown
 
     @torch.inference_mode()
@@ -116,7 +125,7 @@ class StaticBoundedLayer(BoundedLayer):
                 raise ValueError(f"{count} cached tokens do not fit in {capacity}")
             resized = buffer.new_zeros((*buffer.shape[:2], capacity, *buffer.shape[3:]))
             resized[:, :, :count].copy_(buffer[:, :, :count])
-            self._buffers[name] = resized
+            self._buffers[name] = static_address(resized)
         self.capacity = capacity
 
     @torch.inference_mode()
@@ -145,7 +154,7 @@ class StaticBoundedLayer(BoundedLayer):
             old = self._buffers[name]
             if old is not None and count:
                 buffers[name][:, :, :count].copy_(old[:, :, :count])
-            self._buffers[name] = buffers[name]
+            self._buffers[name] = static_address(buffers[name])
         self.capacity = buffers["keys"].shape[2]
 
     def shares(self, buffers: dict[str, torch.Tensor]) -> bool:
