@@ -7,19 +7,20 @@
 // and each (batch row, KV head) is one task: its scores, their softmax and its weighted sum of values, the
 // probabilities staying in L1/L2 between the passes.
 //
-// What made it fast, on the README's 2-core AMD VM (8 streams, 9 query / 3 KV heads of 64 floats, a 2305-key
-// span, 30 layers: 850 MB of keys and values a step; a plain `.sum()` of them reads at 25-32 GB/s there):
+// What made it fast, measured on the README's 2-core AMD VM (8 streams, 9 query / 3 KV heads of 64 floats, a
+// 2305-key span, 30 layers: 850 MB of keys and values a step, which a plain `.sum()` reads in 21-30 ms there):
 // - keys: four rows a quarter of the span apart at a time (four memory streams at once read faster than one;
-//   four adjacent rows, each walked a register-width at a time across the four, read at 2/3 of the speed);
+//   four adjacent rows, walked a register-width at a time across the four, read at 2/3 of the speed or less);
 // - values: a 64-float row needs 24 accumulators for 3 query rows, more than the 16 AVX registers, so the sums
 //   are done in slices of the row; the slices of a chunk of rows are summed while the chunk sits in L1 (not one
 //   pass over the span per slice), and the first slice prefetches the rest of each row, so that every row is
-//   requested from memory whole and in order (reading half rows in order, then the other halves, was 1.5x
-//   slower than a whole-row pass);
+//   requested from memory whole and in order (half rows in order, then the other halves, read 1.5x slower);
 // - a hand-written softmax (max, exp, sum) instead of at::softmax_out, which cost about 7 us a call.
-// That workload went from 66 ms (13 GB/s) to about 37 ms (23 GB/s) on one thread. Note that at::parallel_for
-// runs serially unless this file is compiled with -fopenmp (ATen's OpenMP backend is a header-only `#pragma
-// omp parallel`); with it, two threads took 26 ms (32 GB/s; the sum took 23.5 ms then).
+// Prefetching rows ahead (keys, values, or values during the softmax) was slower in every form tried.
+// That step went from 62-66 ms (13 GB/s) to 38-40 ms (22 GB/s); one stream from 7.8 ms to 4.7-5.3 ms.
+// All of it on one thread: at::parallel_for runs serially unless this file is compiled with -fopenmp (ATen's
+// OpenMP backend is a `#pragma omp parallel` in a header). Built with -fopenmp, the 8-stream step took 21-27 ms
+// (32-40 GB/s; the sum 19-21 ms then) and one stream 3.9-4.8 ms.
 // Built by cache/cpu/kernels.py with -mavx2 -mfma, only where torch reports AVX2.
 
 #include <ATen/Parallel.h>
@@ -48,7 +49,8 @@ constexpr int64_t kChunkBytes = 4096;
 constexpr int64_t kThreadBytes = int64_t{1} << 20;
 
 // e^x on 8 lanes, for x <= 0 (scores minus their max): Cephes' expf, x = n ln2 + r with |r| <= ln2 / 2 and a
-// degree-5 polynomial for e^r (within 2 ulp). Below -88, e^x is under the smallest normal float: 0 here.
+// degree-5 polynomial for e^r (at most 1.2e-7 relative error over [-87, 0]). Below -88, e^x is under the
+// smallest normal float: 0 here.
 inline __m256 exp_lanes(__m256 x) {
   x = _mm256_max_ps(_mm256_set1_ps(-88.0f), x);  // NaN stays NaN (max returns its second operand)
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
@@ -127,7 +129,8 @@ void weighted_sum(const float* values, int64_t stride, const int64_t* shown, int
                   int64_t width, float* out, int64_t dim) {
   constexpr int C = slice_registers(G);
   const int64_t part = count / kValueStreams;
-  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / (kValueStreams * dim * static_cast<int64_t>(sizeof(float))));
+  const int64_t row_bytes = dim * static_cast<int64_t>(sizeof(float));
+  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / (kValueStreams * row_bytes));
   // rows i + r * part for i in [from, to) and r < streams
   const auto add_rows = [&](int64_t from, int64_t to, int64_t streams, bool first) {
     for (int64_t start = 0; start < dim; start += C * kLanes) {
@@ -140,7 +143,9 @@ void weighted_sum(const float* values, int64_t stride, const int64_t* shown, int
           const int64_t row = i + r * part;
           const float* slice = values + shown[row] * stride + start;
           if (start == 0) {  // the rest of the row now: each row requested whole, in order
-            for (int64_t d = C * kLanes; d < dim; d += 16) _mm_prefetch(reinterpret_cast<const char*>(slice + d), _MM_HINT_T0);
+            for (int64_t d = C * kLanes; d < dim; d += 16) {
+              _mm_prefetch(reinterpret_cast<const char*>(slice + d), _MM_HINT_T0);
+            }
           }
           for (int g = 0; g < G; ++g) {
             const __m256 w = _mm256_set1_ps(p[g * width + row]);
@@ -153,7 +158,9 @@ void weighted_sum(const float* values, int64_t stride, const int64_t* shown, int
         for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + g * dim + start + c * kLanes, sums[g][c]);
     }
   };
-  for (int64_t from = 0; from < part; from += chunk) add_rows(from, std::min(part, from + chunk), kValueStreams, from == 0);
+  for (int64_t from = 0; from < part; from += chunk) {
+    add_rows(from, std::min(part, from + chunk), kValueStreams, from == 0);
+  }
   add_rows(kValueStreams * part, count, 1, part == 0);  // the rows past the streams
 }
 
