@@ -1,7 +1,7 @@
 """The live assistant: capture threads (one per stream), the model worker thread and the standing questions.
 
 Exactly one thread (the model worker) touches the model and the caches. Everything else talks to it through
-its command queue: questions (people, in order), new sources, stop, reset. The worker serves the streams
+its command queue: questions (people, in order), new sources, new streams, stop, reset. The worker serves the streams
 round-robin, one clip of each per turn from each stream's own bounded capture queue (drop oldest, counted per
 stream), and a person's question goes before the next clip. One `threading.Event` stops everything; every
 thread is joined. Every event names its `stream` (None for events of the whole process).
@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.admission import ingest_warning
 from app.answering import Answerer, Notes, Question
@@ -24,7 +25,10 @@ from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.watches.checks import run_checks
 from cache.runner import PrefillInterrupted
-from capture import CaptureConfig, Clip, EndOfStream
+from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
+
+if TYPE_CHECKING:
+    from app.stream_factory import StreamFactory
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +58,10 @@ class Assistant:
     streams: each with its own session (device cache + host store), standing question and, once `watch` is
     called, capture. The first is the default target of `watch`, `stop_stream`, `reset` and of the page's
     standing-question box (`schedule`). memory_sample: optional callable returning extra fields for answer
-    events (the memory monitor).
+    events (the memory monitor). factory: builds the streams `add_stream` adds (None: none can be added).
+
+    `streams` is replaced, never changed in place, when a stream is added: a thread that reads it sees the
+    streams before or after, whole.
     """
 
     def __init__(
@@ -64,6 +71,7 @@ class Assistant:
         limits: RunLimits | None = None,
         memory_sample: Callable[[], dict] | None = None,
         notes: Notes | None = None,
+        factory: StreamFactory | None = None,
     ) -> None:
         if not streams:
             raise ValueError("the assistant needs at least one stream")
@@ -85,6 +93,8 @@ class Assistant:
         self._events = StreamEvents(bus)
         self._answerer = Answerer(self._events, notes, memory_sample, stopping=self._ending)
         self._warned_ingest = False
+        self._factory = factory
+        self._adding = threading.Lock()  # one stream added at a time: names and admission see the ones before
         self._worker = threading.Thread(target=self._work, name="model-worker", daemon=True)
 
     # -- commands (any thread) ----------------------------------------------------------------------
@@ -99,6 +109,21 @@ class Assistant:
         target = self._stream(stream)
         capture, down = open_capture(capture_config, allow_down)
         self._commands.put(("watch", target, (capture, down)))
+
+    def add_stream(self, name: str, capture_config: CaptureConfig, allow_down: bool = True) -> str:
+        """Adds a stream named `name` watching `capture_config` while the assistant runs (any thread); returns the
+        admission line. Refused, changing nothing, as `StreamFactory.new_stream` says (ValueError, AdmissionError,
+        SourceError). Its session is built here, before any other thread sees it; the worker starts its capture."""
+        if self._factory is None:
+            raise ValueError("this assistant cannot add streams (it was built without a stream factory)")
+        with self._adding:
+            if self._ending():
+                raise ValueError("the assistant has stopped: no stream can be added")
+            new = self._factory.new_stream(name, list(self.streams), capture_config, allow_down)
+            new.stream.session.stop_requested = self.stop_event.is_set
+            self.streams = {**self.streams, name: new.stream}
+            self._commands.put(("add", new.stream, (new.capture, new.down, new.admission)))
+        return new.admission
 
     def ask(self, question: str, stream: str | None = None) -> None:
         """Queues a person's question for one stream, or for every stream (None); answered in arrival order,
@@ -145,10 +170,22 @@ class Assistant:
                 if not self._serve_streams():
                     self._wait_for_command()
         finally:
+            with self._adding:  # no stream is added any more
+                self.done.set()
             for stream in self.streams.values():
                 stream.close_capture()
-            self.done.set()
+            self._close_unstarted()
             self._publish("status", None, message="assistant stopped")
+
+    def _close_unstarted(self) -> None:
+        """Closes the sources of new captures that were still queued when the worker ended."""
+        while True:
+            try:
+                name, _, payload = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if name in ("watch", "add"):
+                payload[0].close()
 
     def _ending(self) -> bool:
         return self.stop_event.is_set() or self.done.is_set()
@@ -197,16 +234,11 @@ class Assistant:
         if name == "ask":
             self._answer_all(payload)
         elif name == "watch":
-            capture, down = payload
-            stream.close_capture()
-            stream.capture, stream.finished = capture, False
-            stream.state = "reconnecting" if down else "watching"
-            capture.start()
-            self._publish("status", stream, message=f"watching {capture.description}")
-            if down:
-                message = f"{capture.description} is down ({down}); reconnecting"
-                self._error(stream, "capture", message)
-                self._publish("capture", stream, kind="reconnect", message=message, state=stream.state)
+            self._start_capture(stream, *payload)
+        elif name == "add":
+            capture, down, admission = payload
+            self._publish("status", stream, message=f"stream added; memory: {admission}")
+            self._start_capture(stream, capture, down)
         elif name == "stop_stream":
             stream.close_capture()
             stream.state = "idle"
@@ -216,6 +248,17 @@ class Assistant:
             stream.schedule.reset()
             stream.stream_time = 0.0
             self._publish("status", stream, message="memory reset: the cache is empty")
+
+    def _start_capture(self, stream: Stream, capture: CaptureThread, down: str | None) -> None:
+        stream.close_capture()
+        stream.capture, stream.finished = capture, False
+        stream.state = "reconnecting" if down else "watching"
+        capture.start()
+        self._publish("status", stream, message=f"watching {capture.description}")
+        if down:
+            message = f"{capture.description} is down ({down}); reconnecting"
+            self._error(stream, "capture", message)
+            self._publish("capture", stream, kind="reconnect", message=message, state=stream.state)
 
     def _on_clip(self, stream: Stream, clip: Clip) -> str | None:
         """Ingests a clip; returns the standing question if it fell due."""

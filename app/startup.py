@@ -11,25 +11,23 @@ from dataclasses import dataclass, replace
 import psutil
 import torch
 
-from app.admission import AdmissionError, KvShape, check_fits, stream_cost
+from app.admission import AdmissionError
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
 from app.outputs import MqttSink, OutputPublisher, WebhookSink
 from app.stream import Stream
+from app.stream_factory import StreamFactory
 from app.streams import DEFAULT_STREAM
 from app.timeline import TimelineError, TimelineWriter
 from app.timeline.notes import TimelineNotes
-from app.watches.watch import Watch
 from cache.attention import register_attention
-from cache.config import CacheConfig
 from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts
 from cache.store.host_store import default_store_bytes
 from capture import SourceError, open_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
-from model.session import StreamingSession
 from ui.memory_monitor import MemoryMonitor
 
 logger = logging.getLogger(__name__)
@@ -57,7 +55,7 @@ def probe_sources(config: AppConfig) -> None:
                 raise SourceError(f"stream {stream.name!r}: {err}") from err
 
 
-def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream]]:
+def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream], StreamFactory]:
     """Checks the sources, loads the model once and builds one streaming session per stream (admission:
     refuses streams whose bounded memory does not fit, with the arithmetic)."""
     try:
@@ -78,13 +76,14 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream]]:
             used = loaded.dtype == torch.float32 and kernels_ready()  # the kernels are fp32 only; waits for the build
             kernels_note = f", CPU kernels {'on' if used else 'off'}"
             tune_linear_layouts(loaded.model)  # the fastest one-row product per weight shape (README, decode)
-        cache = _cache_per_stream(config)
-        print(f"memory: {_admit(config, loaded, cache)}", file=sys.stderr)
-        streams = [Stream(s.name, StreamingSession(loaded, cache, config.session), s.schedule) for s in config.streams]
+        factory = stream_factory(config, loaded)
+        try:
+            print(f"memory: {factory.admit(len(config.streams))}", file=sys.stderr)
+        except AdmissionError as err:
+            raise AdmissionError(f"the streams do not fit in memory: {err}") from err
+        streams = [factory.build(s.name, s.schedule) for s in config.streams]
         if not streams:
-            streams = [Stream(DEFAULT_STREAM, StreamingSession(loaded, cache, config.session), config.schedule)]
-        for stream in streams:
-            stream.watches = [Watch(spec, stream.name) for spec in config.watches if spec.watches(stream.name)]
+            streams = [factory.build(DEFAULT_STREAM, config.schedule)]
         session = streams[0].session
     except (ModelLoadError, ValueError) as err:
         raise StartupError(str(err)) from err
@@ -96,28 +95,17 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream]]:
         file=sys.stderr,
         flush=True,
     )
-    return loaded, streams
+    return loaded, streams, factory
 
 
-def _cache_per_stream(config: AppConfig) -> CacheConfig:
-    """The cache config of every stream: an automatic host-store bound is shared out between the streams."""
-    if config.cache.recall and not config.cache.store_bytes:
-        return replace(config.cache, store_bytes=default_store_bytes() // max(len(config.streams), 1))
-    return config.cache
-
-
-def _admit(config: AppConfig, loaded: LoadedModel, cache: CacheConfig) -> str:
-    """The memory arithmetic of the configured streams; AdmissionError (a ValueError) when they do not fit."""
-    cost = stream_cost(KvShape.of_model(loaded.model, loaded.adapter.position_dims), cache, config.session.chunk_size)
-    host_free = psutil.virtual_memory().available
-    if loaded.device.type == "cuda":
-        device_free, shared = torch.cuda.mem_get_info(loaded.device)[0], False
-    else:
-        device_free, shared = host_free, True
-    try:
-        return check_fits(cost, max(len(config.streams), 1), device_free, host_free, shared)
-    except AdmissionError as err:
-        raise AdmissionError(f"the streams do not fit in memory: {err}") from err
+def stream_factory(config: AppConfig, loaded: LoadedModel) -> StreamFactory:
+    """How the run's streams are built, at start and when one is added from the page. An automatic host-store
+    bound is shared out between the configured streams; an added stream gets the same share."""
+    cache = config.cache
+    if cache.recall and not cache.store_bytes:
+        cache = replace(cache, store_bytes=default_store_bytes() // max(len(config.streams), 1))
+    schedule = config.schedule
+    return StreamFactory(loaded, cache, config.session, schedule.question, schedule.every_s, config.watches)
 
 
 def memory_fields(monitor: MemoryMonitor):
@@ -176,9 +164,14 @@ class Running:
 
 
 def build_assistant(
-    config: AppConfig, streams: list[Stream], monitor: MemoryMonitor, displays: list[Subscriber]
+    config: AppConfig,
+    streams: list[Stream],
+    monitor: MemoryMonitor,
+    displays: list[Subscriber],
+    factory: StreamFactory | None = None,
 ) -> Running:
-    """The assistant (not started yet), its event bus with `displays` and the --log-jsonl file subscribed."""
+    """The assistant (not started yet), its event bus with `displays` and the --log-jsonl file subscribed.
+    factory: how streams added while it runs are built (None: it cannot add streams)."""
     bus = EventBus()
     for display in displays:
         bus.subscribe(display)
@@ -189,7 +182,9 @@ def build_assistant(
     publisher = _publisher(config, streams, bus)
     timeline = _timeline_writer(config, bus, log)
     notes = TimelineNotes(config.timeline.path) if config.timeline is not None and config.timeline_notes else None
-    assistant = Assistant(streams, bus, config.limits, memory_sample=memory_fields(monitor), notes=notes)
+    assistant = Assistant(
+        streams, bus, config.limits, memory_sample=memory_fields(monitor), notes=notes, factory=factory
+    )
     return Running(assistant, bus, monitor, log, publisher, timeline)
 
 

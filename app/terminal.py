@@ -24,13 +24,13 @@ def run_terminal(config: AppConfig) -> int:
 
 def _run(config: AppConfig, signals: SignalStop) -> int:
     try:
-        loaded, streams = start_session(config)
+        loaded, streams, factory = start_session(config)
     except StartupError as err:
         return fail(str(err))
     names = [stream.name for stream in streams] if len(streams) > 1 else []
     printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=bool(names))
     try:
-        running = build_assistant(config, streams, MemoryMonitor(), [printer])
+        running = build_assistant(config, streams, MemoryMonitor(), [printer], factory)
     except StartupError as err:
         return fail(str(err))
     try:

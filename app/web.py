@@ -120,14 +120,14 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     ui = config.ui
     assert ui is not None, "serve() needs config.ui (python -m app --ui)"
     try:
-        loaded, streams = start_session(config)
+        loaded, streams, factory = start_session(config)
     except StartupError as err:
         return fail(str(err))
 
     monitor = MemoryMonitor()
     names = tuple(stream.name for stream in streams)
     live = LiveState(memory_sample=memory_point(monitor), budget=config.cache.budget, streams=names)
-    running = build_assistant(config, streams, monitor, [live])
+    running = build_assistant(config, streams, monitor, [live], factory)
     assistant = running.assistant
     options = capture_options(config, loaded.adapter.frame_size())
     controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20, streams=names)

@@ -1,0 +1,104 @@
+"""How a stream is made on the one loaded model, at start and when one is added while the assistant runs: its
+session (device cache + host store), its standing question and its watches; and whether one more fits
+(admission, app/admission.py, against the memory free now)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import psutil
+import torch
+
+from app.admission import AdmissionError, KvShape, StreamCost, check_fits, stream_cost
+from app.scheduler import StandingQuestion
+from app.stream import Stream, open_capture
+from app.streams import check_name
+from app.watches.spec import WatchSpec
+from app.watches.watch import Watch
+from cache.config import CacheConfig
+from capture import CaptureConfig, CaptureThread
+from model.loading import LoadedModel
+from model.session import SessionConfig, StreamingSession
+
+
+@dataclass(frozen=True)
+class FreeMemory:
+    """Bytes free now. shared: the device is the CPU or a Jetson (device KV and host store draw on the same RAM)."""
+
+    device: int
+    host: int
+    shared: bool
+
+
+def free_memory(device: torch.device) -> FreeMemory:
+    """What is free now: the CUDA device's free memory and the host's available RAM (one number on the CPU)."""
+    host = psutil.virtual_memory().available
+    if device.type == "cuda":
+        return FreeMemory(torch.cuda.mem_get_info(device)[0], host, shared=False)
+    return FreeMemory(host, host, shared=True)
+
+
+@dataclass(frozen=True)
+class NewStream:
+    """A stream to add: built and admitted, its capture opened but not started. down: why its network source
+    could not be opened (it starts reconnecting), None when it opened. admission: the memory arithmetic."""
+
+    stream: Stream
+    capture: CaptureThread
+    down: str | None
+    admission: str
+
+
+@dataclass
+class StreamFactory:
+    """Builds streams that share `loaded`. cache: every stream's cache config (an automatic host-store bound
+    already shared out). question / every_s: the standing question of a stream that has none of its own.
+    watches: the run's yes/no watches; a stream gets those that name it or watch every stream."""
+
+    loaded: LoadedModel
+    cache: CacheConfig
+    session: SessionConfig
+    question: str
+    every_s: float
+    watches: list[WatchSpec] = field(default_factory=list)
+
+    def cost(self) -> StreamCost:
+        shape = KvShape.of_model(self.loaded.model, self.loaded.adapter.position_dims)
+        return stream_cost(shape, self.cache, self.session.chunk_size)
+
+    def admit(self, streams: int) -> str:
+        """The memory arithmetic of `streams` streams against the memory free now (a line); AdmissionError (a
+        ValueError) with that arithmetic and what to lower when they do not fit."""
+        free = free_memory(self.loaded.device)
+        return check_fits(self.cost(), max(streams, 1), free.device, free.host, free.shared)
+
+    def build(self, name: str, schedule: StandingQuestion | None = None) -> Stream:
+        """A stream named `name` with a fresh session (empty cache) on the loaded model; not watching yet.
+        schedule: its own standing question (None: the run's question and interval)."""
+        schedule = schedule or StandingQuestion(self.question, self.every_s)
+        stream = Stream(name, StreamingSession(self.loaded, self.cache, self.session), schedule)
+        stream.watches = [Watch(spec, name) for spec in self.watches if spec.watches(name)]
+        return stream
+
+    def new_stream(
+        self, name: str, running: Sequence[str], capture_config: CaptureConfig, allow_down: bool
+    ) -> NewStream:
+        """One more stream next to the `running` ones, checked in the order of what is cheapest to refuse: a name
+        that breaks the rules of --stream or is taken (ValueError), one stream more than memory holds
+        (AdmissionError: `len(running) + 1` streams, the same arithmetic as at start, against the memory free
+        now), a file or camera that cannot be opened (SourceError; with `allow_down` a network source that is
+        down starts reconnecting). Nothing is kept when it is refused."""
+        check_name(name)
+        if name in running:
+            raise ValueError(f"a stream named {name!r} exists already: every stream needs its own name")
+        try:
+            admission = self.admit(len(running) + 1)
+        except AdmissionError as err:
+            raise AdmissionError(f"stream {name!r} does not fit in memory: {err}") from err
+        stream = self.build(name)
+        capture, down = open_capture(capture_config, allow_down)
+        return NewStream(stream, capture, down, admission)
+
+
+__all__ = ["AdmissionError", "FreeMemory", "NewStream", "StreamFactory", "free_memory"]
