@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mpg", ".mpeg", ".flv", ".ogv")
 SOURCE_KINDS = ("file upload", "path or URL", "camera")
 ALL_STREAMS = "all streams"  # the page's choice of sending a question to every stream
+MAX_STREAMS = 8  # the page has a panel for at most this many streams; adding one more is refused
 
 
 class Schedule(Protocol):
@@ -47,6 +48,8 @@ class AssistantCommands(Protocol):
     def stop_stream(self, stream: str | None = None) -> None: ...
 
     def reset(self, stream: str | None = None) -> None: ...
+
+    def add_stream(self, name: str, capture_config: CaptureConfig) -> str: ...
 
     @property
     def stream_time(self) -> float: ...
@@ -115,7 +118,8 @@ def stream_choice(choice: str | None) -> str | None:
 class Controls:
     """Commands from every browser tab. Thread-safe: Gradio runs handlers on worker threads.
 
-    streams: the streams' names (the first is the default); the source buttons act on one of them."""
+    streams: the streams' names (the first is the default; none given: those of `live`); the source buttons act
+    on one of them; `add_stream` adds one."""
 
     def __init__(
         self,
@@ -129,8 +133,9 @@ class Controls:
         self.live = live
         self.options = options
         self.max_upload_bytes = max_upload_bytes
-        self.streams = streams
+        self.streams = streams or tuple(view.name for view in live.snapshot().streams)
         self._ask_lock = threading.Lock()  # questions enter the chat in the order they enter the queue
+        self._add_lock = threading.Lock()  # streams are added one at a time (the page's limit holds)
 
     def start(
         self,
@@ -151,6 +156,26 @@ class Controls:
         if target is None or target == self._default():
             self.assistant.schedule.update(now_s=0.0)  # a new source's stream time starts at 0
         return Feedback(True, f"starting{self._on(target)}; the first frame appears after the first clip")
+
+    def add_stream(
+        self, name: str | None, kind: str, upload: str | None, location: str | None, camera: float | int | None
+    ) -> Feedback:
+        """Adds a stream named `name` watching the chosen source, next to the running ones; the message says
+        the memory arithmetic with it. A refusal (a bad or taken name, a bad source, memory, more than
+        MAX_STREAMS) changes nothing."""
+        name = (name or "").strip()
+        with self._add_lock:
+            try:
+                if len(self.streams) >= MAX_STREAMS:
+                    raise ValueError(f"the page shows at most {MAX_STREAMS} streams (MAX_STREAMS in ui/controls.py)")
+                if not name:
+                    raise ValueError("type a name for the new stream first (e.g. door)")
+                source = self._source(kind, upload, location, camera)
+                admission = self.assistant.add_stream(name, self.options.config(source))
+            except (SourceError, ValueError) as err:
+                return self._refuse(f"cannot add stream {name!r}: {err}" if name else f"cannot add a stream: {err}")
+            self.streams = (*self.streams, name)
+        return Feedback(True, f"stream {name} added; memory: {admission}")
 
     def stop(self, stream: str | None = None) -> Feedback:
         target = stream_choice(stream)

@@ -18,9 +18,9 @@ from typing import Any
 import gradio as gr
 from gradio.utils import get_upload_folder
 
-from ui import alert_view, history_tab, render
+from ui import alert_view, history_tab, render, stream_slots
 from ui.alerts import MAX_ALERTS, Alert
-from ui.controls import ALL_STREAMS, SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback, Schedule
+from ui.controls import ALL_STREAMS, MAX_STREAMS, SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback, Schedule
 from ui.evidence import EvidenceThumbs
 from ui.history import HistorySource
 from ui.preview_files import PreviewFiles
@@ -29,7 +29,6 @@ from ui.state import LiveState, Snapshot
 FAST_REFRESH_S = 0.3
 PLOT_REFRESH_S = 1.0
 LIVE_OUTPUTS = ("chat", "preview", "caption", "status", "log", "banner", "alerts")
-PALETTE = ("#f97316", "#16a34a", "#9333ea", "#0891b2", "#db2777", "#ca8a04", "#4b5563", "#65a30d")
 
 
 def live_outputs(streams: tuple[str, ...]) -> tuple[str, ...]:
@@ -57,8 +56,13 @@ def live_updates(
     schedule: Schedule,
     thumbs: Thumbs | None = None,
     evidence: EvidenceSources | None = None,
+    first_shown: bool | None = None,
 ) -> tuple[dict, dict[str, Any]]:
     """What the fast timer must send to a tab that has shown `seen`: (new seen, {output name: value}).
+
+    first_shown: the page shows the first stream in its one-stream preview (`preview`, `caption`, `status`),
+    the others (added later) in panels; None: when there is one stream. Panels are `preview:NAME`,
+    `caption:NAME`, `panel:NAME`.
 
     Outputs missing from the dict are unchanged for that tab. Previews are frames ([H, W, 3] uint8 or None).
     The alert banner and list are HTML; `thumbs` gives the list's snapshot thumbnails (None: none shown);
@@ -69,11 +73,12 @@ def live_updates(
     if seen.get("chat") != snap.chat_version:
         seen["chat"] = snap.chat_version
         out["chat"] = render.chat_messages(snap, seen.get("cleared", 0), evidence(snap) if evidence else None)
-    if not snap.multi and seen.get("preview") != snap.default.preview_version:
+    first_shown = not snap.multi if first_shown is None else first_shown
+    if first_shown and seen.get("preview") != snap.default.preview_version:
         seen["preview"] = snap.default.preview_version
         out["preview"] = snap.default.preview
         out["caption"] = render.preview_caption(snap.default)
-    for view in snap.streams if snap.multi else ():
+    for view in snap.streams[1:] if first_shown else snap.streams:
         if seen.get(f"preview:{view.name}") != view.preview_version:
             seen[f"preview:{view.name}"] = view.preview_version
             out[f"preview:{view.name}"] = view.preview
@@ -81,7 +86,7 @@ def live_updates(
         panel = render.stream_status(view)
         if seen.get(f"panel:{view.name}") != panel:
             seen[f"panel:{view.name}"] = out[f"panel:{view.name}"] = panel
-    status = render.status_markdown(snap, schedule.question, schedule.every_s)
+    status = render.status_markdown(snap, schedule.question, schedule.every_s, first_shown)
     if seen.get("status") != status:
         seen["status"] = status
         out["status"] = status
@@ -127,26 +132,9 @@ def _as_outputs(names: tuple[str, ...], values: dict[str, Any]) -> list[Any]:
     return [values[name] if name in values else gr.skip() for name in names]
 
 
-def memory_colors(label: str, streams: tuple[str, ...]) -> dict[str, str]:
-    """The memory plot's colours: the device/process memory, the KV cache (with several streams: the total
-    and one per stream), the never-evicting estimate and the host store."""
-    colors = {label: "#2563eb", render.KV_SERIES[1]: "#9ca3af", render.KV_SERIES[2]: "#16a34a"}
-    if len(streams) <= 1:
-        return {**colors, render.KV_SERIES[0]: "#f97316"}
-    colors[render.TOTAL_KV] = "#dc2626"
-    colors[render.KV_SERIES[2]] = "#111827"
-    return colors | {render.kv_series(n): PALETTE[i % len(PALETTE)] for i, n in enumerate(streams)}
-
-
-def cache_colors(streams: tuple[str, ...]) -> dict[str, str]:
-    colors = {render.CACHE_SERIES[1]: "#dc2626", render.CACHE_SERIES[2]: "#9ca3af"}
-    if len(streams) <= 1:
-        return {**colors, render.CACHE_SERIES[0]: "#2563eb"}
-    return colors | {render.cache_series(n): PALETTE[i % len(PALETTE)] for i, n in enumerate(streams)}
-
-
-def _stream_panels(live: LiveState, streams: tuple[str, ...]) -> dict[str, gr.components.Component]:
-    """One column per stream: its latest frame, caption and status; {output name: component}."""
+def _stream_panels(live: LiveState, streams: tuple[str, ...], spares: int) -> dict[str, gr.components.Component]:
+    """One column per stream: its latest frame, caption and status; then `spares` hidden ones for streams added
+    later (ui.stream_slots); {output name: component}."""
     components: dict[str, gr.components.Component] = {}
     with gr.Row(equal_height=False):
         for name in streams:
@@ -157,6 +145,7 @@ def _stream_panels(live: LiveState, streams: tuple[str, ...]) -> dict[str, gr.co
                 )
                 components[f"caption:{name}"] = gr.Markdown(render.preview_caption(view), elem_id=f"caption-{name}")
                 components[f"panel:{name}"] = gr.Markdown(render.stream_status(view), elem_id=f"status-{name}")
+        components |= stream_slots.build_spares(spares)  # hidden: they take no room until a stream is added
     return components
 
 
@@ -174,6 +163,8 @@ def build_page(
     searches the timeline (None: the timeline is off; the History tab says so)."""
     streams = tuple(view.name for view in live.snapshot().streams)
     multi = len(streams) > 1
+    spares = max(MAX_STREAMS - len(streams), 0)
+    memory_props, cache_props = stream_slots.plot_props(info.memory_label, streams)
     live_components: dict[str, gr.components.Component] = {}
     thumbs = alert_view.Thumbnails()
     evidence = EvidenceThumbs(history.thumbnail if history is not None else None)
@@ -185,7 +176,7 @@ def build_page(
             with gr.Tab("Live", elem_id="live-tab"):
                 if multi:
                     live_components["status"] = gr.Markdown(elem_id="status")
-                    live_components |= _stream_panels(live, streams)
+                live_components |= _stream_panels(live, streams if multi else (), spares)
                 with gr.Row():
                     with gr.Column(scale=1):
                         if not multi:
@@ -229,6 +220,15 @@ def build_page(
                             stop = gr.Button("Stop", elem_id="stop")
                             reset = gr.Button("Reset memory", elem_id="reset")
                         source_msg = gr.Markdown(elem_id="source-msg")
+                        with gr.Row():
+                            new_name = gr.Textbox(
+                                label=f"Add a stream watching the source above (at most {MAX_STREAMS} streams)",
+                                placeholder="its name, e.g. door",
+                                scale=3,
+                                elem_id="new-stream-name",
+                            )
+                            add = gr.Button("Add stream", scale=1, elem_id="add-stream")
+                        add_msg = gr.Markdown(elem_id="add-stream-msg")
                     with gr.Column(scale=1):
                         live_components["chat"] = chat = gr.Chatbot(
                             label="Questions and answers", height=460, elem_id="chat", buttons=["copy"]
@@ -273,55 +273,43 @@ def build_page(
                     live_components["alerts"] = gr.HTML(
                         alert_view.alerts_html(()), css_template=alert_view.TABLE_CSS, elem_id="alerts-list"
                     )
-                x = render.x_axis(multi)
                 with gr.Row():
                     memory_plot = gr.LinePlot(
-                        x=x,
-                        y="MiB",
-                        color="series",
-                        title="KV cache: each stream and all (MiB)"
-                        if multi
-                        else f"Memory: {info.memory_label} and KV cache",
-                        x_title=x,
-                        y_title="MiB",
-                        height=280,
-                        color_map=memory_colors(info.memory_label, streams),
-                        elem_id="memory-plot",
+                        y="MiB", color="series", y_title="MiB", height=280, elem_id="memory-plot", **memory_props
                     )
                     cache_plot = gr.LinePlot(
-                        x=x,
-                        y="tokens",
-                        color="series",
-                        title="KV-cache tokens" + (" per stream" if multi else ""),
-                        x_title=x,
-                        y_title="tokens",
-                        height=280,
-                        color_map=cache_colors(streams),
-                        elem_id="cache-plot",
+                        y="tokens", color="series", y_title="tokens", height=280, elem_id="cache-plot", **cache_props
                     )
                 with gr.Accordion("Activity", open=True):
                     live_components["log"] = gr.Markdown(elem_id="log")
             with gr.Tab("History", elem_id="history-tab"):
                 history_tab.build(history, streams)
 
-        outputs = live_outputs(streams)
-        seen_live = gr.State({})
-        seen_plot = gr.State(None)
+        live_components |= {"ask-stream": ask_stream, "source-stream": source_stream}
+        outputs = (*live_outputs(streams), *stream_slots.spare_outputs(spares), "ask-stream", "source-stream")
+        seen_live = gr.State({"names": list(streams)})
+        seen_plot = gr.State({"version": None, "drawn": {"names": list(streams), "plotted": None}})
         fast = gr.Timer(FAST_REFRESH_S)
         slow = gr.Timer(PLOT_REFRESH_S)
 
         def refresh_live(seen: dict) -> list[Any]:
             snap = live.snapshot()
-            new_seen, values = live_updates(snap, seen, schedule, thumbs.for_alerts, evidence.for_snapshot)
+            new_seen, values = live_updates(
+                snap, seen, schedule, thumbs.for_alerts, evidence.for_snapshot, first_shown=not multi
+            )
             for key in [k for k in values if k.startswith("preview")]:
                 if values[key] is not None:
                     view = snap.stream(key.split(":", 1)[1]) if ":" in key else snap.default
                     values[key] = previews.path_for(view.preview_version, values[key])
+            stream_slots.place_in_spares(snap, new_seen, values, streams, spares)
+            stream_slots.selector_updates(snap, new_seen, values)
             return [new_seen, *_as_outputs(outputs, values)]
 
-        def refresh_plots(seen: int | None) -> list[Any]:
-            new_seen, values = plot_updates(live.snapshot(), seen, info.memory_label)
-            return [new_seen, *_as_outputs(("memory", "cache"), values)]
+        def refresh_plots(seen: dict) -> list[Any]:
+            snap = live.snapshot()
+            version, values = plot_updates(snap, seen["version"], info.memory_label)
+            seen = stream_slots.switch_plots(snap, seen, values, info.memory_label)  # once streams were added
+            return [{**seen, "version": version}, *_as_outputs(("memory", "cache"), values)]
 
         tick = {"concurrency_limit": None, "show_progress": "hidden", "api_visibility": "private"}
         fast.tick(refresh_live, [seen_live], [seen_live, *(live_components[k] for k in outputs)], **tick)
@@ -341,6 +329,11 @@ def build_page(
             feedback = controls.ask(text, target)
             return ("" if feedback.ok else text), feedback_markdown(feedback)
 
+        def on_add(name: str, *source: Any) -> tuple[str, str]:
+            feedback = controls.add_stream(name, *source)
+            return ("" if feedback.ok else name), feedback_markdown(feedback)
+
+        add.click(on_add, [new_name, kind, upload, location, camera], [new_name, add_msg])
         ask_box.submit(on_ask, [ask_box, ask_stream], [ask_box, ask_msg])
         ask.click(on_ask, [ask_box, ask_stream], [ask_box, ask_msg])
     return page

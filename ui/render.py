@@ -180,16 +180,19 @@ def standing_line(standing_question: str, every_s: float, stream: str | None = N
     return f"standing question{where} every {every_s:g} s: “{standing_question}”"
 
 
-def status_markdown(snap: Snapshot, standing_question: str, every_s: float) -> str:
-    """The status block: the stream's with one stream; the streams' summary with several (each has its panel)."""
+def status_markdown(snap: Snapshot, standing_question: str, every_s: float, first_shown: bool = False) -> str:
+    """The status block: the stream's with one stream; the streams' summary with several (each has its panel).
+    first_shown: the page shows the first stream here, not in a panel (a one-stream page with streams added):
+    its status, then the summary."""
     if not snap.multi:
         return f"{stream_status(snap.default)}  \n{standing_line(standing_question, every_s)}"
+    first = f"{stream_status(snap.default)}  \n" if first_shown else ""
     states = " · ".join(f"{v.name}: {v.state}" for v in snap.streams)
     total = f"{len(snap.streams)} streams ({states}) · KV cache, all streams: {snap.total_kv_bytes / MIB:.1f} MiB"
     memory = next((p.memory_bytes for p in reversed(snap.points) if p.memory_bytes is not None), None)
     if memory is not None:
         total += f" · {snap.memory_label}: {memory / MIB:.0f} MiB"
-    return f"{total}  \n{standing_line(standing_question, every_s, snap.default.name)}"
+    return f"{first}{total}  \n{standing_line(standing_question, every_s, snap.default.name)}"
 
 
 def settings_markdown(info: PageInfo) -> str:
