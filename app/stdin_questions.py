@@ -1,4 +1,5 @@
-"""Reads questions typed on stdin (one per line) and hands them to the assistant, on a joinable thread."""
+"""Reads questions typed on stdin (one per line) and hands them to the assistant, on a joinable thread; a line
+`+NAME=SOURCE` adds a stream instead."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def route(line: str, stream_names: list[str]) -> tuple[str, str | None]:
 
 class StdinQuestions:
     """Polls `stream` with select() so that `stop()` is honoured within `poll_s` seconds. With several streams,
-    a line `NAME: question` asks that stream only; any other line asks every stream."""
+    a line `NAME: question` asks that stream only; any other line asks every stream. With `add`, a line
+    `+NAME=SOURCE` is passed to it (without the +); it returns the added stream's name (None: refused), which
+    lines may then name."""
 
     def __init__(
         self,
@@ -31,9 +34,11 @@ class StdinQuestions:
         stream: TextIO = sys.stdin,
         poll_s: float = 0.2,
         stream_names: list[str] | None = None,
+        add: Callable[[str], str | None] | None = None,
     ) -> None:
         self._ask = ask
-        self._names = stream_names or []
+        self._add = add
+        self._names = list(stream_names or [])
         self._stream = stream
         self._poll_s = poll_s
         self._stop = threading.Event()
@@ -60,6 +65,10 @@ class StdinQuestions:
             line = self._stream.readline()
             if line == "":  # end of input: no more questions, the stream goes on
                 return
-            if line.strip():
+            if self._add is not None and line.strip().startswith("+"):
+                name = self._add(line.strip()[1:])
+                if name is not None:
+                    self._names.append(name)
+            elif line.strip():
                 question, target = route(line, self._names)
                 self._ask(question, stream=target)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
+from app.assistant import Assistant
 from app.config import AppConfig
 from app.printer import TerminalPrinter
 from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
-from capture import SourceError
+from app.streams import parse_stream_flag
+from capture import CaptureConfig, SourceError
 from ui.memory_monitor import MemoryMonitor
 
 
@@ -27,8 +30,8 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
         loaded, streams, factory = start_session(config)
     except StartupError as err:
         return fail(str(err))
-    names = [stream.name for stream in streams] if len(streams) > 1 else []
-    printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=bool(names))
+    names = [stream.name for stream in streams]
+    printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=len(names) > 1)
     try:
         running = build_assistant(config, streams, MemoryMonitor(), [printer], factory)
     except StartupError as err:
@@ -38,12 +41,13 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
     except SourceError as err:
         running.close()
         return fail(str(err))
-    if names:
+    if len(names) > 1:
         print(
             f"streams: {', '.join(names)}; type 'NAME: question' for one stream, a plain question for all",
             file=sys.stderr,
         )
-    questions = StdinQuestions(running.assistant.ask, stream_names=names)
+    add = stream_adder(running.assistant, config, loaded.adapter.frame_size(), printer)
+    questions = StdinQuestions(running.assistant.ask, stream_names=names, add=add)
     running.assistant.start()
     questions.start()
     try:
@@ -56,3 +60,27 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
         questions.stop()
         running.close()
     return 0
+
+
+def stream_adder(
+    assistant: Assistant, config: AppConfig, frame_size: tuple[int, int], printer: TerminalPrinter
+) -> Callable[[str], str | None]:
+    """What a typed `+NAME=SOURCE` line does: adds that stream, captured like those of the command line, and
+    says so (or why not) on stderr; returns its name, or None when refused."""
+
+    def add(text: str) -> str | None:
+        try:
+            spec = parse_stream_flag(text)
+            settings = config.capture_settings
+            capture = CaptureConfig(
+                source=spec.source, block_when_full=not settings["realtime"], max_size=frame_size, **settings
+            )
+            admission = assistant.add_stream(spec.name, capture)
+        except (SourceError, ValueError) as err:
+            print(f"cannot add the stream (type +NAME=SOURCE): {err}", file=sys.stderr, flush=True)
+            return None
+        printer.prefix_streams = True  # from now on several streams: every line names its own
+        print(f"stream {spec.name} added; memory: {admission}", file=sys.stderr, flush=True)
+        return spec.name
+
+    return add

@@ -1,6 +1,7 @@
 """A stream added to a running assistant (`Assistant.add_stream`, what the page's "Add stream" calls): it is
 watched and answered under its own name next to the running one; a taken or unsafe name, a missing file and
-a stream that does not fit in memory are refused with what to do, and the running stream goes on untouched."""
+a stream that does not fit in memory are refused with what to do, and the running stream goes on untouched.
+In the terminal, a typed `+NAME=SOURCE` line adds one."""
 
 import threading
 
@@ -15,7 +16,7 @@ from app.watches.spec import WatchSpec
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
 from model.session import SessionConfig
-from tests.app_helpers import video
+from tests.app_helpers import of_type, read_log, run_app, video
 from tests.session_helpers import loaded
 
 HANG_S = 300  # a guard against a hang, not a time the test expects
@@ -147,3 +148,25 @@ def test_an_assistant_without_a_factory_or_stopped_refuses_to_add(running):
     with pytest.raises(ValueError, match="the assistant has stopped"):
         assistant.add_stream("b", _looping(video(24)))
     assert list(assistant.streams) == ["a"]
+
+
+def test_a_stream_typed_as_plus_name_equals_source_in_the_terminal_is_added_and_answered(tmp_path):
+    log = tmp_path / "typed.jsonl"
+    b = video(24, size=(64, 48), fps=3.0)
+    typed = f"+B={b}\n+a={b}\n+c=/nonexistent/c.mp4\n+b={b}\nb: what is on screen?\n"
+    done = run_app(
+        "--stream", f"a={video(24)}", "--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256",
+        "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), stdin=typed,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "cannot add the stream (type +NAME=SOURCE): bad stream name 'B'" in done.stderr
+    assert "a stream named 'a' exists already" in done.stderr and "/nonexistent/c.mp4" in done.stderr
+    assert "stream b added; memory: 2 stream(s) x (" in done.stderr
+    events = read_log(log)
+    answers = [(a["stream"], a["question"]) for a in of_type(events, "answer")]
+    assert answers.count(("b", "what is on screen?")) == 1 and ("a", "what is on screen?") not in answers
+    for name in ("a", "b"):  # the run's standing question on both, each at its own stream time
+        auto = [a["stream_time"] for a in of_type(events, "answer") if a["stream"] == name and a["auto"]]
+        assert auto == [8.0, 16.0, 24.0]
+    assert {e["stream"] for e in of_type(events, "end")} == {"a", "b"}
+    assert "[b]" in done.stdout  # several streams now: lines name their stream
