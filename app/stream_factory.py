@@ -95,7 +95,7 @@ class StreamFactory:
         try:
             admission = self.admit(len(running) + 1)
         except AdmissionError as err:
-            raise AdmissionError(f"stream {name!r} does not fit in memory: {err}") from err
+            raise AdmissionError(f"one more stream does not fit in memory: {err}") from err
         stream = self.build(name)
         capture, down = open_capture(capture_config, allow_down)
         return NewStream(stream, capture, down, admission)

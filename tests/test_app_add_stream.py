@@ -130,7 +130,7 @@ def test_a_stream_that_does_not_fit_is_refused_with_the_arithmetic(running, monk
     with pytest.raises(AdmissionError) as refused:
         assistant.add_stream("b", _looping(video(24)))
     message = str(refused.value)
-    assert message.startswith("stream 'b' does not fit in memory: 2 stream(s) x (")
+    assert message.startswith("one more stream does not fit in memory: 2 stream(s) x (")
     assert f"{cost.device_tokens} tokens x" in message and "more than 80% of the" in message
     assert message.endswith("lower --budget, --recall or --store-mb, or watch fewer streams")
     assert list(assistant.streams) == ["a"]

@@ -9,7 +9,7 @@ from app.admission import AdmissionError
 from app.events import make_event
 from app.scheduler import StandingQuestion
 from capture import SourceError
-from ui import render, stream_slots
+from ui import history, render, stream_slots
 from ui.controls import ALL_STREAMS, MAX_STREAMS, CaptureOptions, Controls
 from ui.page import live_updates, plot_updates
 from ui.state import LiveState
@@ -61,7 +61,12 @@ def test_add_stream_sends_the_name_and_the_source_with_the_page_options_and_says
         ("b", "", None, "cannot add stream 'b': type a video path or a stream URL first"),
         ("a", "v.mp4", None, "cannot add stream 'a': a stream named 'a' exists already"),
         ("b", "v.mp4", SourceError("cannot open file 'v.mp4': no such file"), "cannot add stream 'b': cannot open"),
-        ("b", "v.mp4", AdmissionError("stream 'b' does not fit in memory: 2 stream(s) x (4.00 GiB ...)"), "fit"),
+        (
+            "b",
+            "v.mp4",
+            AdmissionError("one more stream does not fit in memory: 2 stream(s) x (4.00 GiB ...)"),
+            "'b': one more",
+        ),
     ],
 )
 def test_a_refused_stream_is_a_message_in_the_log_and_changes_nothing(name, location, error, expected):
@@ -115,6 +120,7 @@ def test_a_one_stream_page_keeps_its_preview_and_shows_an_added_stream_in_a_spar
     stream_slots.selector_updates(live.snapshot(), seen, out)
     assert out["ask-stream"]["choices"] == [ALL_STREAMS, "a", "b"] and out["ask-stream"]["visible"] is True
     assert out["source-stream"]["choices"] == ["a", "b"] and seen["names"] == ["a", "b"]
+    assert out["history-stream"]["choices"] == [history.ALL, "a", "b"]
 
     live(_clip("b", 1, 8.0, 8))  # once shown, the spare gets plain values, and the selectors are left alone
     seen, out = live_updates(live.snapshot(), seen, schedule, first_shown=True)

@@ -9,12 +9,12 @@ from ui import history
 from ui.history import HistorySource
 
 
-def build(source: HistorySource | None, streams: tuple[str, ...]) -> None:
-    """The tab's components and its Search button (call inside `with gr.Tab(...)`); `source` None: the
-    timeline is off, and the tab says so."""
+def build(source: HistorySource | None, streams: tuple[str, ...]) -> gr.Dropdown | None:
+    """The tab's components and its Search button (call inside `with gr.Tab(...)`); returns its stream selector
+    (the page gives it streams added later). `source` None: the timeline is off, and the tab says so."""
     if source is None:
         gr.Markdown(history.OFF_MESSAGE, elem_id="history-off")
-        return
+        return None
     with gr.Row():
         text = gr.Textbox(
             placeholder="words of a question, an answer or an alert (empty: the newest moments)",
@@ -51,3 +51,4 @@ def build(source: HistorySource | None, streams: tuple[str, ...]) -> None:
     options = {"concurrency_id": "history", "concurrency_limit": 2, "api_visibility": "private"}
     search.click(run, [text, stream, period], [results], **options)
     text.submit(run, [text, stream, period], [results], **options)
+    return stream

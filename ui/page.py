@@ -283,10 +283,14 @@ def build_page(
                 with gr.Accordion("Activity", open=True):
                     live_components["log"] = gr.Markdown(elem_id="log")
             with gr.Tab("History", elem_id="history-tab"):
-                history_tab.build(history, streams)
+                history_stream = history_tab.build(history, streams)
 
         live_components |= {"ask-stream": ask_stream, "source-stream": source_stream}
-        outputs = (*live_outputs(streams), *stream_slots.spare_outputs(spares), "ask-stream", "source-stream")
+        selectors = ("ask-stream", "source-stream")
+        if history_stream is not None:
+            live_components["history-stream"] = history_stream
+            selectors += ("history-stream",)
+        outputs = (*live_outputs(streams), *stream_slots.spare_outputs(spares), *selectors)
         seen_live = gr.State({"names": list(streams)})
         seen_plot = gr.State({"version": None, "drawn": {"names": list(streams), "plotted": None}})
         fast = gr.Timer(FAST_REFRESH_S)

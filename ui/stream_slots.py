@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from ui import render
+from ui import history, render
 from ui.controls import ALL_STREAMS
 from ui.state import Snapshot
 
@@ -58,14 +58,16 @@ def place_in_spares(snap: Snapshot, seen: dict, values: dict[str, Any], fixed: S
 
 
 def selector_updates(snap: Snapshot, seen: dict, values: dict[str, Any]) -> None:
-    """New choices for the question's and the source buttons' stream selectors once the streams differ from
-    `seen["names"]` (those the tab shows; shown from two streams on). Changes `seen` and `values` in place."""
+    """New choices for the stream selectors (the question's and the source buttons', shown from two streams on,
+    and the History tab's) once the streams differ from `seen["names"]` (those the tab shows). Changes `seen` and
+    `values` in place; `values` may name selectors the page does not have (they are not sent)."""
     names = [view.name for view in snap.streams]
     if seen.get("names") == names:
         return
     seen["names"] = names
     values["ask-stream"] = gr.update(choices=[ALL_STREAMS, *names], visible=len(names) > 1)
     values["source-stream"] = gr.update(choices=names, visible=len(names) > 1)
+    values["history-stream"] = gr.update(choices=[history.ALL, *names])  # the History tab's (when it has one)
 
 
 def memory_colors(label: str, streams: Sequence[str]) -> dict[str, str]:

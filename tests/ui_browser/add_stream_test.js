@@ -6,7 +6,7 @@
 // with name b and NEW_VIDEO shows the admission arithmetic, then b's panel appears (labelled, a frame, Watching
 // with lag and KV) next to a's preview, which goes on; the summary names both with the KV of all streams; b is
 // in the question selector and a question to b is answered by b; the memory plot gets a KV line for each stream
-// and their total. Prints one JSON line with what it saw; exits 1 on the first failed check.
+// and their total; the History tab's stream selector lists b. Prints one JSON line with what it saw; exits 1 on the first failed check.
 // Screenshots: OUT_DIR/add_stream.png (failure.png on a failure).
 'use strict';
 
@@ -92,6 +92,13 @@ run('add_stream', outDir, { width: 1400, height: 1200 }, async (page, seen, page
   seen.memoryPlot = await page.innerText('#memory-plot');
   check(seen.memoryPlot.includes('KV cache a'), `memory plot legend: ${seen.memoryPlot}`);
 
-  check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
+  // 5. the History tab can search the new stream's moments
   await page.screenshot({ path: path.join(outDir, 'add_stream.png'), fullPage: true });
+  await page.getByRole('tab', { name: 'History' }).click();
+  await page.click('#history-stream input');
+  seen.historyStreams = await page.$$eval('[role="option"]', (els) => els.map((el) => el.innerText.trim()));
+  check(seen.historyStreams.includes('b'), `History's stream choices: ${seen.historyStreams}`);
+  await page.keyboard.press('Escape');
+
+  check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
 });
