@@ -87,7 +87,10 @@ def _build() -> bool:
         load(
             name="edge_assistant_cpu_kernels",
             sources=[str(s) for s in SOURCES],
-            extra_cflags=["-O3", "-mavx2", "-mfma"],
+            # -fopenmp: at::parallel_for runs its threads only in code compiled with it (ATen's OpenMP backend
+            # is a pragma in a header); the library links torch's own libgomp, already loaded by torch
+            extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
+            extra_ldflags=["-fopenmp"],
             build_directory=str(directory),
             is_python_module=False,  # loading the library registers its ops with torch
         )

@@ -18,10 +18,10 @@
 // - a hand-written softmax (max, exp, sum) instead of at::softmax_out, which cost about 7 us a call.
 // Prefetching rows ahead (keys, values, or values during the softmax) was slower in every form tried.
 // That step went from 62-66 ms (13 GB/s) to 38-40 ms (22 GB/s); one stream from 7.8 ms to 4.7-5.3 ms.
-// All of it on one thread: at::parallel_for runs serially unless this file is compiled with -fopenmp (ATen's
-// OpenMP backend is a `#pragma omp parallel` in a header). Built with -fopenmp, the 8-stream step took 21-27 ms
-// (32-40 GB/s; the sum 19-21 ms then) and one stream 3.9-4.8 ms.
-// Built by cache/cpu/kernels.py with -mavx2 -mfma, only where torch reports AVX2.
+// Those were on one thread: at::parallel_for runs serially unless the file is compiled with -fopenmp (ATen's
+// OpenMP backend is a `#pragma omp parallel` in a header), as it now is: the 8-stream attention takes 21-27 ms
+// (32-40 GB/s; a torch sum of as many bytes 19-21 ms then) and one stream 3.9-4.8 ms.
+// Built by cache/cpu/kernels.py with -mavx2 -mfma -fopenmp, only where torch reports AVX2.
 
 #include <ATen/Parallel.h>
 #include <ATen/ATen.h>
