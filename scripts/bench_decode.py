@@ -70,7 +70,8 @@ def build_model(name: str) -> torch.nn.Module:
 
 
 def read_bandwidth() -> tuple[float, float]:
-    """Bytes per second read from 1 GiB (median of 3): by a torch sum (the issue's probe), and by a
+    """Bytes per second read from 1 GiB (median of 9: on the README's machine one read in ten or so comes out
+    1.5x faster than the rest): by a torch sum (the issue's probe), and by a
     matrix-vector product over a 16384 x 16384 matrix, which reads faster on one core (several streams at
     once), so its bound is the tighter, more honest one."""
     global _BANDWIDTH_PROBE, _MATRIX_PROBE
@@ -84,7 +85,7 @@ def read_bandwidth() -> tuple[float, float]:
 def _median_rate(read) -> float:
     read()  # warm-up
     times = []
-    for _ in range(3):
+    for _ in range(9):
         started = time.perf_counter()
         read()
         times.append(time.perf_counter() - started)

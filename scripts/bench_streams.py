@@ -9,9 +9,10 @@ streams this device ingests.
 
 Decode (per N): N streams' caches filled to the budget with different text, a question prefilled on each,
 then the batched decode step of all N (cache/batch_decode.py) against N one-stream steps and against its
-bandwidth bound, (weights + N x the KV of the decode span) / read bandwidth, the bandwidth measured in the
-same run with torch's threads (all cores by default); aggregate answer tokens/s; the standing question on
-all N streams (question prefill + `--answer-tokens` tokens each), batched against one stream after another.
+bandwidth bound, (weights + N x the KV of the decode span) / read bandwidth, the bandwidth measured just
+before and after the steps with torch's threads (all cores by default); aggregate answer tokens/s; the
+standing question on all N streams (question prefill + `--answer-tokens` tokens each), batched against one
+stream after another.
 Each `--decode` mode times both sides the same way: "eager", or "compiled" (the one-stream step and the
 batched step both compiled, as `--compile` does in the app; compiling happens in the untimed warm-up).
 Writes out/bench_streams_decode.csv and .png.
@@ -181,12 +182,14 @@ def measure_streams(
     batch = BatchDecoder(runners)
     if compile and not (runners[0].decoder.compiled and batch.compiled):
         raise SystemExit("torch.compile is not available here: run with --decode eager")
+    before = read_bandwidth()[0]
     # batched first: a pooled stream's buffers have the pool's strides, which its own compiled step is traced for
     # at its warm-up here (as in the app after the first batched answer), not inside the timed answers below
     batched_ms = median_ms(lambda: batch.step([1000] * n), args.steps) if n > 1 else None
     one_ms = median_ms(lambda: runners[0].decode_step(1000), args.steps)
     batched_ms = batched_ms or one_ms
-    bandwidth = read_bandwidth()[0]
+    # probed before and after the steps: the README's VM reads 30-60 GB/s depending on its neighbours, for minutes
+    bandwidth = (before + read_bandwidth()[0]) / 2
     return one_ms, batched_ms, bandwidth, answer_times(runners, batch, args)
 
 
