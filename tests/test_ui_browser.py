@@ -138,24 +138,48 @@ def browser() -> None:
         pytest.fail(f"{missing}: run `bash .ci/ui_setup.sh` (or set EDGE_ASSISTANT_ALLOW_NO_BROWSER=1 to skip)")
 
 
-def test_the_page_streams_answers_plots_memory_and_survives_a_bad_url(browser, app, tmp_path):
-    bad_url = f"http://127.0.0.1:{free_port()}/missing.mp4"
+def run_page_script(
+    script: str, url: str, tmp_path: Path, extra: list[str], app: AppProcess, screenshots: list[str], timeout=150
+) -> dict:
+    """Runs tests/ui_browser/SCRIPT on the page at `url`; keeps its screenshots (and failure.png) in artifacts/
+    and returns what the script saw (its last stdout line, JSON). Fails with the browser's and the app's output
+    when the script fails."""
     result = subprocess.run(
-        ["node", str(BROWSER_DIR / "page_test.js"), app.url, str(tmp_path), bad_url, str(app.video)],
+        ["node", str(BROWSER_DIR / script), url, str(tmp_path), *extra],
         cwd=BROWSER_DIR,
         env=dict(os.environ, CHROMIUM_PATH=CHROMIUM),
         capture_output=True,
         text=True,
-        timeout=150,
+        timeout=timeout,
     )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for name in ("page.png", "failure.png"):
+    for name in [*screenshots, "failure.png"]:
         (ARTIFACTS / name).unlink(missing_ok=True)  # none left over from an earlier run
         if (tmp_path / name).exists():
             shutil.copy(tmp_path / name, ARTIFACTS / name)
     report = f"browser stdout:\n{result.stdout}\nbrowser stderr:\n{result.stderr}\napp output:\n{app.output}"
     assert result.returncode == 0, report
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def drive_app(
+    app_args: list[str], script: str, tmp_path: Path, extra: list[str], screenshots: list[str], timeout=150
+) -> tuple[dict, AppProcess, int]:
+    """Starts `python -m app APP_ARGS --port FREE`, runs SCRIPT on its page (`run_page_script`), stops the app
+    with SIGINT whatever happened; returns what the script saw, the app and its exit code."""
+    port = free_port()
+    app = AppProcess([*app_args, "--port", str(port)])
+    try:
+        app.wait_ready(90)
+        seen = run_page_script(script, f"http://127.0.0.1:{port}/", tmp_path, extra, app, screenshots, timeout)
+    finally:
+        code = app.interrupt()
+    return seen, app, code
+
+
+def test_the_page_streams_answers_plots_memory_and_survives_a_bad_url(browser, app, tmp_path):
+    bad_url = f"http://127.0.0.1:{free_port()}/missing.mp4"
+    seen = run_page_script("page_test.js", app.url, tmp_path, [bad_url, str(app.video)], app, ["page.png"])
     assert "[auto]" not in seen["typedAnswers"][0]
     assert seen["streamTimeAfterError"] > seen["firstStreamTime"]
     assert "cannot watch it" in seen["badUrlMessage"]

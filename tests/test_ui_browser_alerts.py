@@ -5,13 +5,10 @@ latest p_yes. The screenshot is kept in artifacts/ui-test/alerts.png (failure.pn
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
 import sys
 
-from tests.test_ui_browser import ARTIFACTS, BROWSER_DIR, CHROMIUM, REPO, AppProcess, browser, free_port
+from tests.test_ui_browser import REPO, browser, drive_app
 
 __all__ = ["browser"]  # the fixture: a missing browser fails (or skips) before the app starts
 
@@ -35,31 +32,14 @@ def test_an_alert_that_always_fires_shows_the_banner_and_a_thumbnail_in_the_list
     )
     config = tmp_path / "alerts.toml"
     config.write_text(ALERTS_TOML)
-    port = free_port()
-    app = AppProcess(
+    seen, app, code = drive_app(
         ["--ui", "--model", "tiny", "--stream", f"a={video}", "--no-realtime", "--loop", "--every", "0"]
-        + ["--config", str(config), "--budget", "256", "--port", str(port)]
+        + ["--config", str(config), "--budget", "256"],
+        "alerts_test.js",
+        tmp_path,
+        ["person", "a"],
+        ["alerts.png"],
     )
-    try:
-        app.wait_ready(90)
-        result = subprocess.run(
-            ["node", str(BROWSER_DIR / "alerts_test.js"), f"http://127.0.0.1:{port}/", str(tmp_path), "person", "a"],
-            cwd=BROWSER_DIR,
-            env=dict(os.environ, CHROMIUM_PATH=CHROMIUM),
-            capture_output=True,
-            text=True,
-            timeout=150,
-        )
-    finally:
-        code = app.interrupt()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for name in ("alerts.png", "failure.png"):
-        (ARTIFACTS / name).unlink(missing_ok=True)
-        if (tmp_path / name).exists():
-            shutil.copy(tmp_path / name, ARTIFACTS / name)
-    report = f"browser stdout:\n{result.stdout}\nbrowser stderr:\n{result.stderr}\napp output:\n{app.output}"
-    assert result.returncode == 0, report
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert "person" in seen["banner"] and "Is there a person?" in seen["banner"]
     assert seen["thumbnail"]["naturalWidth"] > 0 and seen["thumbnail"]["src"].startswith("data:image/jpeg")
     assert "Is there a person?" in seen["row"]

@@ -7,13 +7,11 @@ failed); then the timeline file holds what the page found."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 
 from app.timeline import TimelineReader
-from tests.test_ui_browser import ARTIFACTS, BROWSER_DIR, CHROMIUM, REPO, AppProcess, browser, free_port
+from tests.test_ui_browser import ARTIFACTS, REPO, browser, drive_app
 
 __all__ = ["browser"]  # the fixture: a missing browser fails (or skips) before the app starts
 
@@ -28,31 +26,14 @@ def test_searching_a_word_of_an_answer_shows_its_row_with_a_thumbnail(browser, t
         capture_output=True,
     )
     timeline = tmp_path / "timeline.sqlite"
-    port = free_port()
-    app = AppProcess(
+    seen, app, code = drive_app(
         ["--ui", "--model", "tiny", "--stream", f"a={video}", "--no-realtime", "--loop", "--every", "4"]
-        + ["--timeline", str(timeline), "--budget", "256", "--max-new-tokens", "16", "--port", str(port)]
+        + ["--timeline", str(timeline), "--budget", "256", "--max-new-tokens", "16"],
+        "history_test.js",
+        tmp_path,
+        [],
+        ["history.png", "history-chat.png"],
     )
-    try:
-        app.wait_ready(90)
-        result = subprocess.run(
-            ["node", str(BROWSER_DIR / "history_test.js"), f"http://127.0.0.1:{port}/", str(tmp_path)],
-            cwd=BROWSER_DIR,
-            env=dict(os.environ, CHROMIUM_PATH=CHROMIUM),
-            capture_output=True,
-            text=True,
-            timeout=150,
-        )
-    finally:
-        code = app.interrupt()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for name in ("history.png", "history-chat.png", "failure.png"):
-        (ARTIFACTS / name).unlink(missing_ok=True)
-        if (tmp_path / name).exists():
-            shutil.copy(tmp_path / name, ARTIFACTS / name)
-    report = f"browser stdout:\n{result.stdout}\nbrowser stderr:\n{result.stderr}\napp output:\n{app.output}"
-    assert result.returncode == 0, report
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
     (ARTIFACTS / "history.json").write_text(json.dumps(seen, indent=1))
     assert seen["word"].lower() in seen["row"].lower() and "a" in seen["row"].split()
     shown = [e for e in seen["evidence"] if e["thumbs"]]  # answers with "seen at" and thumbnails of their clips

@@ -5,15 +5,12 @@ The screenshot is kept in artifacts/ui-test/streams.png (failure.png when a chec
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.test_ui_browser import ARTIFACTS, BROWSER_DIR, CHROMIUM, REPO, AppProcess, browser, free_port
+from tests.test_ui_browser import REPO, browser, drive_app
 
 __all__ = ["browser"]  # the fixture: a missing browser fails (or skips) before the app starts
 
@@ -36,32 +33,15 @@ def two_videos(tmp_path_factory) -> list:
 
 
 def test_two_streams_each_have_a_panel_and_a_question_to_one_is_answered_by_it_only(browser, two_videos, tmp_path):
-    port = free_port()
     a, b = two_videos
-    app = AppProcess(
+    seen, app, code = drive_app(
         ["--ui", "--model", "tiny", "--stream", f"a={a}", "--stream", f"b={b}", "--no-realtime", "--loop"]
-        + ["--every", "0", "--budget", "256", "--max-new-tokens", "8", "--port", str(port)]
+        + ["--every", "0", "--budget", "256", "--max-new-tokens", "8"],
+        "streams_test.js",
+        tmp_path,
+        [],
+        ["streams.png"],
     )
-    try:
-        app.wait_ready(90)
-        result = subprocess.run(
-            ["node", str(BROWSER_DIR / "streams_test.js"), f"http://127.0.0.1:{port}/", str(tmp_path)],
-            cwd=BROWSER_DIR,
-            env=dict(os.environ, CHROMIUM_PATH=CHROMIUM),
-            capture_output=True,
-            text=True,
-            timeout=150,
-        )
-    finally:
-        code = app.interrupt()
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for name in ("streams.png", "failure.png"):
-        (ARTIFACTS / name).unlink(missing_ok=True)
-        if (tmp_path / name).exists():
-            shutil.copy(tmp_path / name, ARTIFACTS / name)
-    report = f"browser stdout:\n{result.stdout}\nbrowser stderr:\n{result.stderr}\napp output:\n{app.output}"
-    assert result.returncode == 0, report
-    seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert "a.mp4" in seen["status_a"] and "b.mp4" in seen["status_b"]
     assert len(seen["askedTurns"]) == 1 and "stream b" in seen["answer"]
     assert code == 0 and "Traceback" not in app.output, app.output

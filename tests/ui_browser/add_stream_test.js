@@ -11,7 +11,7 @@
 'use strict';
 
 const path = require('path');
-const { check, run } = require('./browser');
+const { askStream, check, run } = require('./browser');
 
 const [url, outDir, newVideo] = process.argv.slice(2);
 if (!url || !outDir || !newVideo) {
@@ -68,20 +68,7 @@ run('add_stream', outDir, { width: 1400, height: 1200 }, async (page, seen, page
 
   // 3. a question to b, through the selector that now lists it: answered by b
   await page.waitForSelector('#ask-stream', { state: 'visible', timeout: 10000 });
-  const question = 'What does stream b show?';
-  await page.click('#ask-stream input');
-  await page.click('[role="option"]:text-is("b")');
-  await page.fill('#ask-box textarea', question);
-  await page.press('#ask-box textarea', 'Enter');
-  await page.waitForFunction((q) => {
-    const els = [...document.querySelectorAll('#chat [data-testid="user"], #chat [data-testid="bot"]')];
-    const i = els.findIndex((el) => el.getAttribute('data-testid') === 'user' && el.innerText.includes(q));
-    return i >= 0 && i + 1 < els.length && /ttft [0-9.]+ s/.test(els[i + 1].innerText);
-  }, question, { timeout: 60000, polling: 200 });
-  const messages = await page.$$eval('#chat [data-testid="user"], #chat [data-testid="bot"]', (els) =>
-    els.map((el) => el.innerText));
-  const i = messages.findIndex((m) => m.includes(question));
-  seen.answer = messages[i + 1];
+  seen.answer = await askStream(page, 'b', 'What does stream b show?', 60000);
   check(/stream b · round \d+/.test(seen.answer), `answer label: ${seen.answer}`);
 
   // 4. the memory plot: a KV line per stream and their total

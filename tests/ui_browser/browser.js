@@ -17,6 +17,33 @@ function check(condition, message) {
   if (!condition) throw new Error(message);
 }
 
+// The chat as [{role, text}] in page order.
+async function chat(page) {
+  return page.$$eval('#chat [data-testid="user"], #chat [data-testid="bot"]', (els) =>
+    els.map((el) => ({ role: el.getAttribute('data-testid'), text: el.innerText })));
+}
+
+// The answer shown right after `question` (a user message containing it), once it has its metrics line.
+async function answerTo(page, question, timeoutMs) {
+  await page.waitForFunction((q) => {
+    const els = [...document.querySelectorAll('#chat [data-testid="user"], #chat [data-testid="bot"]')];
+    const i = els.findIndex((el) => el.getAttribute('data-testid') === 'user' && el.innerText.includes(q));
+    return i >= 0 && i + 1 < els.length && /ttft [0-9.]+ s/.test(els[i + 1].innerText);
+  }, question, { timeout: timeoutMs, polling: 200 });
+  const messages = await chat(page);
+  const i = messages.findIndex((m) => m.role === 'user' && m.text.includes(question));
+  return messages[i + 1].text;
+}
+
+// Picks `stream` in the question's stream selector, sends `question`; its answer (`answerTo`).
+async function askStream(page, stream, question, timeoutMs) {
+  await page.click('#ask-stream input');
+  await page.click(`[role="option"]:text-is("${stream}")`);
+  await page.fill('#ask-box textarea', question);
+  await page.press('#ask-box textarea', 'Enter');
+  return answerTo(page, question, timeoutMs);
+}
+
 // Runs `body(page, seen, pageErrors)` on a page of `viewport` size; `seen` is what gets printed.
 function run(name, outDir, viewport, body) {
   (async () => {
@@ -46,4 +73,4 @@ function run(name, outDir, viewport, body) {
   });
 }
 
-module.exports = { FLAGS, check, run };
+module.exports = { FLAGS, answerTo, askStream, chat, check, run };

@@ -14,6 +14,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { chromium } = require('playwright-core');
+const { FLAGS, answerTo, chat, check } = require('./browser');
 
 const [url, outDir, badUrl, videoPath] = process.argv.slice(2);
 if (!url || !outDir || !badUrl || !videoPath) {
@@ -21,32 +22,6 @@ if (!url || !outDir || !badUrl || !videoPath) {
   process.exit(2);
 }
 const executablePath = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const FLAGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
-
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-// The chat as [{role, text}] in page order.
-async function chat(page) {
-  return page.$$eval('#chat [data-testid="user"], #chat [data-testid="bot"]', (els) =>
-    els.map((el) => ({ role: el.getAttribute('data-testid'), text: el.innerText })));
-}
-
-// The answer shown right after `question` (a user message containing it), once it has its metrics line.
-async function answerTo(page, question, timeoutMs) {
-  await page.waitForFunction((q) => {
-    const els = [...document.querySelectorAll('#chat [data-testid="user"], #chat [data-testid="bot"]')];
-    const i = els.findIndex((el) => el.getAttribute('data-testid') === 'user' && el.innerText.includes(q));
-    return i >= 0 && i + 1 < els.length && /ttft [0-9.]+ s/.test(els[i + 1].innerText);
-  }, question, { timeout: timeoutMs, polling: 200 });
-  const messages = await chat(page);
-  const i = messages.findIndex((m) => m.role === 'user' && m.text.includes(question));
-  return messages[i + 1].text;
-}
 
 async function streamTime(page) {
   const text = await page.innerText('#preview-caption');

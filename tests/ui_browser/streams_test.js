@@ -9,7 +9,7 @@
 'use strict';
 
 const path = require('path');
-const { check, run } = require('./browser');
+const { askStream, chat, check, run } = require('./browser');
 
 const [url, outDir] = process.argv.slice(2);
 if (!url || !outDir) {
@@ -17,11 +17,6 @@ if (!url || !outDir) {
   process.exit(2);
 }
 const STREAMS = ['a', 'b'];
-
-async function chat(page) {
-  return page.$$eval('#chat [data-testid="user"], #chat [data-testid="bot"]', (els) =>
-    els.map((el) => ({ role: el.getAttribute('data-testid'), text: el.innerText })));
-}
 
 run('streams', outDir, { width: 1400, height: 1000 }, async (page, seen, pageErrors) => {
   await page.goto(url, { waitUntil: 'domcontentloaded', timeout: 30000 });
@@ -45,15 +40,7 @@ run('streams', outDir, { width: 1400, height: 1000 }, async (page, seen, pageErr
 
   // 2. a question to stream b only: one answer, labelled b; none for a
   const question = 'Which stream is this?';
-  await page.click('#ask-stream input');
-  await page.click('[role="option"]:text-is("b")');
-  await page.fill('#ask-box textarea', question);
-  await page.press('#ask-box textarea', 'Enter');
-  await page.waitForFunction((q) => {
-    const els = [...document.querySelectorAll('#chat [data-testid="user"], #chat [data-testid="bot"]')];
-    const i = els.findIndex((el) => el.getAttribute('data-testid') === 'user' && el.innerText.includes(q));
-    return i >= 0 && i + 1 < els.length && /ttft [0-9.]+ s/.test(els[i + 1].innerText);
-  }, question, { timeout: 40000, polling: 200 });
+  await askStream(page, 'b', question, 40000);
   const messages = await chat(page);
   const asked = messages.map((m, i) => [m, i]).filter(([m]) => m.role === 'user' && m.text.includes(question));
   seen.askedTurns = asked.map(([m]) => m.text);
