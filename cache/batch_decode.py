@@ -29,7 +29,7 @@ from transformers import Cache
 from transformers.cache_utils import CacheLayerMixin
 
 from cache.batch_pool import BatchPool
-from cache.decode import COMPILE_ERRORS, compile_decode
+from cache.decode import COMPILE_ERRORS, compile_decode, decode_forward
 from cache.runner import CachedRunner
 
 logger = logging.getLogger(__name__)
@@ -221,14 +221,7 @@ class BatchDecoder:
 def batched_forward(
     model: torch.nn.Module, cache: Cache, input_ids: torch.Tensor, position_ids: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
-    """One forward of one token per row over the rows' span of slots: logits [n, vocab]. (`decode_forward`'s
-    twin, a function of its own so that torch.compile keeps its traces apart from the one-stream steps'.)"""
-    out = model(
-        input_ids=input_ids,
-        position_ids=position_ids,
-        attention_mask=mask,
-        past_key_values=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    return out.logits[:, -1]
+    """One forward of one token per row over the rows' span of slots: logits [n, vocab]. `decode_forward` under
+    a code object of its own: torch.compile keys its traces by code object, and this keeps the batched steps'
+    traces (and their recompilation limit) apart from the one-stream steps'."""
+    return decode_forward(model, cache, input_ids, position_ids, mask)
