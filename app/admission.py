@@ -70,21 +70,32 @@ def stream_cost(shape: KvShape, cache: CacheConfig, chunk_size: int) -> StreamCo
     return StreamCost(tokens, shape.bytes_per_token, cache.store_bytes if has_store else 0, not cache.store_dir)
 
 
-def check_fits(cost: StreamCost, streams: int, device_free: int, host_free: int, shared_memory: bool) -> str:
+def check_fits(
+    cost: StreamCost,
+    streams: int,
+    device_free: int,
+    host_free: int,
+    shared_memory: bool,
+    held: tuple[int, int] = (0, 0),
+) -> str:
     """Raises AdmissionError when `streams` streams do not fit; returns the arithmetic as a line otherwise.
 
     device_free / host_free: bytes free now (after the model was loaded). shared_memory: the device is the
-    CPU or a Jetson (device KV and host store draw on the same RAM).
+    CPU or a Jetson (device KV and host store draw on the same RAM). held: (device, host) bytes that streams
+    already running among `streams` hold now (their buffers and stores): no longer free, so not needed again.
     """
     if cost.device_bytes is None:
         return f"{streams} stream(s): policy without eviction, device KV unbounded (grows with the stream)"
-    device = streams * cost.device_bytes
-    host = streams * cost.host_bytes if cost.host_in_ram else 0
+    held_device, held_host = held if cost.host_in_ram else (held[0], 0)
+    device = streams * cost.device_bytes - held_device
+    host = (streams * cost.host_bytes if cost.host_in_ram else 0) - held_host
     per_stream = (
         f"{_gb(cost.device_bytes)} device KV ({cost.device_tokens} tokens x {cost.bytes_per_token / 1024:.0f} KiB)"
         + (f" + {_gb(cost.host_bytes)} host store" if cost.host_bytes else "")
     )
     line = f"{streams} stream(s) x ({per_stream})"
+    if held_device or held_host:
+        line += f" less the {_gb(held_device + held_host)} the running streams hold already"
     advice = "lower --budget, --recall or --store-mb, or watch fewer streams"
     if shared_memory:
         need, free = device + host, device_free

@@ -119,7 +119,7 @@ class Assistant:
         with self._adding:
             if self._ending():
                 raise ValueError("the assistant has stopped: no stream can be added")
-            new = self._factory.new_stream(name, list(self.streams), capture_config, allow_down)
+            new = self._factory.new_stream(name, self.streams, capture_config, allow_down)
             new.stream.session.stop_requested = self.stop_event.is_set
             self.streams = {**self.streams, name: new.stream}
             self._commands.put(("add", new.stream, (new.capture, new.down, new.admission)))

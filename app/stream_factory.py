@@ -4,7 +4,7 @@ session (device cache + host store), its standing question and its watches; and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import psutil
@@ -67,11 +67,12 @@ class StreamFactory:
         shape = KvShape.of_model(self.loaded.model, self.loaded.adapter.position_dims)
         return stream_cost(shape, self.cache, self.session.chunk_size)
 
-    def admit(self, streams: int) -> str:
+    def admit(self, streams: int, running: Sequence[Stream] = ()) -> str:
         """The memory arithmetic of `streams` streams against the memory free now (a line); AdmissionError (a
-        ValueError) with that arithmetic and what to lower when they do not fit."""
+        ValueError) with that arithmetic and what to lower when they do not fit. running: those of the streams
+        already running, whose buffers and stores already hold part of their cost (that part is not free)."""
         free = free_memory(self.loaded.device)
-        return check_fits(self.cost(), max(streams, 1), free.device, free.host, free.shared)
+        return check_fits(self.cost(), max(streams, 1), free.device, free.host, free.shared, held_now(running))
 
     def build(self, name: str, schedule: StandingQuestion | None = None) -> Stream:
         """A stream named `name` with a fresh session (empty cache) on the loaded model; not watching yet.
@@ -82,23 +83,34 @@ class StreamFactory:
         return stream
 
     def new_stream(
-        self, name: str, running: Sequence[str], capture_config: CaptureConfig, allow_down: bool
+        self, name: str, running: Mapping[str, Stream], capture_config: CaptureConfig, allow_down: bool
     ) -> NewStream:
         """One more stream next to the `running` ones, checked in the order of what is cheapest to refuse: a name
         that breaks the rules of --stream or is taken (ValueError), one stream more than memory holds
         (AdmissionError: `len(running) + 1` streams, the same arithmetic as at start, against the memory free
-        now), a file or camera that cannot be opened (SourceError; with `allow_down` a network source that is
-        down starts reconnecting). Nothing is kept when it is refused."""
+        now plus what the running streams hold already), a file or camera that cannot be opened (SourceError;
+        with `allow_down` a network source that is down starts reconnecting). Nothing is kept when refused."""
         check_name(name)
         if name in running:
             raise ValueError(f"a stream named {name!r} exists already: every stream needs its own name")
         try:
-            admission = self.admit(len(running) + 1)
+            admission = self.admit(len(running) + 1, list(running.values()))
         except AdmissionError as err:
             raise AdmissionError(f"one more stream does not fit in memory: {err}") from err
         stream = self.build(name)
         capture, down = open_capture(capture_config, allow_down)
         return NewStream(stream, capture, down, admission)
+
+
+def held_now(streams: Sequence[Stream]) -> tuple[int, int]:
+    """(device, host) bytes the streams' caches and host stores hold now (read from another thread: an estimate
+    as of a moment ago, which is all admission needs)."""
+    device = host = 0
+    for stream in streams:
+        cache = stream.session.cache
+        device += cache.kv_bytes()
+        host += cache.store.bytes if cache.store is not None else 0
+    return device, host
 
 
 __all__ = ["AdmissionError", "FreeMemory", "NewStream", "StreamFactory", "free_memory"]

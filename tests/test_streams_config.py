@@ -119,6 +119,23 @@ def test_admission_refuses_what_does_not_fit_with_the_arithmetic():
         check_fits(cost, 4, device_free=4 * cost.device_bytes * 2, host_free=4 * 2**30, shared_memory=False)
 
 
+def test_admission_of_one_more_counts_what_the_running_streams_hold_as_spent_not_free():
+    # adding a 4th stream: the 3 running ones already hold part of their cost, so that part is not free any more
+    cost = StreamCost(device_tokens=3072, bytes_per_token=48600, host_bytes=2**30, host_in_ram=True)
+    per_stream = cost.device_bytes + cost.host_bytes
+    free = int(3.5 * per_stream / 0.8)  # enough for 3.5 more streams' full cost
+    with pytest.raises(AdmissionError):  # 4 full streams against it: refused
+        check_fits(cost, 4, device_free=free, host_free=0, shared_memory=True)
+    held = (2 * cost.device_bytes, 2**30)  # two streams' buffers full, one store's worth of blocks
+    line = check_fits(cost, 4, device_free=free, host_free=0, shared_memory=True, held=held)
+    assert "less the" in line and "the running streams hold already" in line
+    # the stores are held in RAM only: with stores in a folder, held host bytes are not credited
+    on_disk = StreamCost(device_tokens=3072, bytes_per_token=48600, host_bytes=2**30, host_in_ram=False)
+    with pytest.raises(AdmissionError):
+        check_fits(on_disk, 4, device_free=int(3.5 * on_disk.device_bytes / 0.8), host_free=0, shared_memory=True,
+                   held=(0, 2**30))  # fmt: skip
+
+
 def test_streams_that_do_not_fit_exit_2_before_any_stream_starts():
     done = run_app(
         "--stream", f"a={video(8)}", "--stream", f"b={video(8)}", "--model", "tiny", "--budget", "400000000",
