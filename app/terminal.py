@@ -12,7 +12,8 @@ from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
-from capture import CaptureConfig, SourceError
+from capture import SourceError
+from ui.controls import CaptureOptions
 from ui.memory_monitor import MemoryMonitor
 
 
@@ -71,10 +72,7 @@ def stream_adder(
     def add(text: str) -> str | None:
         try:
             spec = parse_stream_flag(text)
-            settings = config.capture_settings
-            capture = CaptureConfig(
-                source=spec.source, block_when_full=not settings["realtime"], max_size=frame_size, **settings
-            )
+            capture = CaptureOptions(max_size=frame_size, **config.capture_settings).config(spec.source)
             admission = assistant.add_stream(spec.name, capture)
         except (SourceError, ValueError) as err:
             print(f"cannot add the stream (type +NAME=SOURCE): {err}", file=sys.stderr, flush=True)

@@ -66,7 +66,8 @@ class CaptureOptions:
     max_size: tuple[int, int] | None = None  # the model's frame size
 
     def config(self, source: str | int) -> CaptureConfig:
-        """Raises ValueError for a source that cannot be a source (e.g. an unsupported URL scheme)."""
+        """Raises ValueError for a source that cannot be a source (e.g. an unsupported URL scheme). As for the
+        command line's streams, a file read offline (realtime False) waits for the model and loses no clip."""
         return CaptureConfig(
             source=source,
             fps=self.fps,
@@ -74,6 +75,7 @@ class CaptureOptions:
             realtime=self.realtime,
             loop=self.loop,
             max_size=self.max_size,
+            block_when_full=not self.realtime,
         )
 
 
