@@ -227,16 +227,15 @@ def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from app.config import AppConfig  # heavy imports (torch, transformers) after --help
+    from capture.redact import RedactingFormatter, redact_source
 
     try:
         config = AppConfig.from_args(args)
     except ValueError as err:
-        build_parser().error(str(err))
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        datefmt="%H:%M:%S",
-    )
+        build_parser().error(redact_source(str(err)))
+    handler = logging.StreamHandler()  # stderr; a traceback from FFmpeg may quote a URL: redacted
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     for noisy in ("httpx", "httpcore", "urllib3", "gradio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if config.ui is not None:

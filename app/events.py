@@ -4,7 +4,9 @@ Every event is a plain dict with at least `type` and `t_wall` (seconds since the
 `status`, `clip`, `answer_start`, `answer_piece`, `answer`, `error`, `warning`, `capture`, `end`, `check` (a
 watch's yes/no check: alert, p_yes, ms) and `alert` (id, alert, state begin|end, p_yes, stream_time, snapshot
 JPEG at begin, duration_s at end). Each also names
-its `stream` (None for events of the whole process).
+its `stream` (None for events of the whole process). Text in an event never holds a login: `make_event` passes
+every string through `capture.redact.redact_source`, so the terminal, the log, the timeline, the page and the
+outputs all get `rtsp://***@host/x`. The log file is created private (0600).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from app.private_paths import open_private_append
+from capture.redact import redact_source
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +35,18 @@ LOGGED_TYPES = frozenset(
 
 
 def make_event(type_: str, **fields: Any) -> Event:
-    return {"type": type_, "t_wall": round(time.time(), 3), **fields}
+    """An event; its text (at any depth of dicts, lists and tuples) with every login redacted."""
+    return {"type": type_, "t_wall": round(time.time(), 3), **{key: _redacted(v) for key, v in fields.items()}}
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_source(value)
+    if isinstance(value, dict):
+        return {key: _redacted(v) for key, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_redacted(v) for v in value)
+    return value
 
 
 class EventBus:
@@ -61,11 +77,11 @@ class EventBus:
 
 
 class JsonlLog:
-    """Appends logged events to a file, one JSON object per line, flushed per event."""
+    """Appends logged events to a file, one JSON object per line, flushed per event. The file is created with
+    mode 0600 (an existing one of ours is made 0600; see `app.private_paths`)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("a", encoding="utf-8")
+        self._file = open_private_append(path)
         self._lock = threading.Lock()
 
     def __call__(self, event: Event) -> None:

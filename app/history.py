@@ -10,12 +10,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.text_safety import printable
 from app.timeline.config import DATA_ENV, TimelineError, default_timeline_path
 from app.timeline.reader import Moment, TimelineReader
 
 SINCE_FORMS = "a number with s, m, h or d: 90s, 30m, 2h, 1d"
 SINCE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 SINCE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+_C1 = re.compile(r"[\x7f-\x9f]")  # JSON leaves DEL and C1 controls raw; a terminal may act on them
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def parse_since(text: str) -> float:
@@ -78,7 +84,7 @@ def clock(seconds: float | None) -> str:
 
 
 def what(moment: Moment) -> str:
-    """What was said or seen, on one line."""
+    """What was said or seen, on one line (stored text is anyone's: escape sequences and controls removed)."""
     if moment.kind == "answer":
         said = f"Q: {moment.question} A: {moment.text}"
     elif moment.kind == "alert":
@@ -86,14 +92,15 @@ def what(moment: Moment) -> str:
         said = f"{moment.text}{p_yes}: {moment.question}"
     else:
         said = f"{moment.state}: {moment.text}"
-    return " ".join(said.split())
+    return " ".join(printable(said).split())
 
 
 def format_moment(moment: Moment) -> str:
     """Local wall time, stream, stream-time span, who, what."""
     wall = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(moment.t_wall))
     span = f"{clock(moment.start_s)}-{clock(moment.end_s)}"
-    return f"{wall}  {moment.stream or '-'}  {span}  {moment.who or moment.kind}  {what(moment)}"
+    stream = printable(moment.stream or "-")
+    return f"{wall}  {stream}  {span}  {moment.who or moment.kind}  {what(moment)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -107,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for moment in moments:
         if args.json:
-            print(json.dumps(moment.to_dict(), ensure_ascii=False))
+            print(_C1.sub(_escape, json.dumps(moment.to_dict(), ensure_ascii=False)))
         else:
             print(format_moment(moment))
     if not moments and not args.json:

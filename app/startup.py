@@ -26,6 +26,7 @@ from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts
 from cache.store.host_store import default_store_bytes
 from capture import SourceError, open_source
+from capture.redact import redact_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
 from ui.memory_monitor import MemoryMonitor
@@ -40,7 +41,7 @@ class StartupError(Exception):
 
 
 def fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {redact_source(message)}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 

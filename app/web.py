@@ -17,6 +17,7 @@ from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.timeline import Moment, TimelineError, TimelineReader
 from capture import SourceError
+from capture.redact import redact_source
 from model.loading import LoadedModel
 from ui.controls import CaptureOptions, Controls
 from ui.history import HistoryUnavailable
@@ -131,7 +132,8 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     assistant = running.assistant
     options = capture_options(config, loaded.adapter.frame_size())
     controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20, streams=names)
-    initial_source = "" if not config.streams else str(config.streams[0].capture.source)
+    # the page sends this box to every browser: never with the login (type it again to restart such a source)
+    initial_source = "" if not config.streams else redact_source(str(config.streams[0].capture.source))
     previews = PreviewFiles(preview_folder(), keep=8 * len(names))  # a few frames per stream for slow tabs
     info = page_info(config, loaded, monitor)
     history = timeline_history(config)

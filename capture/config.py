@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from capture.reconnect import ReconnectPolicy
+from capture.redact import redact_source
 
 SourceKind = Literal["file", "url", "camera", "gstreamer"]
 NETWORK_SCHEMES = ("http", "https", "rtsp", "rtsps", "rtmp", "srt", "udp", "tcp")
@@ -35,13 +36,14 @@ class SourceSpec:
     target: str | int
 
     def describe(self) -> str:
-        """A short name for messages, e.g. ``camera 0`` or ``file 'clip.mp4'``."""
+        """A short name for messages, e.g. ``camera 0`` or ``file 'clip.mp4'``; never holds a login
+        (``rtsp://***@host/x``)."""
         if self.kind == "camera":
             return f"camera {self.target}"
         if self.kind == "gstreamer":
-            return f"GStreamer pipeline '{self.target}'"
+            return redact_source(f"GStreamer pipeline '{self.target}'")
         if self.kind == "url":
-            return f"stream '{self.target}'"
+            return redact_source(f"stream '{self.target}'")
         return f"file '{self.target}'"
 
 
@@ -72,7 +74,7 @@ def parse_source(source: str | int | Path) -> SourceSpec:
             return SourceSpec("file", text[len("file://") :])
         if scheme not in NETWORK_SCHEMES:
             raise ValueError(
-                f"unsupported URL scheme '{scheme}://' in {text!r}; allowed: "
+                f"unsupported URL scheme '{scheme}://' in {redact_source(text)!r}; allowed: "
                 + ", ".join(f"{s}://" for s in NETWORK_SCHEMES)
                 + ", file://, a file path, a camera index or 'gst:<pipeline>'"
             )

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from capture.redact import redact_source
+
 
 class SourceError(Exception):
     """A source could not be opened. The message names the source and says what to try.
 
     Raised by ``open_source`` (and so by ``CaptureThread(...)``) before any thread starts; a CLI
-    catches it and exits with code 2.
+    catches it and exits with code 2. The message never holds a login (see ``capture.redact``).
     """
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(redact_source(str(message)))
 
 
 class StreamDropped(Exception):
@@ -16,3 +21,6 @@ class StreamDropped(Exception):
 
     Internal to the capture thread: it becomes a "reconnect" or "error" event, never reaches the consumer.
     """
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(redact_source(str(message)))

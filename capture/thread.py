@@ -33,6 +33,7 @@ from capture.backends import open_source
 from capture.config import CaptureConfig
 from capture.drop_queue import DropOldestQueue
 from capture.errors import SourceError, StreamDropped
+from capture.redact import redact_source
 from capture.sampling import ClipAssembler, FrameSampler, PendingClip, StreamClock, fit_size, pacing_delay
 from capture.source import ClosedSource, FrameSource
 from capture.types import CaptureEvent, CaptureStats, Clip, EndOfStream, EventType
@@ -172,6 +173,7 @@ class CaptureThread:
             self._counts[name] += n
 
     def _event(self, type_: EventType, message: str) -> None:
+        message = redact_source(message)  # a backend's error text may quote the URL it was given
         log = logger.warning if type_ in ("error", "warning") else logger.info
         log("%s", message)
         self.events.put(CaptureEvent(type_, message, self._clock.last, time.time()))
@@ -182,7 +184,7 @@ class CaptureThread:
             end = self._loop()
         except Exception as err:  # a backend failure must end the stream, not the app
             logger.exception("capture of %s failed", self.description)
-            end = EndOfStream("error", f"capture of {self.description} failed: {err}")
+            end = EndOfStream("error", redact_source(f"capture of {self.description} failed: {err}"))
         finally:
             self._retire_source()  # also drops the decoder, so its worker threads exit now
             if end.reason != "stopped":

@@ -126,3 +126,21 @@ def test_default_path_follows_the_data_folder(monkeypatch, tmp_path):
     assert default_timeline_path() == tmp_path / "timeline.sqlite"
     monkeypatch.delenv("EDGE_ASSISTANT_DATA")
     assert default_timeline_path() == Path.home() / ".cache" / "edge-stream-assistant" / "timeline.sqlite"
+
+
+def test_stored_escape_sequences_never_reach_the_terminal(tmp_path):
+    hostile = (
+        "A: \x1b]0;owned\x07\x1b[2J\x1b[31mred\x1b[0m \x9b1;1H"
+        "\x1b]8;;http://x.example/\x1b\\link\x1b]8;;\x1b\\ ok\x08\x7f"
+    )
+    path = tmp_path / "timeline.sqlite"
+    store = TimelineStore(TimelineConfig(path))
+    store.write([Row("answer", time.time(), "door", 1.0, 2.0, "what\x1b[1A?", hostile, "person")])
+    store.close()
+    result = history("--timeline", str(path))
+    assert result.returncode == 0, result.stderr
+    assert not any(ch in result.stdout for ch in "\x1b\x9b\x07\x08\x7f"), repr(result.stdout)
+    assert "red" in result.stdout and "link ok" in result.stdout and "what?" in result.stdout
+    as_json = history("--json", "--timeline", str(path))
+    assert not any(ch in as_json.stdout for ch in "\x1b\x9b\x07\x08\x7f"), repr(as_json.stdout)
+    assert json.loads(as_json.stdout)["text"] == hostile  # the data itself is kept, escaped

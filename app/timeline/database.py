@@ -13,7 +13,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-from app.timeline.config import TimelineError
+from app.private_paths import make_private_dir, make_private_file
+from app.timeline.config import TimelineError, default_timeline_path
 
 APPLICATION_ID = 0x45534154  # "ESAT": edge stream assistant timeline
 SCHEMA_VERSION = 1
@@ -107,14 +108,31 @@ def open_for_reading(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
 
 
 def _create_file(path: Path) -> None:
+    """The file with mode 0600 and its folder 0700; an existing folder others can read is made 0700 when it is
+    ours and the timeline's own (the data folder, or one holding nothing but the timeline), else a warning."""
     try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dir(path.parent, own=_own_folder(path))
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
+        try:
+            make_private_file(path)
+        except OSError as err:
+            raise TimelineError(f"cannot open the timeline {path}: {err.strerror or err}; {UNWRITABLE}") from err
         return
     except OSError as err:
         raise TimelineError(f"cannot create the timeline {path}: {err.strerror or err}; {UNWRITABLE}") from err
     os.close(fd)
+
+
+def _own_folder(path: Path) -> bool:
+    """True for the data folder, and for a folder holding nothing but this timeline's files (-wal, -shm)."""
+    folder = path.parent
+    if folder.resolve() == default_timeline_path().parent.resolve():
+        return True
+    try:
+        return all(name.startswith(path.name) for name in os.listdir(folder))
+    except OSError:
+        return False  # missing: make_private_dir creates it 0700 anyway
 
 
 def _table_count(conn: sqlite3.Connection) -> int:
