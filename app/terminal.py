@@ -11,6 +11,7 @@ from app.printer import TerminalPrinter
 from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
+from app.text_safety import printable
 from app.streams import parse_stream_flag
 from capture import SourceError
 from ui.controls import CaptureOptions
@@ -75,10 +76,10 @@ def stream_adder(
             capture = CaptureOptions(max_size=frame_size, **config.capture_settings).config(spec.source)
             admission = assistant.add_stream(spec.name, capture)
         except (SourceError, ValueError) as err:
-            print(f"cannot add the stream (type +NAME=SOURCE): {err}", file=sys.stderr, flush=True)
+            print(printable(f"cannot add the stream (type +NAME=SOURCE): {err}"), file=sys.stderr, flush=True)
             return None
         printer.prefix_streams = True  # from now on several streams: every line names its own
-        print(f"stream {spec.name} added; memory: {admission}", file=sys.stderr, flush=True)
+        print(printable(f"stream {spec.name} added; memory: {admission}"), file=sys.stderr, flush=True)
         return spec.name
 
     return add

@@ -1,0 +1,25 @@
+"""Text from people, models and streams made safe to print on a terminal."""
+
+from __future__ import annotations
+
+import re
+
+# Escape sequences a terminal acts on, removed whole: OSC (ESC ] ... BEL or ST: titles, OSC 8 hyperlinks,
+# clipboard writes), DCS/SOS/PM/APC strings (ESC P|X|^|_ ... ST), CSI (ESC [ ... final byte: cursor moves,
+# screen clears, colours) and their one-byte C1 forms (0x9d OSC, 0x90/0x98/0x9e/0x9f strings, 0x9b CSI), then
+# the other two-byte escapes (ESC + one byte).
+_SEQUENCES = re.compile(
+    r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[ -~]?"
+)
+# What is left of C0 (but newline and tab), DEL and C1 once the sequences are gone.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` without C0/C1 control characters and ANSI/OSC escape sequences; newline and tab are kept.
+    An unterminated sequence is removed to the end of its parameters, so a split sequence never reaches a
+    terminal whole."""
+    return _CONTROLS.sub("", _SEQUENCES.sub("", text))
