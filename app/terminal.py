@@ -11,8 +11,8 @@ from app.printer import TerminalPrinter
 from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
-from app.text_safety import printable
 from app.streams import parse_stream_flag
+from app.text_safety import printable
 from capture import SourceError
 from ui.controls import CaptureOptions
 from ui.memory_monitor import MemoryMonitor
