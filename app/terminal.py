@@ -49,7 +49,13 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
             file=sys.stderr,
         )
     add = stream_adder(running.assistant, config, loaded.adapter.frame_size(), printer)
-    questions = StdinQuestions(running.assistant.ask, stream_names=names, add=add)
+    questions = StdinQuestions(
+        running.assistant.ask,
+        stream_names=names,
+        add=add,
+        max_chars=config.input_limits.max_question_chars,
+        say=_say,
+    )
     running.assistant.start()
     questions.start()
     try:
@@ -62,6 +68,10 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
         questions.stop()
         running.close()
     return 0
+
+
+def _say(message: str) -> None:
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def stream_adder(
