@@ -1,9 +1,11 @@
 """The live assistant: capture threads (one per stream), the model worker thread and the standing questions.
 
 Exactly one thread (the model worker) touches the model and the caches. Everything else talks to it through
-its command queue: questions (people, in order), new sources, new streams, stop, reset. The worker serves the streams
-round-robin, one clip of each per turn from each stream's own bounded capture queue (drop oldest, counted per
-stream), and a person's question goes before the next clip. One `threading.Event` stops everything; every
+two bounded queues: one of commands (new sources, new streams, stop, reset) and one of people's questions (in
+order; when full, one more is refused as busy, `AssistantBusy`). The worker serves the streams round-robin, one
+clip of each per turn from each stream's own bounded capture queue (drop oldest, counted per stream); after each
+stream's clip it runs every command and answers at most `InputLimits.per_clip` questions, so a flood of
+questions never starves the video. One `threading.Event` stops everything; every
 thread is joined. Every event names its `stream` (None for events of the whole process).
 """
 
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 from app.admission import ingest_warning
 from app.answering import Answerer, Notes, Question
 from app.events import EventBus
+from app.input_limits import AssistantBusy, InputLimits
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.watches.checks import run_checks
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _POLL_S = 0.05
+_MAX_COMMANDS = 64  # commands (not questions) waiting for the worker; one more is refused as busy
 
 
 @dataclass
@@ -59,6 +63,7 @@ class Assistant:
     called, capture. The first is the default target of `watch`, `stop_stream`, `reset` and of the page's
     standing-question box (`schedule`). memory_sample: optional callable returning extra fields for answer
     events (the memory monitor). factory: builds the streams `add_stream` adds (None: none can be added).
+    input_limits: how long a question may be and how many may wait (app/input_limits.py).
 
     `streams` is replaced, never changed in place, when a stream is added: a thread that reads it sees the
     streams before or after, whole.
@@ -72,6 +77,7 @@ class Assistant:
         memory_sample: Callable[[], dict] | None = None,
         notes: Notes | None = None,
         factory: StreamFactory | None = None,
+        input_limits: InputLimits | None = None,
     ) -> None:
         if not streams:
             raise ValueError("the assistant needs at least one stream")
@@ -88,7 +94,10 @@ class Assistant:
         for stream in streams:
             # a stop takes effect within one forward pass: between prefill chunks and decode steps
             stream.session.stop_requested = self.stop_event.is_set
-        self._commands: queue.Queue = queue.Queue()
+        self.input_limits = input_limits or InputLimits()
+        self._commands: queue.Queue = queue.Queue(maxsize=_MAX_COMMANDS)
+        self._questions: queue.Queue = queue.Queue(maxsize=self.input_limits.max_pending)
+        self._wakeup = threading.Event()  # set when either queue gets something
         self._prefill_s: deque[float] = deque(maxlen=32)  # the latest clips' prefill times, all streams
         self._events = StreamEvents(bus)
         self._answerer = Answerer(self._events, notes, memory_sample, stopping=self._ending)
@@ -108,7 +117,11 @@ class Assistant:
         source that is down starts in "reconnecting" (an error event) instead."""
         target = self._stream(stream)
         capture, down = open_capture(capture_config, allow_down)
-        self._commands.put(("watch", target, (capture, down)))
+        try:
+            self._command("watch", target, (capture, down))
+        except ValueError:
+            capture.close()
+            raise
 
     def add_stream(self, name: str, capture_config: CaptureConfig, allow_down: bool = True) -> str:
         """Adds a stream named `name` watching `capture_config` while the assistant runs (any thread); returns the
@@ -121,24 +134,39 @@ class Assistant:
                 raise ValueError("the assistant has stopped: no stream can be added")
             new = self._factory.new_stream(name, self.streams, capture_config, allow_down)
             new.stream.session.stop_requested = self.stop_event.is_set
-            self.streams = {**self.streams, name: new.stream}
-            self._commands.put(("add", new.stream, (new.capture, new.down, new.admission)))
+            before, self.streams = self.streams, {**self.streams, name: new.stream}
+            try:
+                self._command("add", new.stream, (new.capture, new.down, new.admission))
+            except ValueError:
+                self.streams = before
+                new.capture.close()
+                raise
         return new.admission
+
+    def check_question(self, question: str) -> str:
+        """The question as it would be asked (stripped); ValueError when it is empty or longer than
+        --max-question-chars. Nothing is queued."""
+        return self.input_limits.check(question)
 
     def ask(self, question: str, stream: str | None = None) -> None:
         """Queues a person's question for one stream, or for every stream (None); answered in arrival order,
-        after the answer in progress and before the next clip."""
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("the question is empty: type a question about the stream")
+        after the answer in progress, at most `per_clip` of them between two clips while clips are waiting.
+        Refused before anything is queued (ValueError) when it is empty or too long, or (`AssistantBusy`)
+        when --max-pending-questions are already waiting."""
+        text = self.check_question(question)
         targets = list(self.streams.values()) if stream is None else [self._stream(stream)]
-        self._commands.put(("ask", None, [Question(s, question.strip(), auto=False) for s in targets]))
+        try:
+            self._questions.put_nowait([Question(s, text, auto=False) for s in targets])
+        except queue.Full:
+            raise self.input_limits.busy() from None
+        self._wakeup.set()
 
     def stop_stream(self, stream: str | None = None) -> None:
-        self._commands.put(("stop_stream", self._stream(stream), None))
+        self._command("stop_stream", self._stream(stream), None)
 
     def reset(self, stream: str | None = None) -> None:
         """Forgets everything a stream (default: the first) has seen (empty cache), keeps watching."""
-        self._commands.put(("reset", self._stream(stream), None))
+        self._command("reset", self._stream(stream), None)
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stops every thread and joins them; True if all ended within `timeout` seconds."""
@@ -150,6 +178,15 @@ class Assistant:
     def stream_time(self) -> float:
         """The default stream's time (seconds)."""
         return self.default.stream_time
+
+    def _command(self, name: str, stream: Stream, payload) -> None:
+        try:
+            self._commands.put_nowait((name, stream, payload))
+        except queue.Full:
+            raise AssistantBusy(
+                f"busy: {_MAX_COMMANDS} commands are already waiting for the model; try again in a moment"
+            ) from None
+        self._wakeup.set()
 
     def _stream(self, name: str | None) -> Stream:
         if name is None:
@@ -164,7 +201,7 @@ class Assistant:
         self._publish("status", None, message="assistant ready")
         try:
             while not self._ending():
-                self._handle_commands()
+                self._handle_commands(questions=0)
                 if self._ending():
                     break
                 if not self._serve_streams():
@@ -207,7 +244,7 @@ class Assistant:
             elif isinstance(item, EndOfStream):
                 served = True
                 self._on_end(stream, item)
-            self._handle_commands()  # a person's question goes before the next clip
+            self._handle_commands()  # people's questions go before the next clip, a few per clip
             if self._ending():
                 return served
         if due:
@@ -216,24 +253,34 @@ class Assistant:
         return served
 
     def _wait_for_command(self) -> None:
-        try:
-            command = self._commands.get(timeout=_POLL_S)
-        except queue.Empty:
-            return
-        self._run_command(*command)
+        """No clip was waiting: sleeps until a command or question comes (at most _POLL_S) and runs them."""
+        if self._commands.empty() and self._questions.empty():
+            self._wakeup.wait(_POLL_S)
+        self._wakeup.clear()
+        self._handle_commands()
 
-    def _handle_commands(self) -> None:
+    def _handle_commands(self, questions: int | None = -1) -> None:
+        """Runs every waiting command, and answers up to `questions` waiting questions (-1: `per_clip`;
+        None: all), each after the commands that came before it was taken."""
+        limit = self.input_limits.per_clip if questions == -1 else questions
+        answered = 0
         while not self._ending():
             try:
-                command = self._commands.get_nowait()
+                self._run_command(*self._commands.get_nowait())
+                continue
+            except queue.Empty:
+                pass
+            if limit is not None and answered >= limit:
+                return
+            try:
+                batch = self._questions.get_nowait()
             except queue.Empty:
                 return
-            self._run_command(*command)
+            answered += 1
+            self._answer_all(batch)
 
     def _run_command(self, name: str, stream: Stream | None, payload) -> None:
-        if name == "ask":
-            self._answer_all(payload)
-        elif name == "watch":
+        if name == "watch":
             self._start_capture(stream, *payload)
         elif name == "add":
             capture, down, admission = payload
@@ -325,7 +372,7 @@ class Assistant:
         stream.state, stream.finished = "ended", True
         self._publish("end", stream, reason=end.reason, message=end.message, stream_time=stream.stream_time)
         if self.limits.end_with_stream and self._all_finished():
-            self._handle_commands()  # questions already asked still get their answers
+            self._handle_commands(questions=None)  # questions already asked still get their answers
 
     def _check_end(self) -> None:
         if self.limits.duration_s and self._all_finished():

@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from app.input_limits import MAX_PENDING, MAX_QUESTION_CHARS, InputLimits
 from app.scheduler import DEFAULT_QUESTION
 from cache.config import POOL_MODES, CacheConfig
 from cache.policies import POLICIES
@@ -136,6 +137,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="a yes/no watch checked on every stream every 10 s of stream time (repeatable); alert events begin "
         "after 2 yes and end after 2 no (p_yes >= 0.5), with a 30 s cooldown. In --config: [alerts.NAME] tables "
         "with question, streams, every, threshold, on_after, off_after, cooldown",
+    )
+    limits = InputLimits()
+    ask.add_argument(
+        "--max-question-chars",
+        type=int,
+        default=limits.max_question_chars,
+        help=f"a longer question (typed or from the page) is refused before it is queued (1..{MAX_QUESTION_CHARS})",
+    )
+    ask.add_argument(
+        "--max-pending-questions",
+        type=int,
+        default=limits.max_pending,
+        help="questions waiting for the model; one more is refused as busy (try again). While clips wait, at most "
+        f"{limits.per_clip} questions are answered per clip, so questions never starve the video (1..{MAX_PENDING})",
     )
     ask.add_argument("--log-jsonl", type=Path, help="append every event to this JSON-lines file")
     ask.add_argument("--quiet", action="store_true", help="do not print a line per clip")

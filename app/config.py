@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.assistant import RunLimits
+from app.input_limits import InputLimits
 from app.outputs import MqttConfig, WebhookConfig
 from app.scheduler import StandingQuestion
 from app.streams import DEFAULT_STREAM, StreamSpec, derived_name, parse_stream_flag, specs_from_table, unique
@@ -63,6 +64,7 @@ class AppConfig:
     show_clips: bool = True
     # --fps, --clip-seconds, --realtime, --loop: for --video/--camera and for sources picked in the page
     capture_settings: dict = field(default_factory=dict)
+    input_limits: InputLimits = field(default_factory=InputLimits)  # --max-question-chars, --max-pending-questions
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AppConfig:
@@ -138,6 +140,9 @@ class AppConfig:
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
             capture_settings=capture_settings,
+            input_limits=InputLimits(
+                max_question_chars=args.max_question_chars, max_pending=args.max_pending_questions
+            ),
         )
 
 

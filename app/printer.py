@@ -6,6 +6,7 @@ import sys
 from typing import TextIO
 
 from app.events import Event
+from app.text_safety import printable
 
 
 def _mib(n: int | None) -> str:
@@ -35,7 +36,9 @@ def _moments(evidence: list[dict]) -> str:
 
 
 class TerminalPrinter:
-    """Subscribes to the assistant's events and prints them. Clip progress goes to `status_out`."""
+    """Subscribes to the assistant's events and prints them. Clip progress goes to `status_out`. Everything
+    printed passes `printable` first: questions, answers, stream names and messages carry text from people,
+    the model and the sources, and a terminal must never act on an escape sequence among it."""
 
     def __init__(
         self,
@@ -60,7 +63,7 @@ class TerminalPrinter:
             when = f"t={event['stream_time']:.1f}s"
             self._print(f"\n{self._prefix}── round {event['round']} · {when} · {tag}: {event['question']}")
         elif kind == "answer_piece" and not self.prefix_streams:
-            self.out.write(event["text"])
+            self.out.write(printable(event["text"]))
             self.out.flush()
         elif kind == "answer":
             if self.prefix_streams:
@@ -105,7 +108,7 @@ class TerminalPrinter:
             self._status(f"· end of stream: {event['message']}")
 
     def _print(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
+        print(printable(line), file=self.out, flush=True)
 
     def _status(self, line: str) -> None:
-        print(self._prefix + line, file=self.status_out, flush=True)
+        print(printable(self._prefix + line), file=self.status_out, flush=True)

@@ -184,7 +184,13 @@ def build_assistant(
     timeline = _timeline_writer(config, bus, log)
     notes = TimelineNotes(config.timeline.path) if config.timeline is not None and config.timeline_notes else None
     assistant = Assistant(
-        streams, bus, config.limits, memory_sample=memory_fields(monitor), notes=notes, factory=factory
+        streams,
+        bus,
+        config.limits,
+        memory_sample=memory_fields(monitor),
+        notes=notes,
+        factory=factory,
+        input_limits=config.input_limits,
     )
     return Running(assistant, bus, monitor, log, publisher, timeline)
 

@@ -1,5 +1,6 @@
 """Reads questions typed on stdin (one per line) and hands them to the assistant, on a joinable thread; a line
-`+NAME=SOURCE` adds a stream instead."""
+`+NAME=SOURCE` adds a stream instead. A line is never held whole beyond the question length limit, and a refused
+question (too long, busy) is said, never raised: the reader goes on."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import threading
 from collections.abc import Callable
 from typing import TextIO
 
+from app.input_limits import too_long
+
 logger = logging.getLogger(__name__)
+
+_NAME_ROOM = 256  # characters a line may hold beyond the question: `NAME: ` in front of it
+_DRAIN = 65536  # characters read at a time while the rest of a too long line is skipped
 
 
 def route(line: str, stream_names: list[str]) -> tuple[str, str | None]:
@@ -26,7 +32,8 @@ class StdinQuestions:
     """Polls `stream` with select() so that `stop()` is honoured within `poll_s` seconds. With several streams,
     a line `NAME: question` asks that stream only; any other line asks every stream. With `add`, a line
     `+NAME=SOURCE` is passed to it (without the +); it returns the added stream's name (None: refused), which
-    lines may then name."""
+    lines may then name. A line longer than `max_chars` (plus room for a name) is skipped unread and refused; `ask`
+    refusing a question (ValueError: too long, busy, unknown stream) is handed to `say`, as is a refused line."""
 
     def __init__(
         self,
@@ -35,9 +42,14 @@ class StdinQuestions:
         poll_s: float = 0.2,
         stream_names: list[str] | None = None,
         add: Callable[[str], str | None] | None = None,
+        max_chars: int = 2000,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self._ask = ask
         self._add = add
+        self._max_line = max_chars + _NAME_ROOM
+        self._max_chars = max_chars
+        self._say = say or logger.warning
         self._names = list(stream_names or [])
         self._stream = stream
         self._poll_s = poll_s
@@ -62,13 +74,28 @@ class StdinQuestions:
                 return
             if not ready:
                 continue
-            line = self._stream.readline()
+            line = self._stream.readline(self._max_line + 1)
             if line == "":  # end of input: no more questions, the stream goes on
                 return
+            if len(line) > self._max_line and not line.endswith("\n"):
+                self._say(f"question refused: {too_long(len(line) + self._skip_rest(), self._max_chars)}")
+                continue
             if self._add is not None and line.strip().startswith("+"):
                 name = self._add(line.strip()[1:])
                 if name is not None:
                     self._names.append(name)
             elif line.strip():
                 question, target = route(line, self._names)
-                self._ask(question, stream=target)
+                try:
+                    self._ask(question, stream=target)
+                except ValueError as err:
+                    self._say(f"question refused: {err}")
+
+    def _skip_rest(self) -> int:
+        """Reads and drops the rest of the current line; returns how many characters that was."""
+        skipped = 0
+        while True:
+            chunk = self._stream.readline(_DRAIN)
+            skipped += len(chunk.rstrip("\n"))
+            if chunk == "" or chunk.endswith("\n"):
+                return skipped

@@ -12,6 +12,7 @@ from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
+from app.text_safety import printable
 from capture import SourceError
 from ui.controls import CaptureOptions
 from ui.memory_monitor import MemoryMonitor
@@ -48,7 +49,13 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
             file=sys.stderr,
         )
     add = stream_adder(running.assistant, config, loaded.adapter.frame_size(), printer)
-    questions = StdinQuestions(running.assistant.ask, stream_names=names, add=add)
+    questions = StdinQuestions(
+        running.assistant.ask,
+        stream_names=names,
+        add=add,
+        max_chars=config.input_limits.max_question_chars,
+        say=_say,
+    )
     running.assistant.start()
     questions.start()
     try:
@@ -63,6 +70,10 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
     return 0
 
 
+def _say(message: str) -> None:
+    print(printable(message), file=sys.stderr, flush=True)
+
+
 def stream_adder(
     assistant: Assistant, config: AppConfig, frame_size: tuple[int, int], printer: TerminalPrinter
 ) -> Callable[[str], str | None]:
@@ -75,10 +86,10 @@ def stream_adder(
             capture = CaptureOptions(max_size=frame_size, **config.capture_settings).config(spec.source)
             admission = assistant.add_stream(spec.name, capture)
         except (SourceError, ValueError) as err:
-            print(f"cannot add the stream (type +NAME=SOURCE): {err}", file=sys.stderr, flush=True)
+            print(printable(f"cannot add the stream (type +NAME=SOURCE): {err}"), file=sys.stderr, flush=True)
             return None
         printer.prefix_streams = True  # from now on several streams: every line names its own
-        print(f"stream {spec.name} added; memory: {admission}", file=sys.stderr, flush=True)
+        print(printable(f"stream {spec.name} added; memory: {admission}"), file=sys.stderr, flush=True)
         return spec.name
 
     return add

@@ -4,6 +4,7 @@ import threading
 
 import pytest
 
+from app.input_limits import AssistantBusy, InputLimits
 from app.scheduler import StandingQuestion
 from capture import CaptureConfig, SourceError
 from ui.controls import CaptureOptions, Controls, check_upload, parse_camera
@@ -13,6 +14,7 @@ from ui.state import LiveState
 class FakeAssistant:
     def __init__(self, watch_error: Exception | None = None) -> None:
         self.schedule = StandingQuestion("What now?", every_s=30)
+        self.limits = InputLimits(max_question_chars=100, max_pending=3)
         self.commands: list[tuple[str, object]] = []
         self.watch_error = watch_error
         self.stream_time = 0.0
@@ -23,10 +25,14 @@ class FakeAssistant:
             raise self.watch_error
         self.commands.append(("watch", capture_config))
 
+    def check_question(self, question: str) -> str:
+        return self.limits.check(question)
+
     def ask(self, question: str, stream=None) -> None:
-        if not question.strip():
-            raise ValueError("the question is empty")
+        question = self.check_question(question)
         with self._lock:
+            if sum(name == "ask" for name, _ in self.commands) >= self.limits.max_pending:
+                raise self.limits.busy()
             self.commands.append(("ask", question))
 
     def stop_stream(self, stream=None) -> None:
@@ -36,8 +42,9 @@ class FakeAssistant:
         self.commands.append(("reset", None))
 
 
-def make(watch_error=None, max_upload_bytes=1000):
+def make(watch_error=None, max_upload_bytes=1000, max_pending=3):
     assistant = FakeAssistant(watch_error)
+    assistant.limits = InputLimits(max_question_chars=100, max_pending=max_pending)
     live = LiveState()
     options = CaptureOptions(fps=2.0, clip_seconds=3.0, realtime=True, max_size=(448, 448))
     return assistant, live, Controls(assistant, live, options, max_upload_bytes=max_upload_bytes)
@@ -117,8 +124,28 @@ def test_questions_are_queued_in_the_chat_and_sent_empty_ones_are_refused():
     assert turn.question == "what colour is the car?" and turn.queued and not turn.auto
 
 
-def test_questions_from_many_tabs_at_once_reach_the_assistant_in_chat_order():
+def test_a_too_long_question_is_refused_before_it_reaches_the_chat_or_the_assistant():
     assistant, live, controls = make()
+    feedback = controls.ask("why? " * 200_000)  # 1 MB
+    assert not feedback.ok and "too long" in feedback.message
+    assert "at most 100" in feedback.message and "--max-question-chars" in feedback.message
+    assert assistant.commands == [] and live.snapshot().turns == ()
+    assert controls.ask("x" * 100).ok  # the limit itself is allowed
+
+
+def test_a_busy_assistant_refuses_the_question_and_says_to_try_again():
+    assistant, live, controls = make()
+    assert all(controls.ask(f"question {i}").ok for i in range(3))
+    feedback = controls.ask("one too many")
+    assert not feedback.ok and feedback.message.startswith("busy") and "try again" in feedback.message
+    assert isinstance(assistant.limits.busy(), AssistantBusy)
+    refused = [t for t in live.snapshot().turns if t.question == "one too many"]
+    assert len(refused) == 1 and not refused[0].queued and refused[0].error.startswith("busy")
+    assert [q for _, q in assistant.commands] == ["question 0", "question 1", "question 2"]
+
+
+def test_questions_from_many_tabs_at_once_reach_the_assistant_in_chat_order():
+    assistant, live, controls = make(max_pending=1000)
     barrier = threading.Barrier(8)
 
     def tab(i):

@@ -43,6 +43,8 @@ class AssistantCommands(Protocol):
 
     def watch(self, capture_config: CaptureConfig, stream: str | None = None) -> None: ...
 
+    def check_question(self, question: str) -> str: ...
+
     def ask(self, question: str, stream: str | None = None) -> None: ...
 
     def stop_stream(self, stream: str | None = None) -> None: ...
@@ -203,6 +205,10 @@ class Controls:
         text = (question or "").strip()
         if not text:
             return Feedback(False, "type a question about the stream first")
+        try:
+            text = self.assistant.check_question(text)  # a too long one never reaches the chat nor the queue
+        except ValueError as err:
+            return self._refuse(str(err))
         target = stream_choice(stream)
         with self._ask_lock:
             self.live.question_queued(text, target)
