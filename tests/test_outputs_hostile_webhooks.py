@@ -1,0 +1,112 @@
+"""Webhooks against hostile receivers on 127.0.0.1 (tests/webhook_receiver.py): an endless body, a status
+line that never ends, a trickle, a redirect elsewhere, garbage. Each costs at most a bounded read and one
+deadline, is reported (never with the URL's path or a secret), and the next message still goes out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from app.events import make_event
+from app.outputs import WebhookConfig, WebhookSink
+from app.outputs.http_post import RESPONSE_LIMIT, PostError, post
+from app.outputs.supervisor import RestartPolicy
+from tests.webhook_receiver import Receiver, endless_body, endless_status_line, garbage, redirect, trickle
+
+WAIT_S = 10.0
+SECRET = "hmac-key-never-in-a-message"
+FAST_RESTART = RestartPolicy(backoff_s=0.05)
+
+
+@pytest.fixture
+def receivers() -> Iterator[list[Receiver]]:
+    made: list[Receiver] = []
+    try:
+        yield made
+    finally:
+        for receiver in made:
+            receiver.close()
+
+
+def start(receivers: list[Receiver], **kwargs) -> Receiver:
+    receiver = Receiver(**kwargs)
+    receivers.append(receiver)
+    receiver.thread.start()
+    return receiver
+
+
+def answer(round_: int) -> dict:
+    return make_event("answer", stream="door", round=round_, stream_time=1.0, question="Who?", answer="A courier.")
+
+
+def rounds(receiver: Receiver, n: int) -> list[int]:
+    return [json.loads(body)["round"] for _, body in receiver.wait_for(n)]
+
+
+def run_sink(config: WebhookConfig, events: list[dict], until: Receiver, n: int) -> tuple[WebhookSink, list[str]]:
+    """A started sink fed `events`, closed once `until` got `n` requests; returns it and its reports."""
+    errors: list[str] = []
+    sink = WebhookSink(config, on_error=errors.append, restarts=FAST_RESTART)
+    sink.start()
+    try:
+        for event in events:
+            sink.handle(event)
+        until.wait_for(n)
+    finally:
+        sink.close(timeout=WAIT_S)
+    return sink, errors
+
+
+def test_an_endless_body_is_not_read_only_the_status_line(receivers):
+    receiver = start(receivers, answers=[endless_body])
+    result = post(receiver.url, b"{}", {}, timeout_s=WAIT_S)
+    assert result.status == 200 and result.bytes_read < RESPONSE_LIMIT
+    assert receiver.hung_up.wait(WAIT_S)  # the client closed the connection while the body was still coming
+
+
+def test_an_endless_status_line_is_read_up_to_the_limit(receivers):
+    receiver = start(receivers, answers=[endless_status_line])
+    with pytest.raises(PostError, match="64 KiB") as info:
+        post(receiver.url, b"{}", {}, timeout_s=WAIT_S)
+    assert info.value.bytes_read == RESPONSE_LIMIT and info.value.retry
+    assert receiver.hung_up.wait(WAIT_S)
+
+
+def test_a_webhook_answering_with_an_endless_body_goes_on_with_the_next_message(receivers):
+    receiver = start(receivers, answers=[endless_body])
+    sink, errors = run_sink(WebhookConfig(receiver.url, secret=SECRET), [answer(1), answer(2)], receiver, 2)
+    assert rounds(receiver, 2) == [1, 2]
+    assert sink.delivered == 2 and sink.failed == 0 and errors == []
+    assert receiver.hung_up.wait(WAIT_S)
+
+
+def test_a_trickling_receiver_hits_the_deadline_is_retried_reported_and_the_next_message_goes_out(receivers):
+    receiver = start(receivers, answers=[trickle(0.2), trickle(0.2)])  # both attempts of the first message
+    config = WebhookConfig(receiver.url, timeout_s=1.0, retries=1, backoff_s=0.05)
+    sink, errors = run_sink(config, [answer(1), answer(2)], receiver, 3)
+    assert rounds(receiver, 3) == [1, 1, 2]  # the first message twice (it was retried), then the second
+    assert sink.failed == 1 and sink.delivered == 1
+    assert len(errors) == 1 and "deadline" in errors[0] and "token-in-path" not in errors[0], errors
+
+
+def test_a_redirect_is_not_followed_nor_retried_and_is_reported(receivers):
+    elsewhere = start(receivers)
+    receiver = start(receivers, answers=[redirect(elsewhere.url)])
+    sink, errors = run_sink(
+        WebhookConfig(receiver.url, secret=SECRET, backoff_s=0.05), [answer(1), answer(2)], receiver, 2
+    )
+    assert rounds(receiver, 2) == [1, 2]  # not retried: the second request is the next message
+    assert elsewhere.requests == []  # the signed request went nowhere else
+    assert sink.failed == 1 and sink.delivered == 1
+    assert len(errors) == 1 and "HTTP 302" in errors[0] and "redirect" in errors[0], errors
+
+
+def test_garbage_instead_of_http_is_retried_and_reported_and_the_worker_goes_on(receivers):
+    receiver = start(receivers, answers=[garbage, garbage])
+    config = WebhookConfig(receiver.url, retries=1, backoff_s=0.05)
+    sink, errors = run_sink(config, [answer(1), answer(2)], receiver, 3)
+    assert rounds(receiver, 3) == [1, 1, 2]
+    assert sink.failed == 1 and sink.delivered == 1
+    assert len(errors) == 1 and "not HTTP" in errors[0], errors
