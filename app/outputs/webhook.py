@@ -27,7 +27,8 @@ from app.events import Event
 from app.outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
 from app.outputs.http_post import PostError, post
 from app.outputs.payloads import alert_payload, answer_payload, to_json
-from app.outputs.publisher import POLL_S, ErrorCallback, call_reporter
+from app.outputs.publisher import POLL_S
+from app.outputs.reporting import ErrorCallback, call_reporter
 from app.outputs.supervisor import RestartPolicy, run_supervised
 from capture import DropOldestQueue
 
