@@ -5,13 +5,18 @@ deadline, is reported (never with the URL's path or a secret), and the next mess
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import ssl
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from app.events import make_event
 from app.outputs import WebhookConfig, WebhookSink
-from app.outputs.http_post import RESPONSE_LIMIT, PostError, post
+from app.outputs.http_post import RESPONSE_LIMIT, PostError, final_status, post
 from app.outputs.supervisor import RestartPolicy
 from tests.webhook_receiver import Receiver, endless_body, endless_status_line, garbage, redirect, trickle
 
@@ -110,3 +115,41 @@ def test_garbage_instead_of_http_is_retried_and_reported_and_the_worker_goes_on(
     assert rounds(receiver, 3) == [1, 1, 2]
     assert sink.failed == 1 and sink.delivered == 1
     assert len(errors) == 1 and "not HTTP" in errors[0], errors
+
+
+def test_final_status_skips_interim_answers_and_refuses_what_is_not_http():
+    assert final_status(b"HTTP/1.1 204 No Content\r\n") == 204
+    assert final_status(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nX: y") == 201
+    assert final_status(b"HTTP/1.1 103 Early Hints\r\nLink: x\r\n") is None  # the final status is still to come
+    assert final_status(b"HTTP/1.1 2") is None
+    for bad in (b"HELLO THERE\r\n", b"SSH-2.0-OpenSSH_9.6 and more", b"HTTP/1.1 abc\r\n"):
+        with pytest.raises(ValueError, match="not HTTP"):
+            final_status(bad)
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (openssl)."""
+    if shutil.which("openssl") is None:
+        missing = "openssl not found (makes the test certificate); apt-get install openssl"
+        pytest.fail(missing) if os.environ.get("EDGE_ASSISTANT_REQUIRE_TOOLS") == "1" else pytest.skip(missing)
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_https_posts_verify_the_certificate_and_keep_the_deadline(receivers, certificate):
+    receiver = start(receivers, tls=certificate, answers=[trickle(0.2)])
+    assert receiver.url.startswith("https://")
+    trusted = ssl.create_default_context(cafile=str(certificate[0]))
+    with pytest.raises(PostError, match="deadline"):  # the trickle, over TLS
+        post(receiver.url, b"{}", {}, timeout_s=1.0, ssl_context=trusted)
+    assert post(receiver.url, b'{"n": 2}', {}, timeout_s=WAIT_S, ssl_context=trusted).status == 200
+    assert receiver.wait_for(2)[1][1] == b'{"n": 2}'
+    with pytest.raises(PostError, match="certificate refused") as info:  # the system's CAs do not know it
+        post(receiver.url, b"{}", {}, timeout_s=WAIT_S)
+    assert not info.value.retry

@@ -3,11 +3,13 @@ hostile receiver (an endless body, a trickle, a redirect, garbage): see the `Ans
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import repeat
+from pathlib import Path
 from typing import BinaryIO
 
 WAIT_S = 10.0
@@ -16,13 +18,15 @@ WAIT_S = 10.0
 class Receiver:
     """An HTTP server on 127.0.0.1 that records every POST and answers with `statuses` in turn (then 200).
     While `gate` is given and not set, each request waits on it (a slow receiver). The first requests are
-    answered by `answers` in turn instead (hostile answers, each writing the raw bytes it wants)."""
+    answered by `answers` in turn instead (hostile answers, each writing the raw bytes it wants). `tls`
+    (certificate, key) makes it an https:// receiver."""
 
     def __init__(
         self,
         statuses: tuple[int, ...] = (),
         gate: threading.Event | None = None,
         answers: Sequence[Answer] = (),
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         self.statuses = list(statuses)
         self.gate = gate
@@ -66,7 +70,13 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook/token-in-path"
+        scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_port}/hook/token-in-path"
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05})
 
     def wait_for(self, n: int) -> list[tuple[dict[str, str], bytes]]:
