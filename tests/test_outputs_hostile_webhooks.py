@@ -18,6 +18,7 @@ from app.events import make_event
 from app.outputs import WebhookConfig, WebhookSink
 from app.outputs.http_post import RESPONSE_LIMIT, PostError, final_status, post
 from app.outputs.supervisor import RestartPolicy
+from tests.mqtt_broker import free_port
 from tests.webhook_receiver import Receiver, endless_body, endless_status_line, garbage, redirect, trickle
 
 WAIT_S = 10.0
@@ -153,3 +154,15 @@ def test_https_posts_verify_the_certificate_and_keep_the_deadline(receivers, cer
     with pytest.raises(PostError, match="certificate refused") as info:  # the system's CAs do not know it
         post(receiver.url, b"{}", {}, timeout_s=WAIT_S)
     assert not info.value.retry
+
+
+def test_a_receiver_that_keeps_failing_is_reported_once_then_counted(receivers):
+    receiver = start(receivers, statuses=(400, 400, 400, 400))  # 4xx: given up at once, not retried
+    config = WebhookConfig(receiver.url, retries=0)
+    sink, errors = run_sink(config, [answer(i) for i in range(5)] + [answer(5)], receiver, 6)
+    assert sink.failed == 4 and sink.delivered == 2
+    assert len(errors) == 2 and "gave up on a request: HTTP 400" in errors[0], errors
+    assert "delivering again; 3 more requests given up since the first" in errors[1], errors
+    down = WebhookConfig(f"http://127.0.0.1:{free_port()}/hook", retries=0)  # nobody listens there
+    sink, errors = run_sink(down, [answer(i) for i in range(4)], receiver, 0)
+    assert sink.failed == 4 and len(errors) == 2 and "3 more requests given up since the first" in errors[1], errors

@@ -3,7 +3,8 @@
 Each webhook has its own bounded queue and thread, so a slow or unreachable receiver delays nobody else.
 Connection errors, timeouts and 5xx answers are retried with exponential backoff; 4xx answers are not
 (the receiver said the request itself is wrong), nor are redirects (never followed: a receiver must not be
-able to send the signed request elsewhere). A request that is finally given up is reported.
+able to send the signed request elsewhere). The first request given up is reported with its reason; further
+ones are counted until a request gets through again (or the sink closes), then reported as one count.
 
 A receiver is not trusted (`app.outputs.http_post`): only its status line is read (at most 64 KiB), and each
 request has one deadline for all of it. The thread survives anything: an unexpected exception is reported
@@ -156,6 +157,7 @@ class WebhookSink:
         self.on_error = on_error
         self.delivered = 0
         self.failed = 0
+        self._failing = 0  # requests given up in a row (the first reported, the rest counted)
         self._queue: DropOldestQueue[bytes] = DropOldestQueue(config.queue_size)
         self._stop = threading.Event()  # no more input: deliver what is queued, then end
         self._abort = threading.Event()  # the close deadline passed: end now, count the rest as dropped
@@ -190,6 +192,15 @@ class WebhookSink:
 
     def _supervise(self) -> None:
         run_supervised(self.name, self._run, self.on_error, self._abort, self._restarts)
+        if self._failing > 1:
+            call_reporter(self.on_error, f"{self.name}: {self._failing - 1} more requests given up since the first")
+
+    def _delivered(self) -> None:
+        if self._failing > 1:
+            message = f"{self.name}: delivering again; {self._failing - 1} more requests given up since the first"
+            call_reporter(self.on_error, message)
+        self._failing = 0
+        self.delivered += 1
 
     def _run(self) -> None:
         while not self._abort.is_set():
@@ -206,11 +217,11 @@ class WebhookSink:
             call_reporter(self.on_error, f"{self.name}: {left} requests abandoned at shutdown")
 
     def _deliver(self, body: bytes) -> None:
-        """POSTs `body`, retrying as configured; reports a request given up."""
+        """POSTs `body`, retrying as configured; reports the first request given up in a row."""
         for attempt in range(self.config.retries + 1):
             retry, why = self._post(body)
             if why is None:
-                self.delivered += 1
+                self._delivered()
                 return
             if not retry or attempt == self.config.retries:
                 break
@@ -219,7 +230,12 @@ class WebhookSink:
             if self._abort.wait(delay):
                 break
         self.failed += 1
-        call_reporter(self.on_error, f"{self.name}: gave up on a request: {why}")
+        self._failing += 1
+        if self._failing == 1:
+            message = f"{self.name}: gave up on a request: {why} (further failures are counted until one gets through)"
+            call_reporter(self.on_error, message)
+        else:
+            logger.warning("%s: gave up on a request: %s", self.name, why)
 
     def _post(self, body: bytes) -> tuple[bool, str | None]:
         """One POST. Returns (retry?, None on success or why it failed)."""
