@@ -120,3 +120,11 @@ def test_malformed_output_urls_exit_2(flag, value, message):
     done = run_app("--video", str(video(8)), "--model", "tiny", flag, value, timeout=60)
     assert done.returncode == 2 and message in done.stderr, done.stderr[-1500:]
     assert "pass@" not in done.stderr
+
+
+@pytest.mark.parametrize("url", ["http://cam:hunter2-never-printed@127.0.0.1:9/hook", "file:///etc/passwd"])
+def test_a_webhook_url_with_credentials_or_another_scheme_exits_2(url):
+    done = run_app("--video", str(video(8)), "--model", "tiny", "--webhook", url, timeout=60)
+    assert done.returncode == 2, done.stderr[-1500:]
+    assert "hunter2" not in done.stderr and "Traceback" not in done.stderr
+    assert ("credentials" in done.stderr and "--webhook-secret-file" in done.stderr) or "http://HOST" in done.stderr

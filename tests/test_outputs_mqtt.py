@@ -22,6 +22,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from app.events import EventBus, make_event
 from app.outputs import MqttConfig, MqttSink, OutputPublisher
 from app.outputs.mqtt_config import parse_mqtt_url
+from app.outputs.supervisor import RestartPolicy
 from tests.mqtt_broker import MosquittoBroker
 from tests.mqtt_watcher import Watcher
 
@@ -261,12 +262,65 @@ def test_a_broker_down_at_start_is_retried_and_the_backlog_drops_the_oldest(tmp_
     assert "cannot reach the broker" in errors[0]
     for i in range(1, 6):
         sink.handle(answer(i))
-    assert sink.dropped == 2 and any("2 messages dropped" in e for e in errors)
+    assert sink.dropped == 2 and len(errors) == 1  # the drops are reported when the outage ends
     broker.start()
     live.wait_topic("edge-assistant/door/answer", since=0)
     wait_until(lambda: len([m for m in live.messages if m.topic == "edge-assistant/door/answer"]) >= 3, "3 answers")
     rounds = [m.json()["round"] for m in live.messages if m.topic == "edge-assistant/door/answer"]
     assert rounds == [3, 4, 5]
+    wait_until(lambda: len(errors) == 2, "the outage's summary")
+    assert "2 messages dropped during the outage" in errors[1]
+
+
+def test_drops_while_the_broker_is_down_are_one_report_at_the_start_and_one_count_at_the_end(tmp_path, closing):
+    broker = started_broker(tmp_path, closing)
+    errors: list[str] = []
+    config = MqttConfig(broker.url, backlog=5, reconnect_min_s=0.1, reconnect_max_s=0.3)
+    sink = MqttSink(config, ["door"], on_error=errors.append)
+    closing.append(sink)
+    sink.start()
+    wait_until(lambda: sink.connected, "the first connect")
+    for outage, messages in ((1, 50), (2, 12)):
+        broker.stop()
+        started = 2 * outage - 1
+        wait_until(lambda n=started: len(errors) == n and not sink.connected, "the outage's start to be reported")
+        assert "connection lost" in errors[-1], errors
+        for i in range(messages):
+            sink.handle(answer(i))
+        assert len(errors) == started, errors  # no report per dropped message
+        broker.start()
+        wait_until(lambda n=started + 1: len(errors) == n, "the outage's summary")
+        assert f"{messages - 5} messages dropped during the outage" in errors[-1], errors
+    assert sink.dropped == 45 + 7
+
+
+def test_a_crash_in_the_network_thread_is_reported_once_and_the_loop_restarts(tmp_path, closing, monkeypatch):
+    broker = started_broker(tmp_path, closing, persistence=True)
+    live = watcher(broker.port, closing, session="crash-watcher")
+    assert live.subscribed.wait(WAIT_S)
+    errors: list[str] = []
+    config = MqttConfig(broker.url, reconnect_min_s=0.1, reconnect_max_s=0.3)
+    sink = MqttSink(config, ["door"], on_error=errors.append, restarts=RestartPolicy(backoff_s=0.05))
+    closing.append(sink)
+    original = sink._report_outage
+    calls: list[str] = []
+
+    def crash_once(message: str) -> None:  # raised in paho's thread by the on_disconnect callback
+        calls.append(message)
+        if len(calls) == 1:
+            raise RuntimeError(f"injected {PASSWORD}")
+        original(message)
+
+    monkeypatch.setattr(sink, "_report_outage", crash_once)
+    sink.start()
+    wait_until(lambda: sink.connected, "the first connect")
+    broker.stop()
+    wait_until(lambda: errors, "the crash to be reported")
+    sink.handle(answer(9))  # waits in the backlog
+    broker.start()
+    assert live.wait_topic("edge-assistant/door/answer").json()["round"] == 9  # paho's loop runs again
+    crashes = [e for e in errors if "worker crashed (RuntimeError)" in e]
+    assert len(crashes) == 1 and all(PASSWORD not in e for e in errors), errors
 
 
 def test_mqtts_with_a_private_ca(tmp_path, closing):

@@ -81,7 +81,8 @@ def test_a_failing_sink_is_reported_and_the_others_still_get_every_event():
     finally:
         bus.unsubscribe(publisher)
         publisher.close(timeout=5.0)
-    assert sum("output broken failed on a answer event: sink is broken" in m for m in errors) == 3, errors
+    assert sum("output broken failed on a answer event (RuntimeError)" in m for m in errors) == 3, errors
+    assert not any("sink is broken" in m for m in errors)  # an exception's text may hold anything: type only
 
 
 def test_close_delivers_what_is_queued_and_joins():

@@ -205,3 +205,18 @@ def test_slow_and_unreachable_webhooks_delay_neither_the_bus_nor_another_webhook
         publisher.close(timeout=1.5)
     assert len(slow.wait_for(6)) == 6
     assert sinks[1].delivered == 0 and all(not s._thread.is_alive() for s in sinks)
+
+
+def test_credentials_in_the_url_and_unsafe_characters_are_refused_without_echoing_them():
+    password = "hunter2-never-echoed"
+    for url in (f"http://user:{password}@127.0.0.1/hook", f"https://{password}@hooks.example.com/x"):
+        with pytest.raises(ValueError, match="must not hold credentials") as info:
+            WebhookConfig(url)
+        assert password not in str(info.value) and "webhook-secret-file" in str(info.value)
+    for bad in ("http://127.0.0.1/a b", "http://127.0.0.1/a\r\nX-Injected: 1", "http://127.0.0.1/é", "http://[::1/x"):
+        with pytest.raises(ValueError, match="webhook URL") as info:
+            WebhookConfig(bad)
+        assert "Injected" not in str(info.value)
+    for bad in ("file:///etc/passwd", "gopher://127.0.0.1/x", "javascript:alert(1)", "//127.0.0.1/hook"):
+        with pytest.raises(ValueError, match=r"http://HOST\[:PORT\]"):
+            WebhookConfig(bad)

@@ -8,6 +8,11 @@ what the broker must hold again after a reconnect (or a broker restart that lost
   counted), sent after the reconnect. Messages handed to paho just before it noticed a lost connection are
   re-sent by paho itself (QoS 1).
 
+An outage is reported twice, whatever its length: once when it starts (connection lost, or the broker
+unreachable or refusing), and once when it ends if messages were dropped meanwhile ("N messages dropped
+during the outage"); at close if it never ended. paho's network thread is supervised (`SupervisedClient`):
+a crash in it is one report and a restart.
+
 Topics (see `app.outputs.discovery`): `<prefix>/available` online/offline (retained; offline is also the
 last will), `<prefix>/<stream>/<alert>/state` ON/OFF (retained), `<prefix>/<stream>/<alert>/snapshot` JPEG
 (retained), `<prefix>/<stream>/events` alert begin/end JSON, `<prefix>/<stream>/answer` answer JSON.
@@ -27,9 +32,11 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from app.events import Event
 from app.outputs import discovery as topics
+from app.outputs.mqtt_client import SupervisedClient
 from app.outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
 from app.outputs.payloads import alert_payload, answer_payload, to_json
-from app.outputs.publisher import ErrorCallback, call_reporter
+from app.outputs.reporting import ErrorCallback, call_reporter
+from app.outputs.supervisor import RestartPolicy
 
 __all__ = ["URL_FORMS", "MqttConfig", "MqttSink", "parse_mqtt_url"]
 
@@ -46,8 +53,10 @@ class MqttSink:
         streams: the stream names; each gets an answer sensor in Home Assistant.
         alerts: stream name -> its alert names; each (stream, alert) gets a binary_sensor (and a snapshot
             image), announced and set OFF at the first connect. A pair first seen in an event is announced then.
-        on_error: called with a one-line message when the broker cannot be reached or refuses the connection
-            (once per outage), and when backlog messages are dropped. Never raises into the caller.
+        on_error: called with a one-line message when an outage starts (the broker cannot be reached, refuses
+            the connection or the connection is lost), when it ends with messages dropped meanwhile (their
+            count), and when paho's thread crashed (and restarts). Never raises into the caller.
+        restarts: how paho's network thread restarts after a crash.
     """
 
     def __init__(
@@ -56,6 +65,7 @@ class MqttSink:
         streams: Sequence[str] = (),
         alerts: Mapping[str, Sequence[str]] | None = None,
         on_error: ErrorCallback | None = None,
+        restarts: RestartPolicy | None = None,
     ) -> None:
         self.config = config
         self.name = f"mqtt {config.broker}"
@@ -70,6 +80,8 @@ class MqttSink:
         self._retained: dict[str, Payload] = {}  # topic -> latest retained payload (states, snapshots)
         self._backlog: deque[tuple[str, Payload]] = deque()
         self._dropped = 0
+        self._outage_dropped = 0  # dropped since the last successful connect (reported when the outage ends)
+        self._restarts = restarts or RestartPolicy()
         for stream in streams:
             self._add_stream(stream)
         for stream, names in (alerts or {}).items():
@@ -105,8 +117,15 @@ class MqttSink:
                 info.wait_for_publish(timeout)
             except (RuntimeError, ValueError) as exc:
                 logger.warning("%s: offline not published at close: %s", self.name, exc)
+        self._client.stop_restarts()
         self._client.disconnect()
         self._client.loop_stop()
+        with self._lock:
+            dropped, self._outage_dropped = self._outage_dropped, 0
+        if dropped:
+            call_reporter(
+                self.on_error, f"{self.name}: {dropped} messages dropped during the outage (not over at close)"
+            )
 
     def handle(self, event: Event) -> None:
         """Maps one bus event to its messages; never waits on the network."""
@@ -156,8 +175,8 @@ class MqttSink:
 
     def _publish(self, topic: str, payload: Payload, retain: bool = False) -> None:
         """Sends now when connected; otherwise a retained message waits in `_retained` (re-published on
-        connect) and any other in the bounded backlog."""
-        dropped = 0
+        connect) and any other in the bounded backlog (the oldest dropped when full: counted, reported when the
+        outage ends)."""
         with self._lock:
             if retain:
                 self._retained[topic] = payload
@@ -166,17 +185,19 @@ class MqttSink:
             elif not retain:
                 if len(self._backlog) >= self.config.backlog:
                     self._backlog.popleft()
-                    self._dropped += 1
-                    dropped = self._dropped
+                    self._count_drop()
                 self._backlog.append((topic, payload))
-        if dropped:
-            call_reporter(self.on_error, f"{self.name}: broker down, {dropped} messages dropped so far (oldest first)")
+
+    def _count_drop(self) -> None:
+        """One message dropped (called with `_lock` held)."""
+        self._dropped += 1
+        self._outage_dropped += 1
 
     def _send(self, topic: str, payload: Payload, retain: bool) -> paho.MQTTMessageInfo:
         """Hands one message to paho (called with `_lock` held)."""
         info = self._client.publish(topic, payload, qos=self.config.qos, retain=retain)
         if info.rc == paho.MQTT_ERR_QUEUE_SIZE:
-            self._dropped += 1
+            self._count_drop()
         return info
 
     def _announce_stream(self, stream: str) -> None:
@@ -194,8 +215,15 @@ class MqttSink:
 
     # --- paho -----------------------------------------------------------------------------------------------
 
-    def _make_client(self) -> paho.Client:
-        client = paho.Client(CallbackAPIVersion.VERSION2, client_id=self.config.client_id, clean_session=True)
+    def _make_client(self) -> SupervisedClient:
+        client = SupervisedClient(
+            CallbackAPIVersion.VERSION2,
+            client_id=self.config.client_id,
+            clean_session=True,
+            name=self.name,
+            on_error=self.on_error,
+            restarts=self._restarts,
+        )
         client.will_set(topics.available_topic(self.config), topics.OFFLINE, qos=1, retain=True)
         if self.config.username is not None or self.config.password is not None:
             client.username_pw_set(self.config.username, self.config.password)
@@ -225,6 +253,7 @@ class MqttSink:
             return
         with self._lock:
             self._connected, self._outage_reported = True, False
+            dropped, self._outage_dropped = self._outage_dropped, 0
             available = topics.ONLINE if self._available else topics.OFFLINE
             self._send(topics.available_topic(self.config), available, True)
             for stream in self._streams:
@@ -237,6 +266,8 @@ class MqttSink:
             while self._backlog:
                 self._send(*self._backlog.popleft(), False)
         logger.info("%s: connected", self.name)
+        if dropped:
+            call_reporter(self.on_error, f"{self.name}: reconnected; {dropped} messages dropped during the outage")
 
     def _on_connect_fail(self, client, userdata) -> None:
         self._report_outage(f"{self.name}: cannot reach the broker; retrying in the background")

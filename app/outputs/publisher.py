@@ -22,15 +22,16 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from app.events import Event
+from app.outputs.reporting import ErrorCallback, call_reporter
+from app.outputs.supervisor import run_supervised
 from capture import DropOldestQueue
 
 logger = logging.getLogger(__name__)
 
-ErrorCallback = Callable[[str], None]
 OUTPUT_TYPES = frozenset({"answer", "alert", "status"})  # the event types any sink acts on
 POLL_S = 0.1  # how often an idle worker looks at its stop event
 
@@ -53,17 +54,6 @@ class Sink(Protocol):
 def report_due(dropped: int, reported: int, now: float, last_report: float, every_s: float) -> bool:
     """Whether to report drops now: there are new ones and the last report is at least `every_s` old."""
     return dropped > reported and now - last_report >= every_s
-
-
-def call_reporter(on_error: ErrorCallback | None, message: str) -> None:
-    """Logs `message` as a warning and hands it to `on_error` (whose own failure is logged, never raised)."""
-    logger.warning("%s", message)
-    if on_error is None:
-        return
-    try:
-        on_error(message)
-    except Exception:
-        logger.exception("the outputs' error callback failed")
 
 
 class OutputPublisher:
@@ -90,7 +80,7 @@ class OutputPublisher:
         self.report_every_s = report_every_s
         self._queue: DropOldestQueue[Event] = DropOldestQueue(queue_size)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="outputs", daemon=True)
+        self._thread = threading.Thread(target=self._supervise, name="outputs", daemon=True)
         self._reported = 0
         self._last_report = float("-inf")
 
@@ -124,6 +114,9 @@ class OutputPublisher:
             except Exception:
                 logger.exception("closing output %s failed", sink.name)
 
+    def _supervise(self) -> None:
+        run_supervised("outputs", self._run, self.on_error, self._stop)
+
     def _run(self) -> None:
         while True:
             try:
@@ -136,9 +129,10 @@ class OutputPublisher:
             for sink in self.sinks:
                 try:
                     sink.handle(event)
-                except Exception as exc:
-                    logger.exception("output %s failed on a %s event", sink.name, event.get("type"))
-                    call_reporter(self.on_error, f"output {sink.name} failed on a {event.get('type')} event: {exc}")
+                except Exception as exc:  # reported by type: an exception's text may hold a payload or a secret
+                    logger.debug("output %s failed on a %s event", sink.name, event.get("type"), exc_info=True)
+                    message = f"output {sink.name} failed on a {event.get('type')} event ({type(exc).__name__})"
+                    call_reporter(self.on_error, message)
             self._report_drops()
 
     def _report_drops(self) -> None:

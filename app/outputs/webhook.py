@@ -2,7 +2,13 @@
 
 Each webhook has its own bounded queue and thread, so a slow or unreachable receiver delays nobody else.
 Connection errors, timeouts and 5xx answers are retried with exponential backoff; 4xx answers are not
-(the receiver said the request itself is wrong). A request that is finally given up is reported.
+(the receiver said the request itself is wrong), nor are redirects (never followed: a receiver must not be
+able to send the signed request elsewhere). The first request given up is reported with its reason; further
+ones are counted until a request gets through again (or the sink closes), then reported as one count.
+
+A receiver is not trusted (`app.outputs.http_post`): only its status line is read (at most 64 KiB), and each
+request has one deadline for all of it. The thread survives anything: an unexpected exception is reported
+once and the worker restarts (`app.outputs.supervisor`).
 """
 
 from __future__ import annotations
@@ -11,9 +17,8 @@ import hashlib
 import hmac
 import logging
 import queue
+import ssl
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +26,11 @@ from urllib.parse import urlsplit
 
 from app.events import Event
 from app.outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
+from app.outputs.http_post import PostError, post
 from app.outputs.payloads import alert_payload, answer_payload, to_json
-from app.outputs.publisher import POLL_S, ErrorCallback, call_reporter
+from app.outputs.publisher import POLL_S
+from app.outputs.reporting import ErrorCallback, call_reporter
+from app.outputs.supervisor import RestartPolicy, run_supervised
 from capture import DropOldestQueue
 
 logger = logging.getLogger(__name__)
@@ -39,7 +47,7 @@ class WebhookConfig:
             path), so reprs and messages show only its scheme, host and port (`display`).
         secret: HMAC-SHA256 key for the signature header; None sends no signature. Never from the command
             line: use `WebhookConfig.from_environment`.
-        timeout_s: per request (connect and each read), seconds.
+        timeout_s: the deadline of one request (connect, TLS, sending, the answer's status line), seconds.
         retries: further attempts after a failed first one (connection errors, timeouts, 5xx).
         backoff_s: wait before the first retry; doubles for each further one, at most `max_backoff_s`.
         queue_size: requests kept while the receiver is slow; beyond it the oldest is dropped (counted).
@@ -54,7 +62,21 @@ class WebhookConfig:
     queue_size: int = 64
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url)
+        if any(not 0x20 < ord(c) < 0x7F for c in self.url):
+            raise ValueError(
+                "webhook URL must be printable ASCII without spaces: percent-encode the rest of the path and "
+                f"write a non-ASCII host name in punycode (xn--...), got {self.display!r}"
+            )
+        try:
+            parts = urlsplit(self.url)
+        except ValueError:
+            raise ValueError("webhook URL must be http://HOST[:PORT]/PATH or https://..., got an invalid URL") from None
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(
+                f"webhook URL {self.display!r} must not hold credentials (user:password@): every local user sees a "
+                f"command line. To prove requests come from the assistant, sign them with a secret from "
+                f"--webhook-secret-file FILE or ${WEBHOOK_SECRET_ENV} (HMAC-SHA256, header {SIGNATURE_HEADER})"
+            )
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"webhook URL must be http://HOST[:PORT]/PATH or https://..., got {self.display!r}")
         try:
@@ -69,8 +91,11 @@ class WebhookConfig:
     @property
     def display(self) -> str:
         """scheme://host[:port]/… : the URL without its path, query or credentials, for messages."""
-        parts = urlsplit(self.url)
-        if not parts.scheme or not parts.hostname:
+        try:
+            parts = urlsplit(self.url)
+            if not parts.scheme or not parts.hostname or any(not 0x20 < ord(c) < 0x7F for c in parts.hostname):
+                return "<not a URL>"
+        except ValueError:
             return "<not a URL>"
         try:
             port = f":{parts.port}" if parts.port else ""
@@ -115,19 +140,31 @@ def webhook_body(event: Event) -> bytes | None:
 
 
 class WebhookSink:
-    """POSTs alerts and answers to one webhook from its own thread (see the module docstring)."""
+    """POSTs alerts and answers to one webhook from its own thread (see the module docstring).
 
-    def __init__(self, config: WebhookConfig, on_error: ErrorCallback | None = None) -> None:
+    Args:
+        config: the webhook.
+        on_error: called with a one-line message when a request is given up, requests are abandoned at close,
+            or the worker crashed (and restarts).
+        restarts: how a crashed worker restarts.
+    """
+
+    def __init__(
+        self, config: WebhookConfig, on_error: ErrorCallback | None = None, restarts: RestartPolicy | None = None
+    ) -> None:
         self.config = config
         self.name = f"webhook {config.display}"
         self.on_error = on_error
         self.delivered = 0
         self.failed = 0
+        self._failing = 0  # requests given up in a row (the first reported, the rest counted)
         self._queue: DropOldestQueue[bytes] = DropOldestQueue(config.queue_size)
         self._stop = threading.Event()  # no more input: deliver what is queued, then end
         self._abort = threading.Event()  # the close deadline passed: end now, count the rest as dropped
         self._aborted = 0
-        self._thread = threading.Thread(target=self._run, name=f"webhook-{config.display}", daemon=True)
+        self._restarts = restarts or RestartPolicy()
+        self._ssl = ssl.create_default_context() if config.url.startswith("https:") else None
+        self._thread = threading.Thread(target=self._supervise, name=f"webhook-{config.display}", daemon=True)
 
     @property
     def dropped(self) -> int:
@@ -153,6 +190,18 @@ class WebhookSink:
             self._abort.set()
             self._thread.join(self.config.timeout_s + 1.0)
 
+    def _supervise(self) -> None:
+        run_supervised(self.name, self._run, self.on_error, self._abort, self._restarts)
+        if self._failing > 1:
+            call_reporter(self.on_error, f"{self.name}: {self._failing - 1} more requests given up since the first")
+
+    def _delivered(self) -> None:
+        if self._failing > 1:
+            message = f"{self.name}: delivering again; {self._failing - 1} more requests given up since the first"
+            call_reporter(self.on_error, message)
+        self._failing = 0
+        self.delivered += 1
+
     def _run(self) -> None:
         while not self._abort.is_set():
             try:
@@ -168,11 +217,11 @@ class WebhookSink:
             call_reporter(self.on_error, f"{self.name}: {left} requests abandoned at shutdown")
 
     def _deliver(self, body: bytes) -> None:
-        """POSTs `body`, retrying as configured; reports a request given up."""
+        """POSTs `body`, retrying as configured; reports the first request given up in a row."""
         for attempt in range(self.config.retries + 1):
             retry, why = self._post(body)
             if why is None:
-                self.delivered += 1
+                self._delivered()
                 return
             if not retry or attempt == self.config.retries:
                 break
@@ -181,21 +230,24 @@ class WebhookSink:
             if self._abort.wait(delay):
                 break
         self.failed += 1
-        call_reporter(self.on_error, f"{self.name}: gave up on a request: {why}")
+        self._failing += 1
+        if self._failing == 1:
+            message = f"{self.name}: gave up on a request: {why} (further failures are counted until one gets through)"
+            call_reporter(self.on_error, message)
+        else:
+            logger.warning("%s: gave up on a request: %s", self.name, why)
 
     def _post(self, body: bytes) -> tuple[bool, str | None]:
         """One POST. Returns (retry?, None on success or why it failed)."""
         headers = {"Content-Type": "application/json", "User-Agent": "edge-stream-assistant"}
         if self.config.secret:
             headers[SIGNATURE_HEADER] = signature(body, self.config.secret)
-        request = urllib.request.Request(self.config.url, data=body, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
-                response.read()
+            status = post(self.config.url, body, headers, self.config.timeout_s, ssl_context=self._ssl).status
+        except PostError as exc:
+            return exc.retry, exc.reason
+        if 200 <= status < 300:
             return False, None
-        except urllib.error.HTTPError as exc:
-            exc.close()
-            return exc.code >= 500, f"HTTP {exc.code}"
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            return True, f"cannot reach it ({reason})"
+        if 300 <= status < 400:
+            return False, f"HTTP {status}: redirects are not followed (configure the URL the receiver answers at)"
+        return status >= 500, f"HTTP {status}"
