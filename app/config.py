@@ -15,13 +15,13 @@ from app.streams import DEFAULT_STREAM, StreamSpec, derived_name, parse_stream_f
 from app.timeline import TimelineConfig, default_timeline_path
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
-from app.web_access import AUTH_ENV, given_login, is_loopback
+from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.config import ModelConfig
 from model.session import SessionConfig
 
-HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+|\[?[0-9A-Fa-f:.]+\]?")
+HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 @dataclass
@@ -46,7 +46,7 @@ class UIConfig:
         if self.no_login and self.auth is not None:
             raise ValueError(f"--open serves the page without a login: drop --auth-file / ${AUTH_ENV}, or --open")
         for name in self.allowed_hosts:
-            if not HOST_NAME.fullmatch(name):
+            if not HOST_NAME.fullmatch(name) and ip_literal(name) is None:
                 raise ValueError(f"--allowed-host takes a host name or address without scheme or port, got {name!r}")
         self.allowed_hosts = tuple(name.lower().rstrip(".") for name in self.allowed_hosts)
 
