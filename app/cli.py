@@ -201,12 +201,40 @@ def build_parser() -> argparse.ArgumentParser:
         "EDGE_ASSISTANT_WEBHOOK_SECRET)",
     )
 
-    web = p.add_argument_group("web demo")
+    web = p.add_argument_group(
+        "web page (docs/security.md: on loopback no login by default; beyond it a login, generated if none is given)"
+    )
     web.add_argument("--ui", action="store_true", help="serve the Gradio page instead of the terminal mode")
-    web.add_argument("--host", default="127.0.0.1", help="address the page listens on")
+    web.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address the page listens on; anything but loopback (e.g. 0.0.0.0: every interface) needs a login",
+    )
     web.add_argument("--port", type=int, default=7860, help="port of the page")
-    web.add_argument("--share", action="store_true", help="also publish a temporary public Gradio link")
-    web.add_argument("--auth", metavar="USER:PASSWORD", help="require this login on the page")
+    web.add_argument(
+        "--share", action="store_true", help="also publish a temporary public Gradio link (needs a login, as --host)"
+    )
+    web.add_argument(
+        "--auth-file",
+        type=Path,
+        metavar="FILE",
+        help="the page's login: one line user:password in a file only you can read (chmod 600); or set "
+        "EDGE_ASSISTANT_AUTH=user:password. Without either, a page beyond loopback gets a login made for the run, "
+        "printed once at start",
+    )
+    web.add_argument("--auth", help=argparse.SUPPRESS)  # refused: argv is visible to every local user (ps)
+    web.add_argument(
+        "--open",
+        action="store_true",
+        help="serve a page beyond loopback WITHOUT any login (every device that reaches it may use it)",
+    )
+    web.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="NAME",
+        help="a name the page may be opened by (Host header; repeatable), e.g. the machine's DNS name; loopback "
+        "names, IP addresses and --host are always accepted, other names refused (DNS rebinding)",
+    )
     web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
     p.set_defaults(stream_tables=None, alert_tables=None)  # the --config file's [streams.NAME] and [alerts.NAME]
     return p

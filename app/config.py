@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,27 +16,45 @@ from app.streams import DEFAULT_STREAM, StreamSpec, derived_name, parse_stream_f
 from app.timeline import TimelineConfig, default_timeline_path
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
+from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.config import ModelConfig
 from model.session import SessionConfig
 
+HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
 
 @dataclass
 class UIConfig:
-    """The web page: where it listens and who may use it."""
+    """The web page: where it listens and who may use it (app.web_access). `auth`: the login given through
+    --auth-file or $EDGE_ASSISTANT_AUTH (never argv); `no_login`: --open, no login even beyond loopback;
+    `allowed_hosts`: extra names accepted in the Host header (--allowed-host)."""
 
     host: str = "127.0.0.1"
     port: int = 7860
     share: bool = False
-    auth: tuple[str, str] | None = None
+    auth: tuple[str, str] | None = field(default=None, repr=False)
     max_upload_mb: int = 500
+    no_login: bool = False
+    allowed_hosts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
             raise ValueError(f"--port must be 1..65535, got {self.port}")
         if self.max_upload_mb < 1:
             raise ValueError(f"--max-upload-mb must be >= 1, got {self.max_upload_mb}")
+        if self.no_login and self.auth is not None:
+            raise ValueError(f"--open serves the page without a login: drop --auth-file / ${AUTH_ENV}, or --open")
+        for name in self.allowed_hosts:
+            if not HOST_NAME.fullmatch(name) and ip_literal(name) is None:
+                raise ValueError(f"--allowed-host takes a host name or address without scheme or port, got {name!r}")
+        self.allowed_hosts = tuple(name.lower().rstrip(".") for name in self.allowed_hosts)
+
+    @property
+    def beyond_loopback(self) -> bool:
+        """Whether anything but this machine can reach the page (a non-loopback --host, or --share)."""
+        return self.share or not is_loopback(self.host)
 
 
 @dataclass
@@ -69,6 +89,11 @@ class AppConfig:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AppConfig:
         """Builds and validates every component; raises ValueError naming the flag at fault."""
+        if args.auth is not None:
+            raise ValueError(
+                "--auth is refused: a password on the command line is visible to every user of this machine (ps); "
+                f"put user:password in a file only you can read and pass --auth-file FILE, or set ${AUTH_ENV}"
+            )
         if args.video is not None and args.camera is not None:
             raise ValueError("give either --video or --camera, not both (or name several with --stream NAME=SOURCE)")
         specs = _stream_specs(args)
@@ -98,12 +123,6 @@ class AppConfig:
         if args.alert_tables is not None:
             watches += watch_specs_from_table(args.alert_tables)
         check_streams(watches, [s.name for s in streams] or [DEFAULT_STREAM])
-        auth = None
-        if args.auth:
-            user, sep, password = args.auth.partition(":")
-            if not sep or not user or not password:
-                raise ValueError("--auth must look like user:password")
-            auth = (user, password)
         return cls(
             model=ModelConfig(
                 model=args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code
@@ -134,9 +153,7 @@ class AppConfig:
             timeline=_timeline(args),
             timeline_notes=args.timeline_notes,
             webhooks=[_webhook(url, args.webhook_secret_file) for url in args.webhook or []],
-            ui=UIConfig(host=args.host, port=args.port, share=args.share, auth=auth, max_upload_mb=args.max_upload_mb)
-            if args.ui
-            else None,
+            ui=_ui(args) if args.ui else None,
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
             capture_settings=capture_settings,
@@ -144,6 +161,18 @@ class AppConfig:
                 max_question_chars=args.max_question_chars, max_pending=args.max_pending_questions
             ),
         )
+
+
+def _ui(args: argparse.Namespace) -> UIConfig:
+    return UIConfig(
+        host=args.host,
+        port=args.port,
+        share=args.share,
+        auth=given_login(args.auth_file, os.environ),
+        max_upload_mb=args.max_upload_mb,
+        no_login=args.open,
+        allowed_hosts=tuple(args.allowed_host or ()),
+    )
 
 
 def _timeline(args: argparse.Namespace) -> TimelineConfig | None:

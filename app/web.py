@@ -8,19 +8,25 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import gradio as gr
 from gradio.exceptions import ServerFailedToStartError
+from starlette.middleware import Middleware
 
 from app.config import AppConfig, UIConfig
 from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.timeline import Moment, TimelineError, TimelineReader
+from app.web_access import PageLogin, open_warning, page_login, ready_lines
+from app.web_files import private_upload_folder
 from capture import SourceError
 from capture.redact import redact_source
 from model.loading import LoadedModel
 from ui.controls import CaptureOptions, Controls
+from ui.guard import HostRule, PageGuard
 from ui.history import HistoryUnavailable
+from ui.login_throttle import LoginThrottle
 from ui.memory_monitor import MemoryMonitor
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
@@ -94,22 +100,44 @@ def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) ->
     )
 
 
-def _launch(page: gr.Blocks, ui: UIConfig) -> None:
-    """Serves the page in the background (returns once it listens); OSError / ServerFailedToStartError."""
+MAX_PAGE_SESSIONS = 64  # browser tabs (and API callers) whose Gradio state is kept; the least recent goes first
+
+
+def launch_page(
+    page: gr.Blocks, ui: UIConfig, login: PageLogin | None, throttle: LoginThrottle | None = None
+) -> HostRule:
+    """Serves the page in the background (returns once it listens) behind ui.guard's gate (Host and Origin
+    checks, failed logins throttled), with `login` required when given; OSError / ServerFailedToStartError.
+    Returns the Host rule (the share link's host is in it). `throttle`: tests pass one with their own clock."""
+    rule = HostRule(ui.host, ui.allowed_hosts)
+    guard = Middleware(PageGuard, rule=rule, throttle=throttle or LoginThrottle())
     page.launch(
         server_name=ui.host,
         server_port=ui.port,
         share=ui.share,
-        auth=ui.auth,
+        auth=None if login is None else (login.user, login.password),
+        auth_message=LOGIN_MESSAGE if login is not None and login.generated else None,
         max_file_size=f"{ui.max_upload_mb}mb",
         prevent_thread_lock=True,
         ssr_mode=False,
         quiet=True,
+        app_kwargs={"middleware": [guard]},
+        state_session_capacity=MAX_PAGE_SESSIONS,
+        footer_links=["gradio", "settings"],  # no API page: the page's endpoints are its own, not an API
+        run_history=False,  # no copy of the questions in the browser's storage
+        enable_monitoring=False,
+        mcp_server=False,
     )
+    if page.share_url:
+        rule.allow(urlsplit(page.share_url).hostname or "")
+    return rule
+
+
+LOGIN_MESSAGE = "The password was printed once in the terminal that started the assistant."
 
 
 def serve(config: AppConfig) -> int:
-    with stop_on_signals() as signals:
+    with stop_on_signals() as signals, private_upload_folder():
         try:
             return _serve(config, signals)
         except StopRequested as stop:
@@ -143,12 +171,16 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     assistant.start()
     try:
         running.watch_configured_sources(config, loaded)
+        login = page_login(ui.auth, ui.beyond_loopback, ui.no_login)
+        if login is None and ui.beyond_loopback:
+            print(open_warning(ui.host, ui.port, ui.share), file=sys.stderr, flush=True)
         try:
-            _launch(page, ui)
+            launch_page(page, ui, login)
         except (OSError, ServerFailedToStartError) as err:
             reason = str(err).split(". ")[0]
             return fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
-        print(f"page ready: {page.local_url}" + (f" and {page.share_url}" if page.share_url else ""), flush=True)
+        for line in ready_lines(ui.host, page.server_port, page.share_url, login):
+            print(line, flush=True)  # the terminal only: a generated password is never logged
         while not assistant.done.wait(0.5):
             pass
         print("the run is finished; closing the page", file=sys.stderr, flush=True)

@@ -60,7 +60,7 @@ def test_add_stream_sends_the_name_and_the_source_with_the_page_options_and_says
         ("", "v.mp4", None, "cannot add a stream: type a name for the new stream first"),
         ("b", "", None, "cannot add stream 'b': type a video path or a stream URL first"),
         ("a", "v.mp4", None, "cannot add stream 'a': a stream named 'a' exists already"),
-        ("b", "v.mp4", SourceError("cannot open file 'v.mp4': no such file"), "cannot add stream 'b': cannot open"),
+        ("b", "v.mp4", SourceError("cannot open file 'v.mp4': no such file"), "stream 'b': 'v.mp4' cannot be watched"),
         (
             "b",
             "v.mp4",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from capture import CaptureConfig, SourceError
+from ui.source_errors import page_source_error
 from ui.state import LiveState
 
 logger = logging.getLogger(__name__)
@@ -155,7 +156,9 @@ class Controls:
         try:
             source = self._source(kind, upload, location, camera)
             self.assistant.watch(self.options.config(source), stream=target)
-        except (SourceError, ValueError) as err:
+        except SourceError as err:
+            return self._refuse(f"cannot watch it: {page_source_error(kind, location, upload, str(err))}")
+        except ValueError as err:
             return self._refuse(f"cannot watch it: {err}")
         if target is None or target == self._default():
             self.assistant.schedule.update(now_s=0.0)  # a new source's stream time starts at 0
@@ -176,7 +179,11 @@ class Controls:
                     raise ValueError("type a name for the new stream first (e.g. door)")
                 source = self._source(kind, upload, location, camera)
                 admission = self.assistant.add_stream(name, self.options.config(source))
-            except (SourceError, ValueError) as err:
+            except SourceError as err:
+                return self._refuse(
+                    f"cannot add stream {name!r}: {page_source_error(kind, location, upload, str(err))}"
+                )
+            except ValueError as err:
                 return self._refuse(f"cannot add stream {name!r}: {err}" if name else f"cannot add a stream: {err}")
             self.streams = (*self.streams, name)
         return Feedback(True, f"stream {name} added; memory: {admission}")

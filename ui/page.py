@@ -231,7 +231,11 @@ def build_page(
                         add_msg = gr.Markdown(elem_id="add-stream-msg")
                     with gr.Column(scale=1):
                         live_components["chat"] = chat = gr.Chatbot(
-                            label="Questions and answers", height=460, elem_id="chat", buttons=["copy"]
+                            label="Questions and answers",
+                            height=460,
+                            elem_id="chat",
+                            buttons=["copy"],
+                            latex_delimiters=[],  # people's and the model's text is plain (ui.plain_text)
                         )
                         with gr.Row():
                             ask_stream = gr.Dropdown(

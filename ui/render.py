@@ -1,6 +1,8 @@
 """Pure functions from a `Snapshot` (ui.state) to what the page's components show. No Gradio here.
 
 Chat messages use Gradio's messages format: a list of {"role": "user" | "assistant", "content": markdown}.
+Text from people and from the model (questions, answers, sources, log lines) goes through `plain_text`: it is
+shown as typed, never as markdown (no remote image, no live link).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ui.evidence import THUMB_WIDTH, seen_at
+from ui.plain_text import plain_text
 from ui.state import LogLine, Snapshot, Turn
 from ui.stream_view import StreamView
 
@@ -105,17 +108,21 @@ def evidence_markdown(turn: Turn, thumbs: Thumbs = ()) -> str:
 def turn_messages(turn: Turn, label: bool = False, thumbs: Thumbs = ()) -> list[dict]:
     """A turn as chat messages; `label`: name its stream (a page with several streams); `thumbs`: its evidence's
     thumbnails."""
-    question = f"*[auto]* {turn.question}" if turn.auto else turn.question
+    question = f"*[auto]* {plain_text(turn.question)}" if turn.auto else plain_text(turn.question)
     if label:
         question = f"**[{turn.stream}]** {question}"
     if turn.error is not None:
-        body = f"**Not answered:** {turn.error}" if turn.round is None else f"{turn.answer}\n\n**Failed:** {turn.error}"
+        error = plain_text(turn.error)
+        if turn.round is None:
+            body = f"**Not answered:** {error}"
+        else:
+            body = f"{plain_text(turn.answer)}\n\n**Failed:** {error}"
     elif turn.queued:
         body = "*queued: answered after the questions before it*"
     elif not turn.done:
-        body = (turn.answer or "*thinking*") + " ▍"
+        body = (plain_text(turn.answer) or "*thinking*") + " ▍"
     else:
-        body = (turn.answer.strip() or "*(empty answer)*") + evidence_markdown(turn, thumbs)
+        body = (plain_text(turn.answer.strip()) or "*(empty answer)*") + evidence_markdown(turn, thumbs)
         body += f"\n\n*{answer_footer(turn, label)}*"
     return [{"role": "user", "content": question}, {"role": "assistant", "content": body}]
 
@@ -143,14 +150,16 @@ def stream_status(view: StreamView) -> str:
     """A stream's state, time, lag and cache: what its panel says under the frame."""
     t = format_stream_time(view.stream_time)
     lag = "" if view.lag_s is None else f" · lag {view.lag_s:.1f} s"
+    source = plain_text(view.source or "")
+    ended = plain_text(view.stream_ended or "")
     if view.state == "reconnecting":
-        state = f"**Reconnecting** {view.source or ''} · t = {t}: the source is down, retrying"
+        state = f"**Reconnecting** {source} · t = {t}: the source is down, retrying"
     elif view.source is not None:
-        state = f"**Watching** {view.source} · t = {t}{lag}"
+        state = f"**Watching** {source} · t = {t}{lag}"
     elif view.state == "ended":
-        state = f"**Ended** ({view.stream_ended}); questions are still answered from memory"
+        state = f"**Ended** ({ended}); questions are still answered from memory"
     elif view.stream_ended is not None:
-        state = f"**Not watching** ({view.stream_ended}); questions are still answered from memory"
+        state = f"**Not watching** ({ended}); questions are still answered from memory"
     else:
         state = "**Idle**: pick a source and press Start"
     cache = (
@@ -177,7 +186,7 @@ def standing_line(standing_question: str, every_s: float, stream: str | None = N
     where = f" ({stream})" if stream else ""
     if every_s <= 0:
         return f"no standing question{where}"
-    return f"standing question{where} every {every_s:g} s: “{standing_question}”"
+    return f"standing question{where} every {every_s:g} s: “{plain_text(standing_question)}”"
 
 
 def status_markdown(snap: Snapshot, standing_question: str, every_s: float, first_shown: bool = False) -> str:
@@ -213,7 +222,7 @@ def log_markdown(lines: tuple[LogLine, ...], limit: int = 12) -> str:
     for line in reversed(lines[-limit:]):
         stamp = time.strftime("%H:%M:%S", time.localtime(line.t_wall))
         mark = {"error": "⚠ ", "alert": "● "}.get(line.kind, "")
-        out.append(f"- `{stamp}` {mark}{line.message}")
+        out.append(f"- `{stamp}` {mark}{plain_text(line.message)}")
     return "\n".join(out)
 
 

@@ -1,0 +1,142 @@
+"""Who may open the page: the login (from a file, the environment, or generated for the run), and the address
+the page really listens on, said truthfully at start.
+
+No Gradio here (the CLI reads logins before the heavy imports); the server side of these rules (the Host
+header, failed logins) is ui.guard.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+AUTH_ENV = "EDGE_ASSISTANT_AUTH"
+GENERATED_USER = "admin"
+ALL_INTERFACES = ("0.0.0.0", "::", "")
+
+
+def ip_literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """`host` as an IP address ("[::1]" too), or None for a name."""
+    try:
+        return ipaddress.ip_address(host.strip().removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return None
+
+
+def is_loopback(host: str) -> bool:
+    """True for loopback addresses (127.0.0.0/8, ::1) and the names `localhost` and `*.localhost`, which
+    resolve to loopback by definition (RFC 6761). Any other name counts as reachable from the network."""
+    name = host.strip().lower().rstrip(".")
+    address = ip_literal(name)
+    if address is not None:
+        return address.is_loopback
+    return name == "localhost" or name.endswith(".localhost")
+
+
+def parse_login(text: str, where: str) -> tuple[str, str]:
+    """`user:password` (the password may hold colons); ValueError naming `where` the text came from."""
+    user, sep, password = text.strip().partition(":")
+    if not sep or not user.strip() or not password:
+        raise ValueError(f"{where} must hold one line user:password (both non-empty)")
+    return user.strip(), password
+
+
+def read_login_file(path: Path) -> tuple[str, str]:
+    """The login in `path`: refused unless the file is owned by the user running the app and not readable by
+    group or others (chmod 600), since anyone who can read it can use the page."""
+    try:
+        info = os.stat(path)
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"--auth-file {path}: {err.strerror or err}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"--auth-file {path}: not a regular file")
+    if info.st_uid != os.geteuid():
+        raise ValueError(f"--auth-file {path}: owned by uid {info.st_uid}, not by the user running the app")
+    if info.st_mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise ValueError(
+            f"--auth-file {path}: readable by others (mode {stat.S_IMODE(info.st_mode):03o}); chmod 600 {path}"
+        )
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) != 1:
+        raise ValueError(f"--auth-file {path} must hold exactly one line user:password")
+    return parse_login(lines[0], f"--auth-file {path}")
+
+
+def given_login(auth_file: Path | None, environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """The login given for the page: --auth-file, else $EDGE_ASSISTANT_AUTH, else None."""
+    if auth_file is not None:
+        return read_login_file(auth_file)
+    if environ.get(AUTH_ENV):
+        return parse_login(environ[AUTH_ENV], f"${AUTH_ENV}")
+    return None
+
+
+@dataclass(frozen=True)
+class PageLogin:
+    """The login the page asks for; `generated`: made for this run (printed once at start, kept nowhere)."""
+
+    user: str
+    password: str = ""
+    generated: bool = False
+
+    def __repr__(self) -> str:  # never the password in a traceback or a log line
+        return f"PageLogin(user={self.user!r}, generated={self.generated})"
+
+
+def page_login(given: tuple[str, str] | None, beyond_loopback: bool, no_login: bool) -> PageLogin | None:
+    """The login the page requires: the given one (also on loopback); beyond loopback without one, a generated
+    one; None on loopback without one, or beyond it with --open (`no_login`)."""
+    if given is not None:
+        return PageLogin(*given)
+    if beyond_loopback and not no_login:
+        return PageLogin(GENERATED_USER, secrets.token_urlsafe(18), generated=True)
+    return None
+
+
+def url_host(host: str) -> str:
+    """`host` as it goes in a URL (IPv6 addresses in brackets)."""
+    address = ip_literal(host)
+    return f"[{address}]" if address is not None and address.version == 6 else host
+
+
+def ready_lines(host: str, port: int, share_url: str | None, login: PageLogin | None) -> list[str]:
+    """What the terminal says once the page listens: the real bind address (all interfaces said as such, with
+    the loopback URL for this machine), the public link, and who may log in; a generated password is shown
+    here, once. The first line starts with "page ready:"."""
+    local = f"http://{url_host(host)}:{port}/"
+    if host in ALL_INTERFACES:
+        loop = "[::1]" if host == "::" else "127.0.0.1"
+        first = (
+            f"page ready: listening on all interfaces ({host or '0.0.0.0'}) port {port}: "
+            f"open http://<this machine's address>:{port}/ (here: http://{loop}:{port}/)"
+        )
+    else:
+        first = f"page ready: {local}"
+    lines = [first]
+    if share_url:
+        lines.append(f"public link (anyone with it reaches the page's login): {share_url}")
+    if login is None:
+        return lines
+    if login.generated:
+        lines.append(
+            f"login: user {login.user}, password {login.password}  (made for this run and shown only here; "
+            f"--auth-file FILE or ${AUTH_ENV} sets your own)"
+        )
+    else:
+        lines.append(f"login required: user {login.user}")
+    return lines
+
+
+def open_warning(host: str, port: int, share: bool) -> str:
+    """The --open warning: who can now drive the page without a login."""
+    where = "anyone with the public link" if share else f"anyone who can reach {url_host(host)}:{port}"
+    return (
+        f"WARNING: --open: the page has NO LOGIN and {where} can use it: watch and add sources, ask questions, "
+        "read the history. Use it only on a network where every device is trusted."
+    )
