@@ -15,6 +15,8 @@ from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
 from cache.config import CacheConfig
 from capture import CaptureConfig
+from capture.gst_pipeline import check_camera_pipeline
+from capture.policy import IPNetwork, SourcePolicy, parse_nets
 from model.config import ModelConfig
 from model.session import SessionConfig
 
@@ -63,13 +65,33 @@ class AppConfig:
     show_clips: bool = True
     # --fps, --clip-seconds, --realtime, --loop: for --video/--camera and for sources picked in the page
     capture_settings: dict = field(default_factory=dict)
+    max_streams: int = 8  # configured and added streams together
+    allow_source_nets: tuple[IPNetwork, ...] = ()  # where sources chosen while running may reach non-public hosts
+
+    def source_policy(self, upload_dirs: tuple[Path, ...] = ()) -> SourcePolicy:
+        """What may be watched when chosen while running (page, terminal): capture.policy."""
+        cameras = frozenset(s.capture.spec.target for s in self.streams if s.capture.spec.kind == "camera")
+        return SourcePolicy(self.allow_source_nets, cameras, upload_dirs)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AppConfig:
         """Builds and validates every component; raises ValueError naming the flag at fault."""
         if args.video is not None and args.camera is not None:
             raise ValueError("give either --video or --camera, not both (or name several with --stream NAME=SOURCE)")
+        max_streams = _max_streams(args.max_streams)
         specs = _stream_specs(args)
+        if len(specs) > max_streams:
+            raise ValueError(
+                f"{len(specs)} streams are configured, more than --max-streams {max_streams}; watch fewer streams "
+                "or raise --max-streams (each stream costs its threads, decoder, frame buffers and KV cache)"
+            )
+        for spec in specs:
+            if isinstance(spec.source, str) and spec.source.startswith("gst:"):
+                try:
+                    check_camera_pipeline(spec.source[4:].strip())
+                except ValueError as err:
+                    raise ValueError(f"stream {spec.name!r}: {err}") from err
+        allow_source_nets = _nets(args.allow_source_nets)
         if not args.ui and not specs:
             raise ValueError(
                 "nothing to watch: give --video PATH|URL, --camera INDEX or --stream NAME=SOURCE "
@@ -138,7 +160,23 @@ class AppConfig:
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
             capture_settings=capture_settings,
+            max_streams=max_streams,
+            allow_source_nets=allow_source_nets,
         )
+
+
+def _max_streams(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"--max-streams must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _nets(values: object) -> tuple[IPNetwork, ...]:
+    if values is None:
+        return ()
+    if not isinstance(values, list):
+        raise ValueError(f"allow_source_nets must be a list of CIDR strings (e.g. ['192.168.1.0/24']), got {values!r}")
+    return parse_nets(values)
 
 
 def _timeline(args: argparse.Namespace) -> TimelineConfig | None:
