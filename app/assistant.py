@@ -390,6 +390,9 @@ class Assistant:
 
     def _answer_all(self, questions: list[Question]) -> None:
         """Answers them (one per stream; several at once as one batch) and applies --max-rounds."""
+        questions = [q for q in questions if self.streams.get(q.stream.name) is q.stream]  # not removed ones
+        if not questions:
+            return
         self.rounds += self._answerer.answer(questions)
         if self.limits.max_rounds and self.rounds >= self.limits.max_rounds:
             self._finish(f"reached --max-rounds {self.limits.max_rounds}")

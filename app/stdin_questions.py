@@ -1,5 +1,5 @@
 """Reads questions typed on stdin (one per line) and hands them to the assistant, on a joinable thread; a line
-`+NAME=SOURCE` adds a stream instead."""
+`+NAME=SOURCE` adds a stream instead, a line `-NAME` removes one."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ class StdinQuestions:
     """Polls `stream` with select() so that `stop()` is honoured within `poll_s` seconds. With several streams,
     a line `NAME: question` asks that stream only; any other line asks every stream. With `add`, a line
     `+NAME=SOURCE` is passed to it (without the +); it returns the added stream's name (None: refused), which
-    lines may then name."""
+    lines may then name. With `remove`, a line `-NAME` is passed to it (without the -); it returns whether the stream
+    was removed."""
 
     def __init__(
         self,
@@ -35,9 +36,11 @@ class StdinQuestions:
         poll_s: float = 0.2,
         stream_names: list[str] | None = None,
         add: Callable[[str], str | None] | None = None,
+        remove: Callable[[str], bool] | None = None,
     ) -> None:
         self._ask = ask
         self._add = add
+        self._remove = remove
         self._names = list(stream_names or [])
         self._stream = stream
         self._poll_s = poll_s
@@ -69,6 +72,10 @@ class StdinQuestions:
                 name = self._add(line.strip()[1:])
                 if name is not None:
                     self._names.append(name)
+            elif self._remove is not None and line.strip().startswith("-"):
+                name = line.strip()[1:].strip()
+                if self._remove(name) and name in self._names:
+                    self._names.remove(name)
             elif line.strip():
                 question, target = route(line, self._names)
                 self._ask(question, stream=target)
