@@ -175,14 +175,14 @@ def check_fits(
     device_free / host_free: bytes free now (after the model was loaded). shared_memory: the device is the
     CPU or a Jetson (device KV and host store draw on the same RAM). held: (device, host) bytes that streams
     already running among `streams` hold now (their buffers and stores): no longer free, so not needed again.
-    running: how many of `streams` run already (their threads, decoders and frames are spent, not free).
+    running: how many of `streams` run already (their threads, decoders and frames are spent, not free; their
+    answers' activations are not: those come with every answer).
     """
     if cost.device_bytes is None:
         return f"{streams} stream(s): policy without eviction, device KV unbounded (grows with the stream)"
     extra = cost.overhead
     held_device, held_host = held if cost.host_in_ram else (held[0], 0)
-    held_device += running * extra.answer_bytes
-    held_host += running * extra.host_bytes
+    held_host += running * extra.host_bytes  # activations come and go with answers: never held
     device = streams * (cost.device_bytes + extra.answer_bytes) - held_device
     host = streams * ((cost.host_bytes if cost.host_in_ram else 0) + extra.host_bytes) - held_host
     per_stream = (
