@@ -3,19 +3,30 @@
 Device KV per stream: every layer's preallocated buffers hold budget + recall + 1 tokens (the decode span)
 plus one prefill chunk, rounded up to the buffers' growth step, at `bytes_per_token` (keys and values of
 every layer, plus the per-token bookkeeping: positions, origin, stream index, attention). Host store per
-stream: its byte bound (RAM, or a folder with --store-dir). Pure arithmetic; the caller supplies what memory
-is free.
+stream: its byte bound (RAM, or a folder with --store-dir). Around the KV, each stream also costs (`StreamOverhead`):
+its OS threads (the capture thread and FFmpeg's decoder threads), its decoder's frame pool, the frames of the clips
+in flight (the clip queue, the clip being assembled and the one being ingested, at the model's frame size and the
+configured fps) on the host, and its row of a batched answer's activations on the device. Pure arithmetic; the
+caller supplies what memory is free.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from dataclasses import dataclass
 
 from cache.config import CacheConfig
 from cache.policies import POLICIES
 
 GROW = 256  # StaticBoundedLayer buffers grow in multiples of this many tokens
-USABLE_SHARE = 0.8  # of the free memory, the rest left to activations, frames, the page
+USABLE_SHARE = 0.8  # of the free memory, the rest left to the prefill's activations, the page, the allocator
+THREAD_BYTES = 2 * 2**20  # resident per OS thread: the stack in use and its share of the allocator's arenas
+SOURCE_FRAME_PIXELS = 1920 * 1080  # the decoder's frames: a source's size is known only once opened; 1080p assumed
+DECODED_BYTES_PER_PIXEL = 1.5  # YUV 4:2:0, what H.264/H.265 decoders hold
+DECODER_HELD_FRAMES = 6  # frames a decoder keeps beyond one per thread (references, reordering)
+CLIPS_IN_FLIGHT_BEYOND_QUEUE = 2  # the clip being assembled (capture thread) and the one being ingested (worker)
+LOGIT_BYTES = 4  # float32 logits
 
 
 class AdmissionError(ValueError):
@@ -49,11 +60,91 @@ class KvShape:
 
 
 @dataclass(frozen=True)
+class ModelShape:
+    """What a batched answer's row of activations depends on (the text model's sizes)."""
+
+    hidden: int
+    intermediate: int
+    heads: int
+    vocab: int
+    element_bytes: int
+
+    @classmethod
+    def of_model(cls, model) -> ModelShape:
+        text = model.config.get_text_config()
+        element = next(model.parameters()).element_size()
+        intermediate = getattr(text, "intermediate_size", None) or 4 * text.hidden_size
+        return cls(text.hidden_size, intermediate, text.num_attention_heads, text.vocab_size, element)
+
+
+@dataclass(frozen=True)
+class CaptureShape:
+    """How each stream is captured. frame_size: (width, height) of the frames given to the model, pixels.
+    fps: frames sampled per second of stream time; clip_seconds: stream seconds per clip; queue_size: clips the
+    capture queue holds; decoder_threads: FFmpeg's (0: FFmpeg picks one per core, plus one)."""
+
+    frame_size: tuple[int, int]
+    fps: float
+    clip_seconds: float
+    queue_size: int = 2
+    decoder_threads: int = 0
+
+
+@dataclass(frozen=True)
+class StreamOverhead:
+    """One stream's memory besides its KV: threads, decoder and frame buffers on the host, and its row of a
+    batched answer's activations on the device. Bytes, except `threads` (a count)."""
+
+    threads: int
+    thread_bytes: int
+    decoder_bytes: int
+    frame_bytes: int
+    answer_bytes: int
+
+    @property
+    def host_bytes(self) -> int:
+        return self.thread_bytes + self.decoder_bytes + self.frame_bytes
+
+
+NO_OVERHEAD = StreamOverhead(0, 0, 0, 0, 0)
+
+
+def decoder_threads(requested: int) -> int:
+    """The decoder threads FFmpeg runs for `requested` (0: automatic, one per core plus one)."""
+    return requested if requested > 0 else (os.cpu_count() or 1) + 1
+
+
+def stream_overhead(capture: CaptureShape, model: ModelShape, span_tokens: int) -> StreamOverhead:
+    """What a stream costs besides its KV. span_tokens: the keys a decode step of its answer attends over.
+
+    threads: the capture thread + the decoder's. decoder: one source frame per decoder thread plus the frames it
+    keeps (DECODER_HELD_FRAMES), at SOURCE_FRAME_PIXELS in YUV 4:2:0. frames: the clips in flight (the queue's, the
+    one being assembled, the one being ingested) x frames per clip x width x height x 3 (RGB uint8). answer: its
+    row in a batched decode step: the logits and their softmax (vocab floats each), the attention scores over the
+    span (heads x span floats), and one layer's hidden and MLP activations (4 x hidden + 3 x intermediate).
+    """
+    threads = 1 + decoder_threads(capture.decoder_threads)
+    decoder_frames = decoder_threads(capture.decoder_threads) + DECODER_HELD_FRAMES
+    decoder = int(decoder_frames * SOURCE_FRAME_PIXELS * DECODED_BYTES_PER_PIXEL)
+    frames_per_clip = math.ceil(capture.fps * capture.clip_seconds - 1e-9)
+    width, height = capture.frame_size
+    clips = capture.queue_size + CLIPS_IN_FLIGHT_BEYOND_QUEUE
+    frames = clips * frames_per_clip * width * height * 3
+    answer = (
+        2 * model.vocab * LOGIT_BYTES
+        + model.heads * span_tokens * LOGIT_BYTES
+        + (4 * model.hidden + 3 * model.intermediate) * model.element_bytes
+    )
+    return StreamOverhead(threads, threads * THREAD_BYTES, decoder, frames, answer)
+
+
+@dataclass(frozen=True)
 class StreamCost:
     device_tokens: int | None  # None: the policy never evicts, so no bound
     bytes_per_token: int
     host_bytes: int  # the host store's bound (0 without recall)
     host_in_ram: bool
+    overhead: StreamOverhead = NO_OVERHEAD  # threads, decoder, frames, answer activations
 
     @property
     def device_bytes(self) -> int | None:
@@ -77,21 +168,32 @@ def check_fits(
     host_free: int,
     shared_memory: bool,
     held: tuple[int, int] = (0, 0),
+    running: int = 0,
 ) -> str:
     """Raises AdmissionError when `streams` streams do not fit; returns the arithmetic as a line otherwise.
 
     device_free / host_free: bytes free now (after the model was loaded). shared_memory: the device is the
     CPU or a Jetson (device KV and host store draw on the same RAM). held: (device, host) bytes that streams
     already running among `streams` hold now (their buffers and stores): no longer free, so not needed again.
+    running: how many of `streams` run already (their threads, decoders and frames are spent, not free; their
+    answers' activations are not: those come with every answer).
     """
     if cost.device_bytes is None:
         return f"{streams} stream(s): policy without eviction, device KV unbounded (grows with the stream)"
+    extra = cost.overhead
     held_device, held_host = held if cost.host_in_ram else (held[0], 0)
-    device = streams * cost.device_bytes - held_device
-    host = (streams * cost.host_bytes if cost.host_in_ram else 0) - held_host
+    held_host += running * extra.host_bytes  # activations come and go with answers: never held
+    device = streams * (cost.device_bytes + extra.answer_bytes) - held_device
+    host = streams * ((cost.host_bytes if cost.host_in_ram else 0) + extra.host_bytes) - held_host
     per_stream = (
         f"{_gb(cost.device_bytes)} device KV ({cost.device_tokens} tokens x {cost.bytes_per_token / 1024:.0f} KiB)"
         + (f" + {_gb(cost.host_bytes)} host store" if cost.host_bytes else "")
+        + (
+            f" + {_gb(extra.host_bytes)} for {extra.threads} threads, decoder and frames"
+            f" + {_gb(extra.answer_bytes)} answer activations"
+            if extra != NO_OVERHEAD
+            else ""
+        )
     )
     line = f"{streams} stream(s) x ({per_stream})"
     if held_device or held_host:

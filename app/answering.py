@@ -64,6 +64,11 @@ class Answerer:
             done += self._alone(question)
         return done
 
+    def forget(self, stream: str) -> None:
+        """Drops the kept batch when it holds the stream named `stream` (removed: its cache must go with it)."""
+        if self._together is not None and stream in self._together[0]:
+            self._together = None
+
     def _group(self, streams: list[Stream]) -> AnsweringTogether:
         """The batch of these streams; kept while the same group answers again (its buffers stay pooled)."""
         names = tuple(s.name for s in streams)

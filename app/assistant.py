@@ -26,6 +26,7 @@ from app.events import EventBus
 from app.input_limits import AssistantBusy, InputLimits
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
+from app.streams import check_name
 from app.watches.checks import run_checks
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
@@ -104,6 +105,7 @@ class Assistant:
         self._warned_ingest = False
         self._factory = factory
         self._adding = threading.Lock()  # one stream added at a time: names and admission see the ones before
+        self._removing = threading.Lock()  # a removal is done once, by the worker or by the caller
         self._worker = threading.Thread(target=self._work, name="model-worker", daemon=True)
 
     # -- commands (any thread) ----------------------------------------------------------------------
@@ -147,6 +149,28 @@ class Assistant:
         """The question as it would be asked (stripped); ValueError when it is empty or longer than
         --max-question-chars. Nothing is queued."""
         return self.input_limits.check(question)
+
+    def remove_stream(self, name: str, timeout: float = 30.0) -> None:
+        """Stops and forgets the stream named `name` (any thread): its capture thread is joined, its session (cache
+        and host store) dropped, a `status` event with `removed: true` published, and its room (--max-streams,
+        admission) returned. Returns once that is done (or after `timeout` seconds, the worker busy with a long
+        answer: it is done then at the worker's next command). ValueError for an unknown name or the first stream
+        (the default of the page's buttons and standing question; stop it instead)."""
+        with self._adding:
+            if self._ending():
+                raise ValueError("the assistant has stopped: no stream can be removed")
+            stream = self._stream(check_name(name))
+            if stream is self.default:
+                raise ValueError(f"stream {name!r} is the first stream and cannot be removed; stop it instead")
+            self.streams = {n: s for n, s in self.streams.items() if s is not stream}
+            done = threading.Event()
+            self._commands.put(("remove", stream, done))
+        deadline = time.monotonic() + timeout
+        while not done.wait(_POLL_S):
+            if not self._worker.is_alive():  # never started, or ended before it got to the command
+                self._remove(stream, done)
+            elif time.monotonic() > deadline:
+                return
 
     def ask(self, question: str, stream: str | None = None) -> None:
         """Queues a person's question for one stream, or for every stream (None); answered in arrival order,
@@ -218,11 +242,13 @@ class Assistant:
         """Closes the sources of new captures that were still queued when the worker ended."""
         while True:
             try:
-                name, _, payload = self._commands.get_nowait()
+                name, stream, payload = self._commands.get_nowait()
             except queue.Empty:
                 return
             if name in ("watch", "add"):
                 payload[0].close()
+            elif name == "remove":
+                self._remove(stream, payload)
 
     def _ending(self) -> bool:
         return self.stop_event.is_set() or self.done.is_set()
@@ -286,6 +312,8 @@ class Assistant:
             capture, down, admission = payload
             self._publish("status", stream, message=f"stream added; memory: {admission}")
             self._start_capture(stream, capture, down)
+        elif name == "remove":
+            self._remove(stream, payload)
         elif name == "stop_stream":
             stream.close_capture()
             stream.state = "idle"
@@ -295,6 +323,18 @@ class Assistant:
             stream.schedule.reset()
             stream.stream_time = 0.0
             self._publish("status", stream, message="memory reset: the cache is empty")
+
+    def _remove(self, stream: Stream, done: threading.Event) -> None:
+        """Joins the removed stream's capture, empties its session and forgets every reference to it."""
+        with self._removing:
+            if done.is_set():
+                return
+            stream.close_capture()
+            stream.session.reset()  # its host store's blocks (and files) go now; its buffers with the session
+            self._answerer.forget(stream.name)
+            stream.state, stream.finished = "removed", True
+            self._publish("status", stream, message="stream removed", removed=True)
+            done.set()
 
     def _start_capture(self, stream: Stream, capture: CaptureThread, down: str | None) -> None:
         stream.close_capture()
@@ -397,6 +437,9 @@ class Assistant:
 
     def _answer_all(self, questions: list[Question]) -> None:
         """Answers them (one per stream; several at once as one batch) and applies --max-rounds."""
+        questions = [q for q in questions if self.streams.get(q.stream.name) is q.stream]  # not removed ones
+        if not questions:
+            return
         self.rounds += self._answerer.answer(questions)
         if self.limits.max_rounds and self.rounds >= self.limits.max_rounds:
             self._finish(f"reached --max-rounds {self.limits.max_rounds}")

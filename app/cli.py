@@ -48,6 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="play files at their real speed (--no-realtime: as fast as the model goes)",
     )
     src.add_argument("--loop", action="store_true", help="restart a video file at its end")
+    src.add_argument(
+        "--max-streams",
+        type=int,
+        default=8,
+        help="most streams at once, configured and added while running together (more: refused, exit 2 at start)",
+    )
+    src.add_argument(
+        "--allow-source-net",
+        dest="allow_source_nets",
+        action="append",
+        metavar="CIDR",
+        help="sources chosen while running (page, terminal +NAME=SOURCE: rtsp/http(s) URLs, uploads, cameras "
+        "configured at start) may reach loopback/private/link-local addresses only inside these networks "
+        "(repeatable; e.g. 192.168.1.0/24 for LAN cameras; in --config: allow_source_nets = [...])",
+    )
 
     mdl = p.add_argument_group("model")
     mdl.add_argument(

@@ -19,6 +19,8 @@ from app.watches.spec import specs_from_table as watch_specs_from_table
 from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
 from cache.config import CacheConfig
 from capture import CaptureConfig
+from capture.gst_pipeline import check_camera_pipeline
+from capture.policy import IPNetwork, SourcePolicy, parse_nets
 from model.config import ModelConfig
 from model.session import SessionConfig
 
@@ -85,6 +87,13 @@ class AppConfig:
     # --fps, --clip-seconds, --realtime, --loop: for --video/--camera and for sources picked in the page
     capture_settings: dict = field(default_factory=dict)
     input_limits: InputLimits = field(default_factory=InputLimits)  # --max-question-chars, --max-pending-questions
+    max_streams: int = 8  # configured and added streams together
+    allow_source_nets: tuple[IPNetwork, ...] = ()  # where sources chosen while running may reach non-public hosts
+
+    def source_policy(self, upload_dirs: tuple[Path, ...] = ()) -> SourcePolicy:
+        """What may be watched when chosen while running (page, terminal): capture.policy."""
+        cameras = frozenset(s.capture.spec.target for s in self.streams if s.capture.spec.kind == "camera")
+        return SourcePolicy(self.allow_source_nets, cameras, upload_dirs)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AppConfig:
@@ -96,7 +105,20 @@ class AppConfig:
             )
         if args.video is not None and args.camera is not None:
             raise ValueError("give either --video or --camera, not both (or name several with --stream NAME=SOURCE)")
+        max_streams = _max_streams(args.max_streams)
         specs = _stream_specs(args)
+        if len(specs) > max_streams:
+            raise ValueError(
+                f"{len(specs)} streams are configured, more than --max-streams {max_streams}; watch fewer streams "
+                "or raise --max-streams (each stream costs its threads, decoder, frame buffers and KV cache)"
+            )
+        for spec in specs:
+            if isinstance(spec.source, str) and spec.source.startswith("gst:"):
+                try:
+                    check_camera_pipeline(spec.source[4:].strip())
+                except ValueError as err:
+                    raise ValueError(f"stream {spec.name!r}: {err}") from err
+        allow_source_nets = _nets(args.allow_source_nets)
         if not args.ui and not specs:
             raise ValueError(
                 "nothing to watch: give --video PATH|URL, --camera INDEX or --stream NAME=SOURCE "
@@ -160,6 +182,8 @@ class AppConfig:
             input_limits=InputLimits(
                 max_question_chars=args.max_question_chars, max_pending=args.max_pending_questions
             ),
+            max_streams=max_streams,
+            allow_source_nets=allow_source_nets,
         )
 
 
@@ -173,6 +197,20 @@ def _ui(args: argparse.Namespace) -> UIConfig:
         no_login=args.open,
         allowed_hosts=tuple(args.allowed_host or ()),
     )
+
+
+def _max_streams(value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"--max-streams must be a whole number >= 1, got {value!r}")
+    return value
+
+
+def _nets(values: object) -> tuple[IPNetwork, ...]:
+    if values is None:
+        return ()
+    if not isinstance(values, list):
+        raise ValueError(f"allow_source_nets must be a list of CIDR strings (e.g. ['192.168.1.0/24']), got {values!r}")
+    return parse_nets(values)
 
 
 def _timeline(args: argparse.Namespace) -> TimelineConfig | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 import psutil
 import torch
 
-from app.admission import AdmissionError
+from app.admission import AdmissionError, CaptureShape
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import EventBus, JsonlLog, Subscriber, make_event
@@ -106,7 +106,18 @@ def stream_factory(config: AppConfig, loaded: LoadedModel) -> StreamFactory:
     if cache.recall and not cache.store_bytes:
         cache = replace(cache, store_bytes=default_store_bytes() // max(len(config.streams), 1))
     schedule = config.schedule
-    return StreamFactory(loaded, cache, config.session, schedule.question, schedule.every_s, config.watches)
+    settings = config.capture_settings
+    capture = CaptureShape(loaded.adapter.frame_size(), settings.get("fps", 1.0), settings.get("clip_seconds", 4.0))
+    return StreamFactory(
+        loaded,
+        cache,
+        config.session,
+        schedule.question,
+        schedule.every_s,
+        config.watches,
+        capture,
+        getattr(config, "max_streams", 8),
+    )
 
 
 def memory_fields(monitor: MemoryMonitor):

@@ -1,6 +1,6 @@
 """Reads questions typed on stdin (one per line) and hands them to the assistant, on a joinable thread; a line
-`+NAME=SOURCE` adds a stream instead. A line is never held whole beyond the question length limit, and a refused
-question (too long, busy) is said, never raised: the reader goes on."""
+`+NAME=SOURCE` adds a stream instead, a line `-NAME` removes one. A line is never held whole beyond the question
+length limit, and a refused question (too long, busy) is said, never raised: the reader goes on."""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ class StdinQuestions:
     a line `NAME: question` asks that stream only; any other line asks every stream. With `add`, a line
     `+NAME=SOURCE` is passed to it (without the +); it returns the added stream's name (None: refused), which
     lines may then name. A line longer than `max_chars` (plus room for a name) is skipped unread and refused; `ask`
-    refusing a question (ValueError: too long, busy, unknown stream) is handed to `say`, as is a refused line."""
+    refusing a question (ValueError: too long, busy, unknown stream) is handed to `say`, as is a refused line. With
+    `remove`, a line `-NAME` is passed to it (without the -); it returns whether the stream was removed."""
 
     def __init__(
         self,
@@ -42,11 +43,13 @@ class StdinQuestions:
         poll_s: float = 0.2,
         stream_names: list[str] | None = None,
         add: Callable[[str], str | None] | None = None,
+        remove: Callable[[str], bool] | None = None,
         max_chars: int = 2000,
         say: Callable[[str], None] | None = None,
     ) -> None:
         self._ask = ask
         self._add = add
+        self._remove = remove
         self._max_line = max_chars + _NAME_ROOM
         self._max_chars = max_chars
         self._say = say or logger.warning
@@ -84,6 +87,10 @@ class StdinQuestions:
                 name = self._add(line.strip()[1:])
                 if name is not None:
                     self._names.append(name)
+            elif self._remove is not None and line.strip().startswith("-"):
+                name = line.strip()[1:].strip()
+                if self._remove(name) and name in self._names:
+                    self._names.remove(name)
             elif line.strip():
                 question, target = route(line, self._names)
                 try:

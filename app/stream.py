@@ -13,7 +13,7 @@ from capture import CaptureConfig, CaptureThread, SourceError
 from capture.source import UnreachableSource
 from model.session import StreamingSession
 
-STATES = ("idle", "watching", "reconnecting", "ended")
+STATES = ("idle", "watching", "reconnecting", "ended", "removed")
 
 
 @dataclass

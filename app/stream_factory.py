@@ -5,12 +5,21 @@ session (device cache + host store), its standing question and its watches; and 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import psutil
 import torch
 
-from app.admission import AdmissionError, KvShape, StreamCost, check_fits, stream_cost
+from app.admission import (
+    AdmissionError,
+    CaptureShape,
+    KvShape,
+    ModelShape,
+    StreamCost,
+    check_fits,
+    stream_cost,
+    stream_overhead,
+)
 from app.scheduler import StandingQuestion
 from app.stream import Stream, open_capture
 from app.streams import check_name
@@ -54,7 +63,9 @@ class NewStream:
 class StreamFactory:
     """Builds streams that share `loaded`. cache: every stream's cache config (an automatic host-store bound
     already shared out). question / every_s: the standing question of a stream that has none of its own.
-    watches: the run's yes/no watches; a stream gets those that name it or watch every stream."""
+    watches: the run's yes/no watches; a stream gets those that name it or watch every stream. capture: how each
+    stream is captured, for the threads, decoder and frame buffers admission counts (None: only the KV counted).
+    max_streams: the most streams at once (--max-streams)."""
 
     loaded: LoadedModel
     cache: CacheConfig
@@ -62,17 +73,25 @@ class StreamFactory:
     question: str
     every_s: float
     watches: list[WatchSpec] = field(default_factory=list)
+    capture: CaptureShape | None = None
+    max_streams: int = 8
 
     def cost(self) -> StreamCost:
         shape = KvShape.of_model(self.loaded.model, self.loaded.adapter.position_dims)
-        return stream_cost(shape, self.cache, self.session.chunk_size)
+        cost = stream_cost(shape, self.cache, self.session.chunk_size)
+        if self.capture is None or cost.device_tokens is None:
+            return cost
+        overhead = stream_overhead(self.capture, ModelShape.of_model(self.loaded.model), cost.device_tokens)
+        return replace(cost, overhead=overhead)
 
     def admit(self, streams: int, running: Sequence[Stream] = ()) -> str:
         """The memory arithmetic of `streams` streams against the memory free now (a line); AdmissionError (a
         ValueError) with that arithmetic and what to lower when they do not fit. running: those of the streams
         already running, whose buffers and stores already hold part of their cost (that part is not free)."""
         free = free_memory(self.loaded.device)
-        return check_fits(self.cost(), max(streams, 1), free.device, free.host, free.shared, held_now(running))
+        return check_fits(
+            self.cost(), max(streams, 1), free.device, free.host, free.shared, held_now(running), len(running)
+        )
 
     def build(self, name: str, schedule: StandingQuestion | None = None) -> Stream:
         """A stream named `name` with a fresh session (empty cache) on the loaded model; not watching yet.
@@ -93,6 +112,11 @@ class StreamFactory:
         check_name(name)
         if name in running:
             raise ValueError(f"a stream named {name!r} exists already: every stream needs its own name")
+        if len(running) >= self.max_streams:
+            raise AdmissionError(
+                f"{len(running)} streams run already, the most --max-streams {self.max_streams} allows; remove one "
+                "first (terminal: -NAME; page: Remove stream) or start with a higher --max-streams"
+            )
         try:
             admission = self.admit(len(running) + 1, list(running.values()))
         except AdmissionError as err:

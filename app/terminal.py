@@ -49,10 +49,12 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
             file=sys.stderr,
         )
     add = stream_adder(running.assistant, config, loaded.adapter.frame_size(), printer)
+    remove = stream_remover(running.assistant)
     questions = StdinQuestions(
         running.assistant.ask,
         stream_names=names,
         add=add,
+        remove=remove,
         max_chars=config.input_limits.max_question_chars,
         say=_say,
     )
@@ -77,13 +79,15 @@ def _say(message: str) -> None:
 def stream_adder(
     assistant: Assistant, config: AppConfig, frame_size: tuple[int, int], printer: TerminalPrinter
 ) -> Callable[[str], str | None]:
-    """What a typed `+NAME=SOURCE` line does: adds that stream, captured like those of the command line, and
-    says so (or why not) on stderr; returns its name, or None when refused."""
+    """What a typed `+NAME=SOURCE` line does: adds that stream, captured like those of the command line, if the
+    source policy allows it (capture.policy: rtsp/http(s) URLs, cameras configured at start), and says so (or why
+    not) on stderr; returns its name, or None when refused."""
+    options = CaptureOptions(max_size=frame_size, policy=config.source_policy(), **config.capture_settings)
 
     def add(text: str) -> str | None:
         try:
             spec = parse_stream_flag(text)
-            capture = CaptureOptions(max_size=frame_size, **config.capture_settings).config(spec.source)
+            capture = options.config(spec.source)
             admission = assistant.add_stream(spec.name, capture)
         except (SourceError, ValueError) as err:
             print(printable(f"cannot add the stream (type +NAME=SOURCE): {err}"), file=sys.stderr, flush=True)
@@ -93,3 +97,19 @@ def stream_adder(
         return spec.name
 
     return add
+
+
+def stream_remover(assistant: Assistant) -> Callable[[str], bool]:
+    """What a typed `-NAME` line does: removes that stream and says so (or why not) on stderr; returns whether it
+    was removed."""
+
+    def remove(name: str) -> bool:
+        try:
+            assistant.remove_stream(name)
+        except ValueError as err:
+            print(f"cannot remove the stream (type -NAME): {err}", file=sys.stderr, flush=True)
+            return False
+        print(f"stream {name} removed", file=sys.stderr, flush=True)
+        return True
+
+    return remove

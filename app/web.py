@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import gradio as gr
 from gradio.exceptions import ServerFailedToStartError
+from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
 from app.config import AppConfig, UIConfig
@@ -79,8 +80,10 @@ def memory_point(monitor: MemoryMonitor):
 
 
 def capture_options(config: AppConfig, max_size: tuple[int, int]) -> CaptureOptions:
-    """--fps, --clip-seconds, --realtime, --loop for sources picked in the page."""
-    return CaptureOptions(max_size=max_size, **config.capture_settings)
+    """--fps, --clip-seconds, --realtime, --loop for sources picked in the page, and which it may pick
+    (capture.policy: rtsp/http(s) URLs, cameras configured at start, files uploaded into Gradio's upload folder)."""
+    policy = config.source_policy(upload_dirs=(Path(get_upload_folder()),))
+    return CaptureOptions(max_size=max_size, policy=policy, **config.capture_settings)
 
 
 def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) -> PageInfo:

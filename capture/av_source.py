@@ -35,6 +35,29 @@ _DROP_ERRORS = (
 )
 _MAX_PACKETS_BEFORE_FIRST_FRAME = 2000
 
+# FFmpeg's protocol_whitelist per source scheme: what FFmpeg may open for a source and inside it (an HLS
+# playlist's segments, a DASH manifest's, an SDP's RTP ports). Nothing here can read a local file from a
+# network source, and nothing can listen on a port except the scheme the operator named at start.
+PROTOCOLS = {
+    "file": ("file",),
+    "http": ("http", "https", "tcp", "tls", "crypto", "httpproxy"),
+    "https": ("http", "https", "tcp", "tls", "crypto", "httpproxy"),
+    "rtsp": ("rtsp", "rtsps", "rtp", "srtp", "tcp", "udp", "tls"),
+    "rtsps": ("rtsp", "rtsps", "rtp", "srtp", "tcp", "udp", "tls"),
+    "rtmp": ("rtmp", "rtmps", "tcp", "tls"),
+    "srt": ("srt", "udp"),
+    "udp": ("udp",),
+    "tcp": ("tcp",),
+}
+
+
+def protocol_whitelist(spec: SourceSpec) -> str:
+    """FFmpeg's ``protocol_whitelist`` for `spec`: the protocols its scheme needs (files: ``file`` only)."""
+    if spec.kind != "url":
+        return ",".join(PROTOCOLS["file"])
+    scheme = str(spec.target).split(":", 1)[0].lower()
+    return ",".join(PROTOCOLS[scheme])
+
 
 def _open_hint(spec: SourceSpec, config: CaptureConfig, err: Exception) -> str:
     """What went wrong opening ``spec`` and what to try, in one message."""
@@ -105,6 +128,7 @@ class AvSource:
         """
         spec = config.spec
         options: dict[str, str] = {}
+        container_options = {"protocol_whitelist": protocol_whitelist(spec)}
         timeout = None
         if spec.kind == "url":
             timeout = (config.open_timeout_s, config.read_timeout_s)
@@ -115,7 +139,14 @@ class AvSource:
         target = str(Path(str(spec.target)).expanduser()) if spec.kind == "file" else str(spec.target)
         try:
             # metadata that is not valid UTF-8 (damaged or mislabelled) must not make a video unreadable
-            container = av.open(target, mode="r", options=options, timeout=timeout, metadata_errors="replace")
+            container = av.open(
+                target,
+                mode="r",
+                options=options,
+                container_options=container_options,
+                timeout=timeout,
+                metadata_errors="replace",
+            )
         except (av.error.FFmpegError, OSError) as err:
             raise SourceError(_open_hint(spec, config, err)) from err
         if not container.streams.video:

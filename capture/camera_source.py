@@ -17,6 +17,7 @@ import numpy as np
 
 from capture.config import CaptureConfig
 from capture.errors import SourceError, StreamDropped
+from capture.gst_pipeline import check_camera_pipeline
 from capture.source import RawFrame
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,10 @@ class CameraSource:
         spec = config.spec
         desc = spec.describe()
         if spec.kind == "gstreamer":
+            try:
+                check_camera_pipeline(str(spec.target))
+            except ValueError as err:
+                raise SourceError(f"cannot open {desc}: {err}") from err
             if factory is None and not opencv_has_gstreamer():
                 raise SourceError(
                     f"cannot open {desc}: this OpenCV build has no GStreamer support (pip wheels never "

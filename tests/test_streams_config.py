@@ -1,9 +1,22 @@
 """Several streams configured: names, --stream flags, [streams.NAME] tables, derived names, routing typed
 questions, and the memory admission arithmetic. Pure functions, plus the CLI's exit code 2 for bad input."""
 
+import os
+from dataclasses import replace
+
 import pytest
 
-from app.admission import AdmissionError, KvShape, StreamCost, check_fits, ingest_warning, stream_cost
+from app.admission import (
+    AdmissionError,
+    CaptureShape,
+    KvShape,
+    ModelShape,
+    StreamCost,
+    check_fits,
+    ingest_warning,
+    stream_cost,
+    stream_overhead,
+)
 from app.cli import parse_args
 from app.config import AppConfig
 from app.stdin_questions import route
@@ -149,3 +162,97 @@ def test_ingest_warning_names_what_to_lower_only_when_clips_come_faster_than_the
     assert ingest_warning([0.5, 0.5], live_streams=4, clip_seconds=4.0) is None  # 1 clip/s needed, 2 possible
     warning = ingest_warning([2.0, 2.0], live_streams=4, clip_seconds=4.0)  # 1 needed, 0.5 possible
     assert warning is not None and "--fps" in warning and "1.00 clips/s" in warning
+
+
+def test_a_config_file_with_1000_streams_exits_2_naming_the_cap_before_the_model_loads(tmp_path):
+    config_file = tmp_path / "many.toml"
+    config_file.write_text("".join(f'[streams.s{i}]\nsource = "rtsp://camera.example.com/{i}"\n' for i in range(1000)))
+    done = run_app("--config", str(config_file), "--model", "tiny", timeout=120)
+    assert done.returncode == 2, done.stderr[-1500:]
+    assert "1000 streams are configured, more than --max-streams 8" in done.stderr
+    assert "loading" not in done.stderr  # refused before the model loads
+    args = parse_args(["--config", str(config_file), "--max-streams", "1000"])
+    assert len(AppConfig.from_args(args).streams) == 1000  # the operator may raise the cap; admission then decides
+
+
+def test_max_streams_and_source_networks_come_from_flags_and_the_config_file(tmp_path):
+    config_file = tmp_path / "run.toml"
+    config_file.write_text('max_streams = 12\nallow_source_nets = ["192.168.1.0/24"]\n')
+    args = parse_args(["--camera", "2", "--config", str(config_file), "--allow-source-net", "10.0.0.0/8"])
+    config = AppConfig.from_args(args)
+    assert config.max_streams == 12
+    assert [str(net) for net in config.allow_source_nets] == ["192.168.1.0/24", "10.0.0.0/8"]
+    policy = config.source_policy()
+    assert policy.cameras == {2} and policy.check("rtsp://192.168.1.20/s") == "rtsp://192.168.1.20/s"
+    assert AppConfig.from_args(parse_args(["--video", "a.mp4"])).max_streams == 8
+
+
+@pytest.mark.parametrize(
+    ("args", "toml", "message"),
+    [
+        (["--video", "a.mp4", "--max-streams", "0"], "", "--max-streams must be a whole number >= 1"),
+        (["--video", "a.mp4", "--allow-source-net", "lan"], "", "--allow-source-net 'lan' is not a network"),
+        ([], 'allow_source_nets = "192.168.1.0/24"\n', "allow_source_nets must be a list"),
+        ([], "max_streams = 0\n", "--max-streams must be a whole number"),
+        (
+            ["--camera", "gst:v4l2src ! tee name=t ! appsink t. ! queue ! filesink location=/tmp/x"],
+            "",
+            "stream 'camera': GStreamer pipeline",
+        ),
+        ([], '[streams.cam]\nsource = "gst:v4l2src ! tcpserversink port=5000"\n', "'tcpserversink' is not allowed"),
+    ],
+)
+def test_bad_source_settings_are_refused_naming_the_setting(tmp_path, args, toml, message):
+    config_file = tmp_path / "run.toml"
+    config_file.write_text(toml)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        AppConfig.from_args(parse_args([*(args or ["--video", "a.mp4"]), "--config", str(config_file)]))
+
+
+def test_a_writing_gst_pipeline_at_start_exits_2_before_the_model_loads():
+    done = run_app("--camera", "gst:v4l2src ! tee name=t ! appsink t. ! queue ! filesink location=/tmp/x",
+                   "--model", "tiny", timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "'tee' is not allowed" in done.stderr, done.stderr[-1500:]
+    assert "loading" not in done.stderr
+
+
+CAPTURE = CaptureShape(frame_size=(448, 448), fps=1.0, clip_seconds=4.0, queue_size=2, decoder_threads=2)
+MODEL = ModelShape(hidden=1536, intermediate=8960, heads=12, vocab=151936, element_bytes=2)  # Qwen2-VL-2B's text model
+
+
+def test_a_stream_costs_its_threads_decoder_frames_and_answer_activations_besides_its_kv():
+    extra = stream_overhead(CAPTURE, MODEL, span_tokens=3072)
+    assert extra.threads == 3  # the capture thread and two decoder threads
+    assert extra.thread_bytes == 3 * 2 * 2**20
+    assert extra.decoder_bytes == (2 + 6) * 1920 * 1080 * 3 // 2  # a frame per thread + 6 held, 1080p YUV 4:2:0
+    assert extra.frame_bytes == (2 + 2) * 4 * 448 * 448 * 3  # queue + assembling + ingesting, 4 frames a clip, RGB
+    assert extra.answer_bytes == 2 * 151936 * 4 + 12 * 3072 * 4 + (4 * 1536 + 3 * 8960) * 2
+    assert extra.host_bytes == extra.thread_bytes + extra.decoder_bytes + extra.frame_bytes
+    auto = stream_overhead(CaptureShape((448, 448), 1.0, 4.0), MODEL, span_tokens=3072)
+    assert auto.threads == 1 + (os.cpu_count() or 1) + 1  # FFmpeg's automatic thread count
+
+
+def test_admission_counts_the_overhead_so_streams_that_fit_by_kv_alone_are_refused():
+    kv_only = StreamCost(device_tokens=256, bytes_per_token=4096, host_bytes=0, host_in_ram=True)
+    extra = stream_overhead(CAPTURE, MODEL, span_tokens=256)
+    cost = replace(kv_only, overhead=extra)
+    free = 24 * 2**30  # the issue's machine: 1000 streams of a small budget pass on KV alone
+    assert "1000 stream(s)" in check_fits(kv_only, 1000, device_free=free, host_free=free, shared_memory=True)
+    with pytest.raises(AdmissionError) as refused:
+        check_fits(cost, 1000, device_free=free, host_free=free, shared_memory=True)
+    assert "for 3 threads, decoder and frames" in str(refused.value)
+    per_stream = kv_only.device_bytes + extra.host_bytes + extra.answer_bytes
+    assert check_fits(cost, 10, device_free=int(10 * per_stream / 0.79), host_free=0, shared_memory=True)
+    with pytest.raises(AdmissionError):
+        check_fits(cost, 10, device_free=int(10 * per_stream / 0.81), host_free=0, shared_memory=True)
+    # the running streams' threads, decoders and frames are spent already: one more needs one stream's worth
+    one_more = 10 * (kv_only.device_bytes + extra.answer_bytes) + extra.host_bytes
+    line = check_fits(cost, 10, device_free=int(one_more / 0.79), host_free=0, shared_memory=True, running=9)
+    assert "less the" in line
+    with pytest.raises(AdmissionError):
+        check_fits(cost, 10, device_free=int(one_more / 0.81), host_free=0, shared_memory=True, running=9)
+    # on a GPU, the activations count against the device, the rest against the host
+    with pytest.raises(AdmissionError, match="device KV"):
+        check_fits(cost, 4, device_free=int(4 * kv_only.device_bytes / 0.8), host_free=free, shared_memory=False)
+    with pytest.raises(AdmissionError, match="host stores"):
+        check_fits(cost, 4, device_free=free, host_free=int(3.5 * extra.host_bytes / 0.8), shared_memory=False)

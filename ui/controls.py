@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from capture import CaptureConfig, SourceError
+from capture.policy import SourcePolicy
 from ui.source_errors import page_source_error
 from ui.state import LiveState
 
@@ -54,23 +55,31 @@ class AssistantCommands(Protocol):
 
     def add_stream(self, name: str, capture_config: CaptureConfig) -> str: ...
 
+    def remove_stream(self, name: str) -> None: ...
+
     @property
     def stream_time(self) -> float: ...
 
 
 @dataclass(frozen=True)
 class CaptureOptions:
-    """How sources picked in the page are captured (from --fps, --clip-seconds, --realtime, --loop)."""
+    """How sources picked while running (the page, the terminal's +NAME=SOURCE) are captured (from --fps,
+    --clip-seconds, --realtime, --loop) and which are allowed (policy: capture.policy; None allows any, for
+    callers that are the operator)."""
 
     fps: float = 1.0
     clip_seconds: float = 4.0
     realtime: bool = True  # files play at their own speed, like a live stream
     loop: bool = False
     max_size: tuple[int, int] | None = None  # the model's frame size
+    policy: SourcePolicy | None = None
 
-    def config(self, source: str | int) -> CaptureConfig:
-        """Raises ValueError for a source that cannot be a source (e.g. an unsupported URL scheme). As for the
-        command line's streams, a file read offline (realtime False) waits for the model and loses no clip."""
+    def config(self, source: str | int, uploaded: bool = False) -> CaptureConfig:
+        """Raises ValueError for a source that cannot be a source (e.g. an unsupported URL scheme) or that the
+        policy refuses (SourceRefused). uploaded: a file uploaded through the page. As for the command line's
+        streams, a file read offline (realtime False) waits for the model and loses no clip."""
+        if self.policy is not None:
+            source = self.policy.check(source, uploaded=uploaded)
         return CaptureConfig(
             source=source,
             fps=self.fps,
@@ -155,7 +164,7 @@ class Controls:
         target = stream_choice(stream)
         try:
             source = self._source(kind, upload, location, camera)
-            self.assistant.watch(self.options.config(source), stream=target)
+            self.assistant.watch(self.options.config(source, kind == "file upload"), stream=target)
         except SourceError as err:
             return self._refuse(f"cannot watch it: {page_source_error(kind, location, upload, str(err))}")
         except ValueError as err:
@@ -178,7 +187,7 @@ class Controls:
                 if not name:
                     raise ValueError("type a name for the new stream first (e.g. door)")
                 source = self._source(kind, upload, location, camera)
-                admission = self.assistant.add_stream(name, self.options.config(source))
+                admission = self.assistant.add_stream(name, self.options.config(source, kind == "file upload"))
             except SourceError as err:
                 return self._refuse(
                     f"cannot add stream {name!r}: {page_source_error(kind, location, upload, str(err))}"
@@ -187,6 +196,19 @@ class Controls:
                 return self._refuse(f"cannot add stream {name!r}: {err}" if name else f"cannot add a stream: {err}")
             self.streams = (*self.streams, name)
         return Feedback(True, f"stream {name} added; memory: {admission}")
+
+    def remove_stream(self, stream: str | None) -> Feedback:
+        """Removes the chosen stream (not the first): its capture stops, its memory is freed, its panel goes."""
+        target = stream_choice(stream)
+        with self._add_lock:
+            try:
+                if target is None:
+                    raise ValueError("choose the stream to remove first")
+                self.assistant.remove_stream(target)
+            except ValueError as err:
+                return self._refuse(f"cannot remove stream {target!r}: {err}" if target else str(err))
+            self.streams = tuple(name for name in self.streams if name != target)
+        return Feedback(True, f"stream {target} removed; its memory is freed")
 
     def stop(self, stream: str | None = None) -> Feedback:
         target = stream_choice(stream)

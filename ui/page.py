@@ -219,6 +219,7 @@ def build_page(
                             start = gr.Button("Start", variant="primary", elem_id="start")
                             stop = gr.Button("Stop", elem_id="stop")
                             reset = gr.Button("Reset memory", elem_id="reset")
+                            remove = gr.Button("Remove stream", elem_id="remove-stream")
                         source_msg = gr.Markdown(elem_id="source-msg")
                         with gr.Row():
                             new_name = gr.Textbox(
@@ -331,6 +332,7 @@ def build_page(
         start.click(command(controls.start), [kind, upload, location, camera, source_stream], [source_msg])
         stop.click(command(controls.stop), [source_stream], [source_msg])
         reset.click(command(controls.reset), [source_stream], [source_msg])
+        remove.click(command(controls.remove_stream), [source_stream], [source_msg])
         apply.click(command(controls.set_standing), [standing, every], [standing_msg])
 
         def on_ask(text: str, target: str | None) -> tuple[str, str]:

@@ -303,6 +303,9 @@ class LiveState:
     def _on_status(self, e: dict, memory: MemoryPoint | None) -> None:
         message = str(e.get("message", ""))
         self._log.append(LogLine(float(e.get("t_wall", 0.0)), "status", self._labelled(e, "", message)))
+        if e.get("removed") and e.get("stream"):
+            self._remove_view(e["stream"], self._wall(e))
+            return
         if "stream" in e and e["stream"] is None:  # the whole process: only its stop changes the streams
             names = [v.name for v in self._snap.streams] if message == "assistant stopped" else []
         else:
@@ -352,6 +355,15 @@ class LiveState:
             view = StreamView(name, budget=self._budget)
             self._snap = replace(self._snap, streams=(*self._snap.streams, view))
         return view
+
+    def _remove_view(self, name: str, t_wall: float) -> None:
+        """A removed stream leaves the page: its view, its plot bookkeeping and its open alerts."""
+        streams = tuple(v for v in self._snap.streams if v.name != name)
+        if streams:
+            self._snap = replace(self._snap, streams=streams)
+        self._tracks.pop(name, None)
+        closed = self._alerts.close_stream(name, "the stream was removed", t_wall)
+        self._changed(log=True, alerts=closed)
 
     def _set_view(self, view: StreamView) -> None:
         streams = tuple(view if v.name == view.name else v for v in self._snap.streams)

@@ -19,6 +19,7 @@ from ui.state import Snapshot
 
 PALETTE = ("#f97316", "#16a34a", "#9333ea", "#0891b2", "#db2777", "#ca8a04", "#4b5563", "#65a30d")
 PANEL_KINDS = ("preview", "caption", "panel")
+REMOVED = "**removed**"
 
 
 def spare_outputs(count: int) -> tuple[str, ...]:
@@ -46,6 +47,13 @@ def place_in_spares(snap: Snapshot, seen: dict, values: dict[str, Any], fixed: S
     """Moves the values of streams without a panel of their own (not in `fixed`) to the spares, in order; a spare
     that gets its stream is shown, labelled with its name. Changes `seen` and `values` in place."""
     added = [view.name for view in snap.streams if view.name not in fixed][:count]
+    for k in range(len(added), count):  # a spare whose stream was removed: hidden again
+        if seen.pop(f"slot:#{k}", None) is not None:
+            values[f"column:#{k}"] = gr.update(visible=False)
+    names = {view.name for view in snap.streams}
+    for name in fixed:  # a stream of the start that was removed keeps its panel, marked so
+        if name not in names and seen.get(f"panel:{name}") != REMOVED:
+            seen[f"panel:{name}"] = values[f"panel:{name}"] = REMOVED
     for k, name in enumerate(added):
         for kind in PANEL_KINDS:
             if f"{kind}:{name}" in values:
