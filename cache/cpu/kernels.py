@@ -21,6 +21,7 @@ MKL (same results up to float rounding).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -104,9 +105,20 @@ def _build() -> bool:
 
 def build_directory() -> Path:
     """Where the kernels are built: `$EDGE_ASSISTANT_DATA` (default ~/.cache/edge-stream-assistant), per torch
-    version (a library built against one torch does not load into another)."""
+    version (a library built against one torch does not load into another) and per checkout and version of the
+    sources (two checkouts sharing the folder would otherwise rebuild over each other at every start, each
+    waiting for the other's lock)."""
     data = Path(os.environ.get("EDGE_ASSISTANT_DATA", Path.home() / ".cache" / "edge-stream-assistant"))
-    return data / "cpu-kernels" / f"torch-{torch.__version__}"
+    return data / "cpu-kernels" / f"torch-{torch.__version__}-{_sources_digest()}"
+
+
+def _sources_digest() -> str:
+    """12 hex digits of the sources' paths and contents (headers included)."""
+    digest = hashlib.sha256()
+    for path in sorted(SOURCES[0].parent.iterdir()):
+        digest.update(str(path.resolve()).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def clear_stale_lock(directory: Path) -> bool:
