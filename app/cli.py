@@ -200,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--port", type=int, default=7860, help="port of the page")
     web.add_argument("--share", action="store_true", help="also publish a temporary public Gradio link")
     web.add_argument("--auth", metavar="USER:PASSWORD", help="require this login on the page")
+    web.add_argument(
+        "--auth-file", type=Path, metavar="PATH", help="the page's login: a file with one line user:password"
+    )
     web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
     p.set_defaults(stream_tables=None, alert_tables=None)  # the --config file's [streams.NAME] and [alerts.NAME]
     return p
