@@ -136,3 +136,22 @@ def test_secrets_headed_for_exec_start_are_refused(tmp_path, args, says):
     result = run_deploy(tmp_path, BOARDS["orin-nano-8"], *args)
     assert result.returncode == 2 and says in result.stderr, result.stderr
     assert "SECRETPW" not in result.stdout + result.stderr
+
+
+@require_tool("systemd-analyze")
+def test_the_unit_is_rated_hardened_by_systemd(tmp_path):
+    result = run_deploy(tmp_path, BOARDS["orin-nano-8"], "--user", "edge")
+    assert result.returncode == 0, result.stderr
+    path = tmp_path / "edge-assistant.service"
+    path.write_text(unit_from(result.stdout))
+    # --threshold is on systemd's 0-100 scale (printed as 0.0-10.0): 50 = "MEDIUM" or better; the unit without
+    # hardening rated 9.6 ("UNSAFE")
+    rated = subprocess.run(
+        ["systemd-analyze", "security", "--offline=yes", "--threshold=50", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if "offline" in rated.stderr and "unrecognized" in rated.stderr:
+        pytest.skip("systemd-analyze without --offline (systemd < 250)")
+    assert rated.returncode == 0, rated.stdout[-3000:] + rated.stderr
