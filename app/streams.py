@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from capture.redact import redact_source
+
 DEFAULT_STREAM = "main"  # the stream of a page started without a source
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 NAME_RULE = "lowercase letters, digits, '_' and '-', starting with a letter or digit, at most 32 characters"
@@ -52,7 +54,7 @@ def parse_stream_flag(text: str) -> StreamSpec:
     """`NAME=SOURCE` (SOURCE: anything --video or --camera takes; a bare number is a camera index)."""
     name, sep, source = text.partition("=")
     if not sep or not source.strip():
-        raise ValueError(f"--stream takes NAME=SOURCE (e.g. door=rtsp://camera/stream), got {text!r}")
+        raise ValueError(f"--stream takes NAME=SOURCE (e.g. door=rtsp://camera/stream), got {redact_source(text)!r}")
     return StreamSpec(name.strip(), camera_or_path(source.strip()))
 
 
