@@ -39,6 +39,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a named stream (repeatable; SOURCE as for --video/--camera); in --config: [streams.NAME] tables "
         "with source, and optionally their own question and every. Names: lowercase letters, digits, _ and -",
     )
+    src.add_argument(
+        "--stream-credentials-file",
+        action="append",
+        metavar="NAME=PATH",
+        help="the login of stream NAME's URL: a file with one line user:password, readable by you only (repeatable;"
+        " or EDGE_ASSISTANT_SOURCE_CREDENTIALS_NAME=user:password in the environment; in --config: "
+        "credentials_file in [streams.NAME]). Keeps the password out of argv, logs and the page",
+    )
     src.add_argument("--fps", type=float, default=1.0, help="frames sampled per second of stream time")
     src.add_argument("--clip-seconds", type=float, default=4.0, help="stream seconds per clip fed to the model")
     src.add_argument(

@@ -12,7 +12,16 @@ from app.assistant import RunLimits
 from app.input_limits import InputLimits
 from app.outputs import MqttConfig, WebhookConfig
 from app.scheduler import StandingQuestion
-from app.streams import DEFAULT_STREAM, StreamSpec, derived_name, parse_stream_flag, specs_from_table, unique
+from app.source_credentials import stream_credentials
+from app.streams import (
+    DEFAULT_STREAM,
+    StreamSpec,
+    derived_name,
+    parse_stream_flag,
+    specs_from_table,
+    unique,
+    with_credentials_files,
+)
 from app.timeline import TimelineConfig, default_timeline_path
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
@@ -134,7 +143,12 @@ class AppConfig:
         for spec in specs:
             try:
                 # an offline run over a file (--no-realtime) waits for the model and loses no clip
-                capture = CaptureConfig(source=spec.source, block_when_full=not args.realtime, **capture_settings)
+                capture = CaptureConfig(
+                    source=spec.source,
+                    block_when_full=not args.realtime,
+                    credentials=stream_credentials(spec),
+                    **capture_settings,
+                )
                 schedule = StandingQuestion(
                     question=spec.question or args.question, every_s=args.every if spec.every is None else spec.every
                 )
@@ -252,7 +266,7 @@ def _stream_specs(args: argparse.Namespace) -> list[StreamSpec]:
     specs += [parse_stream_flag(text) for text in args.stream or []]
     if args.stream_tables is not None:
         specs += specs_from_table(args.stream_tables)
-    return unique(specs)
+    return with_credentials_files(unique(specs), getattr(args, "stream_credentials_file", None) or [])
 
 
 def _camera_source(camera: str | None) -> int | str | None:

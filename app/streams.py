@@ -8,24 +8,28 @@ all of them: lowercase letters, digits, `_` and `-`, starting with a letter or d
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from capture.redact import redact_source
 
 DEFAULT_STREAM = "main"  # the stream of a page started without a source
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 NAME_RULE = "lowercase letters, digits, '_' and '-', starting with a letter or digit, at most 32 characters"
-TABLE_KEYS = ("source", "question", "every")
+TABLE_KEYS = ("source", "question", "every", "credentials_file")
 
 
 @dataclass(frozen=True)
 class StreamSpec:
-    """One stream as configured. question/every: its own standing question and interval (None: the run's)."""
+    """One stream as configured. question/every: its own standing question and interval (None: the run's).
+    credentials_file: a file holding the source's `user:password` (see app/source_credentials.py)."""
 
     name: str
     source: str | int
     question: str | None = None
     every: float | None = None
+    credentials_file: str | None = None
 
     def __post_init__(self) -> None:
         check_name(self.name)
@@ -35,6 +39,9 @@ class StreamSpec:
             raise ValueError(f"stream {self.name!r}: every must be a number of seconds >= 0, got {self.every!r}")
         if self.question is not None and (not isinstance(self.question, str) or not self.question.strip()):
             raise ValueError(f"stream {self.name!r}: the question must be a non-empty string")
+        file = self.credentials_file
+        if file is not None and (not isinstance(file, str) or not file.strip()):
+            raise ValueError(f"stream {self.name!r}: credentials_file must be a file path")
 
 
 def check_name(name: object) -> str:
@@ -47,7 +54,7 @@ def parse_stream_flag(text: str) -> StreamSpec:
     """`NAME=SOURCE` (SOURCE: anything --video or --camera takes; a bare number is a camera index)."""
     name, sep, source = text.partition("=")
     if not sep or not source.strip():
-        raise ValueError(f"--stream takes NAME=SOURCE (e.g. door=rtsp://camera/stream), got {text!r}")
+        raise ValueError(f"--stream takes NAME=SOURCE (e.g. door=rtsp://camera/stream), got {redact_source(text)!r}")
     return StreamSpec(name.strip(), camera_or_path(source.strip()))
 
 
@@ -73,7 +80,9 @@ def specs_from_table(table: object) -> list[StreamSpec]:
             raise ValueError(f"[streams.{name}] has no source")
         source = settings["source"]
         source = camera_or_path(source) if isinstance(source, str) else source
-        specs.append(StreamSpec(name, source, settings.get("question"), settings.get("every")))
+        specs.append(
+            StreamSpec(name, source, settings.get("question"), settings.get("every"), settings.get("credentials_file"))
+        )
     return specs
 
 
@@ -90,6 +99,23 @@ def derived_name(source: str | int) -> str:
         raw = Path(source).stem
     slug = re.sub(r"[^a-z0-9_-]+", "-", raw.lower()).strip("-_")[:32].strip("-_")
     return slug or "stream"
+
+
+def with_credentials_files(specs: list[StreamSpec], flags: list[str]) -> list[StreamSpec]:
+    """The specs with `--stream-credentials-file NAME=PATH` flags applied (a name that is not a stream, or one
+    whose table names a file already, is refused)."""
+    by_name = {spec.name: spec for spec in specs}
+    for text in flags:
+        name, sep, path = text.partition("=")
+        name, path = name.strip(), path.strip()
+        if not sep or not path:
+            raise ValueError(f"--stream-credentials-file takes NAME=PATH, got {text!r}")
+        if name not in by_name:
+            raise ValueError(f"--stream-credentials-file {name}=...: no stream named {name!r} ({', '.join(by_name)})")
+        if by_name[name].credentials_file is not None:
+            raise ValueError(f"stream {name!r}: a credentials file is given twice")
+        by_name[name] = replace(by_name[name], credentials_file=path)
+    return [by_name[spec.name] for spec in specs]
 
 
 def unique(specs: list[StreamSpec]) -> list[StreamSpec]:

@@ -17,6 +17,7 @@ import av.error
 import numpy as np
 
 from capture.config import CaptureConfig, SourceSpec
+from capture.credentials import with_userinfo
 from capture.errors import SourceError, StreamDropped
 from capture.source import RawFrame
 
@@ -73,7 +74,10 @@ def _open_hint(spec: SourceSpec, config: CaptureConfig, err: Exception) -> str:
         if isinstance(err, av.error.HTTPNotFoundError):
             return f"cannot open {desc}: the server answered 404 Not Found; check the path in the URL"
         if isinstance(err, (av.error.HTTPUnauthorizedError, av.error.HTTPForbiddenError)):
-            return f"cannot open {desc}: access denied ({err}); put credentials in the URL (user:pass@host)"
+            return (
+                f"cannot open {desc}: access denied ({err}); check the login (a credentials_file, "
+                "EDGE_ASSISTANT_SOURCE_CREDENTIALS_<STREAM>, or user:pass@host in the URL)"
+            )
         if isinstance(err, av.error.ProtocolNotFoundError):
             return f"cannot open {desc}: this FFmpeg build does not support the protocol; try http or rtsp"
         if isinstance(err, av.error.InvalidDataError):
@@ -137,6 +141,8 @@ class AvSource:
         else:
             _check_path(spec)
         target = str(Path(str(spec.target)).expanduser()) if spec.kind == "file" else str(spec.target)
+        if config.credentials is not None:  # joined here only: the URL shown and stored never holds them
+            target = with_userinfo(target, config.credentials)
         try:
             # metadata that is not valid UTF-8 (damaged or mislabelled) must not make a video unreadable
             container = av.open(

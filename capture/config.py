@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from capture.credentials import has_userinfo
 from capture.reconnect import ReconnectPolicy
 from capture.redact import redact_source
 
@@ -112,6 +113,8 @@ class CaptureConfig:
         event_queue_size: mid-stream events kept for the consumer (oldest dropped first).
         block_when_full: for files, wait for the consumer instead of dropping the oldest clip (offline
             runs: --no-realtime, benchmarks, tests). Live sources always drop: the world does not wait.
+        credentials: (user, password) for a network URL that carries no login itself; joined to the URL
+            only when the source is opened (``capture.credentials``), never shown (not in repr).
     """
 
     source: str | int | Path
@@ -129,6 +132,7 @@ class CaptureConfig:
     max_consecutive_errors: int = 200
     event_queue_size: int = 64
     block_when_full: bool = False
+    credentials: tuple[str, str] | None = field(default=None, repr=False, compare=False)
     spec: SourceSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -162,6 +166,13 @@ class CaptureConfig:
             raise ValueError(f"max_consecutive_errors must be >= 1, got {self.max_consecutive_errors}")
         if self.event_queue_size < 1:
             raise ValueError(f"event_queue_size must be >= 1, got {self.event_queue_size}")
+        if self.credentials is not None:
+            if self.spec.kind != "url":
+                raise ValueError(f"credentials apply to network URLs only, not to {self.spec.describe()}")
+            if has_userinfo(str(self.spec.target)):
+                raise ValueError(f"{self.spec.describe()} has a login in its URL already: give it once")
+            if len(self.credentials) != 2 or not all(isinstance(v, str) and v for v in self.credentials):
+                raise ValueError("credentials must be (user, password), both non-empty")
 
     @property
     def is_live(self) -> bool:

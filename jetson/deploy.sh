@@ -42,8 +42,16 @@ Assistant (defaults depend on the board, see jetson/README.md):
   --source SRC           camera:INDEX, a file or a URL (default: camera:0)
   --host HOST --port N   where the web page listens (default: 127.0.0.1 7860)
   --question TEXT        standing question;  --every SECONDS  how often to ask it
-  --app-arg ARG          extra argument for 'python -m app' (repeatable)
+  --app-arg ARG          extra argument for 'python -m app' (repeatable; never a secret: refused)
   --user NAME            user the service runs as (default: \$SUDO_USER)
+
+Secrets (each FILE is copied to a root-only credentials folder and handed to the service by systemd's
+LoadCredential=, never written into the unit's ExecStart):
+  --page-auth-file FILE           the page's login, one line user:password (--mode ui)
+  --mqtt-password-file FILE       the MQTT broker's password (with --app-arg --mqtt --app-arg URL)
+  --webhook-secret-file FILE      the key signing webhook bodies (with --app-arg --webhook --app-arg URL)
+  --source-credentials-file FILE  the login of the --source URL, one line user:password
+                                  (a --source rtsp://user:pass@host/... is split the same way)
 
 Jetson:
   --power-mode NAME|ID   set an nvpmodel mode (e.g. MAXN); names come from /etc/nvpmodel.conf
@@ -57,6 +65,7 @@ Testing:
   --etc-root DIR --proc-root DIR   read nv_tegra_release, nvpmodel.conf, device-tree and meminfo
                                    from fake trees (only with --dry-run); env JETSON_ETC_ROOT/_PROC_ROOT
   --systemd-dir DIR      where the unit file goes (default: /etc/systemd/system)
+  --credentials-dir DIR  where the secrets go (default: /etc/edge-assistant/credentials)
 EOF
 }
 
@@ -66,6 +75,8 @@ ETC_ROOT=${JETSON_ETC_ROOT:-/etc}
 PROC_ROOT=${JETSON_PROC_ROOT:-/proc}
 PREFIX=/opt/edge-assistant
 SYSTEMD_DIR=/etc/systemd/system
+CRED_DIR="" # default: /etc/edge-assistant/credentials (in a sandbox run: under the sandbox)
+declare -A SECRETS=() # credential name -> the file given for it
 BOARD="" MODEL="" BUDGET="" FPS="" DTYPE="" POLICY=inf-mllm MODE=ui SOURCE=camera:0
 HOST=127.0.0.1 PORT=7860 QUESTION="" EVERY="" POWER_MODE="" TORCH_INDEX="" TORCH_SPEC=""
 SERVICE_USER=${SUDO_USER:-$(id -un)}
@@ -88,7 +99,8 @@ while [[ $# -gt 0 ]]; do
     -h | --help) usage; exit 0 ;;
     --board | --model | --budget | --fps | --dtype | --policy | --mode | --source | --host | --port | \
       --question | --every | --app-arg | --user | --power-mode | --torch-index | --torch-spec | \
-      --prefix | --etc-root | --proc-root | --systemd-dir)
+      --prefix | --etc-root | --proc-root | --systemd-dir | --credentials-dir | --page-auth-file | \
+      --mqtt-password-file | --webhook-secret-file | --source-credentials-file)
       need_value "$@"
       case $1 in
         --board) BOARD=$2 ;; --model) MODEL=$2 ;; --budget) BUDGET=$2 ;; --fps) FPS=$2 ;;
@@ -97,6 +109,9 @@ while [[ $# -gt 0 ]]; do
         --app-arg) APP_EXTRA+=("$2") ;; --user) SERVICE_USER=$2 ;; --power-mode) POWER_MODE=$2 ;;
         --torch-index) TORCH_INDEX=$2 ;; --torch-spec) TORCH_SPEC=$2 ;; --prefix) PREFIX=$2 ;;
         --etc-root) ETC_ROOT=$2 ;; --proc-root) PROC_ROOT=$2 ;; --systemd-dir) SYSTEMD_DIR=$2 ;;
+        --credentials-dir) CRED_DIR=$2 ;; --page-auth-file) SECRETS[page-auth]=$2 ;;
+        --mqtt-password-file) SECRETS[mqtt-password]=$2 ;; --webhook-secret-file) SECRETS[webhook-secret]=$2 ;;
+        --source-credentials-file) SECRETS[source-credentials]=$2 ;;
       esac
       shift
       ;;
@@ -114,17 +129,20 @@ done
 [[ -z $BOARD || " $(known_boards) " == *" $BOARD "* ]] || die "--board must be one of: $(known_boards)" 2
 VENV=$PREFIX/venv
 UNIT_PATH=$SYSTEMD_DIR/$SERVICE.service
+check_secrets # lib/unit.sh: no secret in ExecStart; a --source login split off into a credential
 
 # Fake /etc or /proc trees are for planning only: never change a real system on fake facts.
 # A sandbox run (JETSON_DEPLOY_SANDBOX=DIR, used by the tests) is the one exception: every tool
 # that changes something must then come from DIR, so nothing outside it can be touched.
 SANDBOX=${JETSON_DEPLOY_SANDBOX:-}
+CRED_DIR=${CRED_DIR:-${SANDBOX:+$SANDBOX/etc/edge-assistant/credentials}}
+CRED_DIR=${CRED_DIR:-/etc/edge-assistant/credentials}
 if [[ -n $SANDBOX ]]; then
   for tool in "${MUTATING_TOOLS[@]}"; do
     [[ $(command -v "$tool" || true) == "$SANDBOX"/* ]] || die "sandbox run: $tool must come from $SANDBOX" 2
   done
-  [[ $PREFIX == "$SANDBOX"/* && $SYSTEMD_DIR == "$SANDBOX"/* ]] ||
-    die "sandbox run: --prefix and --systemd-dir must be inside $SANDBOX" 2
+  [[ $PREFIX == "$SANDBOX"/* && $SYSTEMD_DIR == "$SANDBOX"/* && $CRED_DIR == "$SANDBOX"/* ]] ||
+    die "sandbox run: --prefix, --systemd-dir and --credentials-dir must be inside $SANDBOX" 2
 elif ((!DRY_RUN)); then
   [[ $ETC_ROOT == /etc && $PROC_ROOT == /proc ]] || die "--etc-root/--proc-root only go with --dry-run" 2
   ((EUID == 0)) || die "run as root (sudo $0 ...), or add --dry-run to see the plan" 2
@@ -160,6 +178,23 @@ write_file() {
     printf '    would write: %s\n' "$dest"
   else
     run install -D -m 644 "$src" "$dest"
+  fi
+  return 0
+}
+
+# write_secret SRC DEST: install SRC as DEST, mode 600, root's (in a root-only folder), unless DEST already
+# has that content. Never prints the content. Returns 0 when DEST changed (or would change), 1 when not.
+write_secret() {
+  local src=$1 dest=$2 owner=()
+  ((EUID == 0)) && owner=(-o root -g root)
+  if [[ -f $dest ]] && cmp -s "$src" "$dest"; then
+    return 1
+  fi
+  if ((DRY_RUN)); then
+    printf '    would write: %s (mode 600, root only)\n' "$dest"
+  else
+    [[ -d ${dest%/*} ]] || run install -d -m 700 "${owner[@]}" "${dest%/*}"
+    run install -m 600 "${owner[@]}" "$src" "$dest"
   fi
   return 0
 }

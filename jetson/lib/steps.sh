@@ -134,7 +134,10 @@ ensure_service() {
   [[ $SERVICE_USER != root ]] || info "WARNING: the service will run as root; pass --user NAME"
   [[ $HOST == 127.0.0.1 || $HOST == localhost || $MODE != ui ]] ||
     info "WARNING: the web page (camera view, questions) will be reachable from the network on $HOST:$PORT"
+  [[ $HOST == 127.0.0.1 || $HOST == localhost || $MODE != ui || -n ${SECRETS[page-auth]:-} ]] ||
+    info "WARNING: no --page-auth-file: the page makes up a login at each start and prints it to the journal"
   local unit changed=0
+  ensure_credentials && changed=1
   unit=$(mktemp)
   render_unit >"$unit"
   printf '    ----- %s -----\n' "$UNIT_PATH"
@@ -159,6 +162,28 @@ ensure_service() {
   fi
 }
 
+# ensure_credentials: the secrets given into $CRED_DIR (root only). Returns 0 when one changed (the service
+# then restarts to load it), 1 when none did.
+ensure_credentials() {
+  local name file changed=1 login
+  for name in "${CREDENTIAL_NAMES[@]}"; do
+    has_credential "$name" || continue
+    file=${SECRETS[$name]:-} login=""
+    if [[ -z $file ]]; then # the login split off the --source URL
+      login=$(umask 077 && mktemp)
+      printf '%s\n' "$SOURCE_LOGIN" >"$login"
+      file=$login
+    fi
+    if write_secret "$file" "$CRED_DIR/$name"; then
+      changed=0
+    else
+      done_already "secret $name unchanged"
+    fi
+    [[ -z $login ]] || rm -f "$login"
+  done
+  return $changed
+}
+
 uninstall() {
   step "Remove the service"
   if [[ -f $UNIT_PATH ]]; then
@@ -167,6 +192,9 @@ uninstall() {
     run systemctl daemon-reload
   else
     done_already "no $UNIT_PATH"
+  fi
+  if [[ -d $CRED_DIR ]]; then
+    run rm -rf "$CRED_DIR" # the secrets go with the service
   fi
   step "Remove the virtual environment"
   if [[ -d $VENV ]]; then
