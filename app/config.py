@@ -10,6 +10,7 @@ from app.assistant import RunLimits
 from app.input_limits import InputLimits
 from app.outputs import MqttConfig, WebhookConfig
 from app.scheduler import StandingQuestion
+from app.sizes import check_sizes
 from app.streams import DEFAULT_STREAM, StreamSpec, derived_name, parse_stream_flag, specs_from_table, unique
 from app.timeline import TimelineConfig, default_timeline_path
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
@@ -69,6 +70,7 @@ class AppConfig:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AppConfig:
         """Builds and validates every component; raises ValueError naming the flag at fault."""
+        check_sizes(args)
         if args.video is not None and args.camera is not None:
             raise ValueError("give either --video or --camera, not both (or name several with --stream NAME=SOURCE)")
         specs = _stream_specs(args)
