@@ -6,6 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from app.config_types import check_value
 from app.input_limits import MAX_PENDING, MAX_QUESTION_CHARS, InputLimits
 from app.scheduler import DEFAULT_QUESTION
 from cache.config import POOL_MODES, CacheConfig
@@ -277,7 +278,7 @@ def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
         values = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as err:
         parser.error(f"cannot read --config {path}: {err}")
-    known = {a.dest for a in parser._actions}
+    known = {a.dest: a for a in parser._actions}
     settings = {}
     for key, value in values.items():
         if key in ("streams", "alerts"):
@@ -286,7 +287,10 @@ def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
         dest = key.replace("-", "_")
         if dest not in known or dest in ("help", "config"):
             parser.error(f"--config {path}: unknown setting {key!r}")
-        settings[dest] = Path(value) if dest == "log_jsonl" else value
+        try:
+            settings[dest] = check_value(known[dest], key, value)
+        except ValueError as err:
+            parser.error(f"--config {path}: {err}")
     return settings
 
 

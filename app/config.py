@@ -12,6 +12,7 @@ from app.assistant import RunLimits
 from app.input_limits import InputLimits
 from app.outputs import MqttConfig, WebhookConfig
 from app.scheduler import StandingQuestion
+from app.sizes import check_sizes
 from app.source_credentials import stream_credentials
 from app.streams import (
     DEFAULT_STREAM,
@@ -112,6 +113,7 @@ class AppConfig:
                 "--auth is refused: a password on the command line is visible to every user of this machine (ps); "
                 f"put user:password in a file only you can read and pass --auth-file FILE, or set ${AUTH_ENV}"
             )
+        check_sizes(args)
         if args.video is not None and args.camera is not None:
             raise ValueError("give either --video or --camera, not both (or name several with --stream NAME=SOURCE)")
         max_streams = _max_streams(args.max_streams)

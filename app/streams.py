@@ -35,13 +35,23 @@ class StreamSpec:
         check_name(self.name)
         if isinstance(self.source, str) and not self.source.strip():
             raise ValueError(f"stream {self.name!r}: the source is empty")
-        if self.every is not None and not (isinstance(self.every, (int, float)) and self.every >= 0):
+        if not isinstance(self.source, (str, int)) or isinstance(self.source, bool) or _negative(self.source):
+            raise ValueError(
+                f"stream {self.name!r}: the source must be a path, a URL or a camera index >= 0, got {self.source!r}"
+            )
+        if self.every is not None and not (
+            isinstance(self.every, (int, float)) and not isinstance(self.every, bool) and self.every >= 0
+        ):
             raise ValueError(f"stream {self.name!r}: every must be a number of seconds >= 0, got {self.every!r}")
         if self.question is not None and (not isinstance(self.question, str) or not self.question.strip()):
             raise ValueError(f"stream {self.name!r}: the question must be a non-empty string")
         file = self.credentials_file
         if file is not None and (not isinstance(file, str) or not file.strip()):
             raise ValueError(f"stream {self.name!r}: credentials_file must be a file path")
+
+
+def _negative(source: str | int) -> bool:
+    return isinstance(source, int) and source < 0
 
 
 def check_name(name: object) -> str:

@@ -16,13 +16,13 @@ from tests.app_helpers import REPO, app_command, of_type, read_log, run_app, vid
     "args, message",
     [
         (["--video", "x.mp4", "--frobnicate"], "unrecognized arguments: --frobnicate"),
-        (["--video", "x.mp4", "--every", "-5"], "every must be >= 0"),
+        (["--video", "x.mp4", "--every", "-5"], "--every must be from 0 to"),
         (["--video", "x.mp4", "--budget", "16", "--window", "32"], "must be larger than the window"),
         (["--video", "x.mp4", "--camera", "0"], "either --video or --camera, not both"),
         (["--video", "x.mp4", "--policy", "lru"], "invalid choice: 'lru'"),
         (["--model", "tiny"], "nothing to watch"),
         (["--video", "x.mp4", "--fps", "0"], "fps must be"),
-        (["--video", "x.mp4", "--max-rounds", "-1"], "max_rounds must be >= 0"),
+        (["--video", "x.mp4", "--max-rounds", "-1"], "--max-rounds must be from 0 to"),
     ],
 )
 def test_bad_flags_exit_2_with_a_message(args, message, capsys):

@@ -151,8 +151,8 @@ def test_admission_of_one_more_counts_what_the_running_streams_hold_as_spent_not
 
 def test_streams_that_do_not_fit_exit_2_before_any_stream_starts():
     done = run_app(
-        "--stream", f"a={video(8)}", "--stream", f"b={video(8)}", "--model", "tiny", "--budget", "400000000",
-        "--recall", "0", timeout=120,
+        "--stream", f"a={video(8)}", "--stream", f"b={video(8)}", "--model", "tiny", "--recall", "64",
+        "--store-mb", "1048576", timeout=120,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr[-1500:]
     assert "do not fit in memory: 2 stream(s) x" in done.stderr and "watching" not in done.stderr

@@ -174,6 +174,9 @@ def test_the_standing_question_is_edited_from_the_current_stream_time():
         feedback = controls.set_standing(question, every)
         assert not feedback.ok and expected in feedback.message
     assert (assistant.schedule.question, assistant.schedule.every_s) == ("q", 0)  # refused edits change nothing
+    feedback = controls.set_standing("is it on? " * 100_000, 10)
+    assert not feedback.ok and "too long" in feedback.message
+    assert (assistant.schedule.question, assistant.schedule.every_s) == ("q", 0)
 
 
 def test_stop_and_reset_are_sent():

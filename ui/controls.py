@@ -253,6 +253,8 @@ class Controls:
         try:
             if every_s is None:
                 raise ValueError("give the interval in seconds of stream time (0 = never)")
+            if question and question.strip():  # asked every interval of every stream: as bounded as a question
+                question = self.assistant.check_question(question)
             self.assistant.schedule.update(
                 question=question or "", every_s=float(every_s), now_s=self.assistant.stream_time
             )
