@@ -16,7 +16,7 @@ import pytest
 
 from app.events import make_event
 from app.outputs import WebhookConfig, WebhookSink
-from app.outputs.http_post import RESPONSE_LIMIT, PostError, final_status, post
+from app.outputs.http_post import RESPONSE_LIMIT, PostError, final_status, post, request_bytes
 from app.outputs.supervisor import RestartPolicy
 from tests.mqtt_broker import free_port
 from tests.webhook_receiver import Receiver, endless_body, endless_status_line, garbage, redirect, trickle
@@ -166,3 +166,10 @@ def test_a_receiver_that_keeps_failing_is_reported_once_then_counted(receivers):
     down = WebhookConfig(f"http://127.0.0.1:{free_port()}/hook", retries=0)  # nobody listens there
     sink, errors = run_sink(down, [answer(i) for i in range(4)], receiver, 0)
     assert sink.failed == 4 and len(errors) == 2 and "3 more requests given up since the first" in errors[1], errors
+
+
+def test_the_request_goes_to_the_path_and_query_and_its_host_header_has_no_userinfo():
+    head, _, body = request_bytes("http://u:p@[::1]:8080/hook/t?k=1#frag", b"{}", {"X-A": "b"}).partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[:4] == ["POST /hook/t?k=1 HTTP/1.1", "Host: [::1]:8080", "Content-Length: 2", "Connection: close"]
+    assert lines[4:] == ["X-A: b"] and body == b"{}"

@@ -48,7 +48,9 @@ def request_bytes(url: str, body: bytes, headers: Mapping[str, str]) -> bytes:
     """The HTTP/1.1 request: POST to the URL's path and query, `Connection: close`, then `body`."""
     parts = urlsplit(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    lines = [f"POST {target} HTTP/1.1", f"Host: {parts.netloc}", f"Content-Length: {len(body)}", "Connection: close"]
+    host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+    host += f":{parts.port}" if parts.port else ""  # never the URL's userinfo
+    lines = [f"POST {target} HTTP/1.1", f"Host: {host}", f"Content-Length: {len(body)}", "Connection: close"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + body
 

@@ -163,7 +163,7 @@ class WebhookSink:
         self._abort = threading.Event()  # the close deadline passed: end now, count the rest as dropped
         self._aborted = 0
         self._restarts = restarts or RestartPolicy()
-        self._ssl = ssl.create_default_context() if config.url.startswith("https:") else None
+        self._ssl = ssl.create_default_context() if urlsplit(config.url).scheme == "https" else None
         self._thread = threading.Thread(target=self._supervise, name=f"webhook-{config.display}", daemon=True)
 
     @property
