@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from app.cli import parse_args
+from app.config import AppConfig
+
 REPO = Path(__file__).resolve().parents[1]
 JETSON = REPO / "jetson"
 SCRIPTS = sorted([*JETSON.glob("*.sh"), *JETSON.glob("lib/*.sh")])
@@ -143,7 +146,9 @@ def test_container_run_command(tmp_path: Path) -> None:
 
 def test_container_with_a_video_file_mounts_its_folder(tmp_path: Path) -> None:
     video = tmp_path / "clips" / "my walk.mp4"
-    result = run_container(tmp_path, "--dry-run", "--source", str(video), "--expose", "--tegrastats", "/nonexistent")
+    result = run_container(
+        tmp_path, "--dry-run", "--source", str(video), "--expose", "--open", "--tegrastats", "/nonexistent"
+    )
     argv = planned_docker_run(result.stdout)
     docker = argv[: argv.index("edge-assistant:r36.4")]
     assert f"{video.parent}:{video.parent}:ro" in docker
@@ -151,6 +156,46 @@ def test_container_with_a_video_file_mounts_its_folder(tmp_path: Path) -> None:
     assert "--device" not in docker  # no camera to pass through
     assert docker[docker.index("-p") + 1] == "7860:7860"  # --expose
     assert not any("tegrastats" in a for a in docker)
+
+
+def test_container_expose_needs_a_login_or_open(tmp_path: Path) -> None:
+    result = run_container(tmp_path, "--dry-run", "--expose")
+    assert result.returncode == 2 and "--auth-file" in result.stderr and "--open" in result.stderr
+    assert "would run" not in result.stdout and not (tmp_path / "calls.log").exists()
+
+
+def test_container_expose_with_a_login_file_passes_it_in_the_environment(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("EDGE_ASSISTANT_AUTH", raising=False)
+    login = tmp_path / "page-login"
+    login.write_text("ann:s3cret pass\n")
+    login.chmod(0o600)
+    result = run_container(tmp_path, "--dry-run", "--expose", "--auth-file", str(login))
+    assert result.returncode == 0, result.stderr
+    assert "s3cret" not in result.stdout + result.stderr  # nowhere on a command line
+    argv = planned_docker_run(result.stdout)
+    docker, app = argv[: argv.index("edge-assistant:r36.4")], argv[argv.index("edge-assistant:r36.4") + 1 :]
+    assert docker[docker.index("-e") + 1] == "EDGE_ASSISTANT_AUTH" and "--open" not in app
+    assert app[app.index("--host") + 1] == "0.0.0.0" and "--allowed-host" in app
+    config = AppConfig.from_args(parse_args(app))  # the app accepts every flag
+    assert config.ui is not None and config.ui.beyond_loopback and config.ui.auth is None  # the login: from -e
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640])
+def test_container_refuses_a_login_file_others_can_read(tmp_path: Path, mode: int) -> None:
+    login = tmp_path / "page-login"
+    login.write_text("ann:pw\n")
+    login.chmod(mode)
+    result = run_container(tmp_path, "--dry-run", "--expose", "--auth-file", str(login))
+    assert result.returncode == 2 and "chmod 600" in result.stderr
+
+
+def test_container_open_says_so_and_the_app_runs_without_login(tmp_path: Path) -> None:
+    result = run_container(tmp_path, "--dry-run", "--expose", "--open")
+    assert result.returncode == 0, result.stderr
+    assert "no login" in result.stdout
+    app = planned_docker_run(result.stdout)
+    app = app[app.index("edge-assistant:r36.4") + 1 :]
+    assert "--open" in app and AppConfig.from_args(parse_args(app)).ui.no_login
 
 
 def test_container_fake_roots_need_dry_run(tmp_path: Path) -> None:
