@@ -4,8 +4,6 @@ a stream that does not fit in memory are refused with what to do, and the runnin
 In the terminal, a typed `+NAME=SOURCE` line adds one."""
 
 import contextlib
-import functools
-import http.server
 import io
 import os
 import threading
@@ -29,6 +27,7 @@ from capture import CaptureConfig, SourceError
 from model.session import SessionConfig
 from tests.app_helpers import of_type, read_log, run_app, video
 from tests.session_helpers import loaded
+from tests.source_servers import FolderServer
 
 HANG_S = 300  # a guard against a hang, not a time the test expects
 WATCHES = [WatchSpec("anyone", "Is anyone there?"), WatchSpec("door_open", "Is the door open?", streams=("a",))]
@@ -161,36 +160,11 @@ def test_an_assistant_without_a_factory_or_stopped_refuses_to_add(running):
     assert list(assistant.streams) == ["a"]
 
 
-class VideoServer:
-    """Serves the files of a folder over HTTP on 127.0.0.1 (a camera's or NVR's recordings), for the tests' runs."""
-
-    def __init__(self, folder):
-        handler = functools.partial(QuietHandler, directory=str(folder))
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 def test_a_stream_typed_as_plus_name_equals_source_in_the_terminal_is_added_and_answered(tmp_path):
     log = tmp_path / "typed.jsonl"
     b = video(24, size=(64, 48), fps=3.0)
-    with VideoServer(b.parent) as server:
-        url = f"{server.base}/{b.name}"
+    with FolderServer(b.parent) as server:
+        url = server.url(b.name)
         typed = (
             f"+B={url}\n+a={url}\n+c=/nonexistent/c.mp4\n+d=gst:v4l2src ! appsink\n+e=tcp://127.0.0.1:9?listen=1\n"
             f"+b={url}\nb: what is on screen?\n"
