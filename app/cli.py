@@ -32,13 +32,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     src = p.add_argument_group("sources (one or more streams, one model)")
     src.add_argument("--video", metavar="PATH|URL", help="video file, or http(s)/rtsp stream URL")
-    src.add_argument("--camera", metavar="INDEX", help="camera index (V4L2), or gst:PIPELINE for a CSI camera")
+    src.add_argument(
+        "--camera",
+        metavar="INDEX",
+        help="camera index (V4L2), or gst:PIPELINE for a CSI camera (one camera source, converters and caps, "
+        "appsink last: no tee, no other sink)",
+    )
     src.add_argument(
         "--stream",
         action="append",
         metavar="NAME=SOURCE",
         help="a named stream (repeatable; SOURCE as for --video/--camera); in --config: [streams.NAME] tables "
-        "with source, and optionally their own question and every. Names: lowercase letters, digits, _ and -",
+        "with source, and optionally their own question and every. Names: lowercase letters, digits, _ and -. "
+        "While running, type +NAME=SOURCE to add one and -NAME to remove one",
     )
     src.add_argument(
         "--stream-credentials-file",

@@ -3,7 +3,8 @@
 Source forms accepted by ``CaptureConfig.source``:
 
 - ``0``, ``"0"``, ``"/dev/video0"``: a camera through OpenCV (V4L2 on Linux/Jetson).
-- ``"gst:<pipeline>"``: an OpenCV GStreamer pipeline ending in ``appsink`` (Jetson CSI cameras,
+- ``"gst:<pipeline>"``: an OpenCV GStreamer pipeline from one camera source to ``appsink`` and nothing else
+  (``capture.gst_pipeline`` checks it before it is opened; Jetson CSI cameras,
   e.g. ``gst:nvarguscamerasrc ! video/x-raw(memory:NVMM),width=1920,height=1080 ! nvvidconv !
   video/x-raw,format=BGRx ! videoconvert ! video/x-raw,format=BGR ! appsink drop=1``).
 - ``"http://..."``, ``"https://..."``, ``"rtsp://..."``, ``"rtsps://..."``, ``"rtmp://..."``, ``"srt://..."``,

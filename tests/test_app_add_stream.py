@@ -3,21 +3,31 @@ watched and answered under its own name next to the running one; a taken or unsa
 a stream that does not fit in memory are refused with what to do, and the running stream goes on untouched.
 In the terminal, a typed `+NAME=SOURCE` line adds one."""
 
+import contextlib
+import io
+import os
 import threading
+import time
 
 import pytest
 
 import app.stream_factory as stream_factory
 from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
+from app.cli import parse_args
+from app.config import AppConfig
 from app.events import EventBus
+from app.printer import TerminalPrinter
+from app.stdin_questions import StdinQuestions
 from app.stream_factory import FreeMemory, StreamFactory
+from app.terminal import stream_adder, stream_remover
 from app.watches.spec import WatchSpec
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
 from model.session import SessionConfig
 from tests.app_helpers import of_type, read_log, run_app, video
 from tests.session_helpers import loaded
+from tests.source_servers import FolderServer
 
 HANG_S = 300  # a guard against a hang, not a time the test expects
 WATCHES = [WatchSpec("anyone", "Is anyone there?"), WatchSpec("door_open", "Is the door open?", streams=("a",))]
@@ -153,20 +163,142 @@ def test_an_assistant_without_a_factory_or_stopped_refuses_to_add(running):
 def test_a_stream_typed_as_plus_name_equals_source_in_the_terminal_is_added_and_answered(tmp_path):
     log = tmp_path / "typed.jsonl"
     b = video(24, size=(64, 48), fps=3.0)
-    typed = f"+B={b}\n+a={b}\n+c=/nonexistent/c.mp4\n+b={b}\nb: what is on screen?\n"
-    done = run_app(
-        "--stream", f"a={video(24)}", "--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256",
-        "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), stdin=typed,
-    )  # fmt: skip
+    with FolderServer(b.parent) as server:
+        url = server.url(b.name)
+        typed = (
+            f"+B={url}\n+a={url}\n+c=/nonexistent/c.mp4\n+d=gst:v4l2src ! appsink\n+e=tcp://127.0.0.1:9?listen=1\n"
+            f"+b={url}\nb: what is on screen?\n"
+        )
+        done = run_app(
+            "--stream", f"a={video(24)}", "--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256",
+            "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
+            "--allow-source-net", "127.0.0.0/8", stdin=typed,
+        )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "cannot add the stream (type +NAME=SOURCE): bad stream name 'B'" in done.stderr
-    assert "a stream named 'a' exists already" in done.stderr and "/nonexistent/c.mp4" in done.stderr
+    assert "a stream named 'a' exists already" in done.stderr
+    assert "local paths cannot be chosen while running" in done.stderr  # a typed file path: the page uploads
+    assert "gst: pipelines cannot be chosen while running" in done.stderr
+    assert "'tcp:' sources cannot be chosen while running" in done.stderr
     assert "stream b added; memory: 2 stream(s) x (" in done.stderr
     events = read_log(log)
     answers = [(a["stream"], a["question"]) for a in of_type(events, "answer")]
     assert answers.count(("b", "what is on screen?")) == 1 and ("a", "what is on screen?") not in answers
-    for name in ("a", "b"):  # the run's standing question on both, each at its own stream time
-        auto = [a["stream_time"] for a in of_type(events, "answer") if a["stream"] == name and a["auto"]]
-        assert auto == [8.0, 16.0, 24.0]
-    assert {e["stream"] for e in of_type(events, "end")} == {"a", "b"}
+    auto = [a["stream_time"] for a in of_type(events, "answer") if a["stream"] == "a" and a["auto"]]
+    assert auto == [8.0, 16.0, 24.0]  # the run's standing question, at a's own stream time
+    assert {e["stream"] for e in of_type(events, "end")} == {"a", "b"}  # b, served whole, ends too
     assert "[b]" in done.stdout  # several streams now: lines name their stream
+
+
+def test_a_loopback_source_typed_in_the_terminal_is_refused_unless_its_network_is_allowed():
+    class Assistant_:
+        added: list = []
+
+        def add_stream(self, name, capture):
+            self.added.append((name, capture.source))
+            return "fits"
+
+    for flags, refused in (([], True), (["--allow-source-net", "127.0.0.0/8"], False)):
+        config = AppConfig.from_args(parse_args(["--video", "a.mp4", *flags]))
+        assistant = Assistant_()
+        assistant.added = []
+        add = stream_adder(assistant, config, (64, 64), TerminalPrinter())
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            name = add("cam=http://127.0.0.1:8080/admin")
+        if refused:
+            assert name is None and assistant.added == []
+            assert "127.0.0.1 is a loopback address" in err.getvalue()
+            assert "--allow-source-net 127.0.0.0/8" in err.getvalue()
+        else:
+            assert name == "cam" and assistant.added == [("cam", "http://127.0.0.1:8080/admin")]
+
+
+def test_a_typed_minus_name_removes_that_stream():
+    removed, asked = [], []
+
+    def remove(name):
+        removed.append(name)
+        return name == "b"
+
+    read, write = os.pipe()
+    with os.fdopen(read) as stream, os.fdopen(write, "w") as typing:
+        questions = StdinQuestions(
+            lambda q, stream=None: asked.append((q, stream)), stream, 0.05, ["a", "b"], remove=remove
+        )
+        questions.start()
+        typing.write("-b\n- zz \nb: still there?\nwhat now?\n")
+        typing.flush()
+        typing.close()
+        deadline = time.monotonic() + HANG_S
+        while len(asked) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        questions.stop()
+    assert removed == ["b", "zz"]
+    assert asked == [("b: still there?", None), ("what now?", None)]  # b is no stream any more: asks every stream
+
+
+def test_a_removal_typed_in_the_terminal_says_what_happened():
+    class Assistant_:
+        def remove_stream(self, name):
+            if name != "b":
+                raise ValueError(f"no stream named {name!r}; streams: a, b")
+
+    remove = stream_remover(Assistant_())
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert remove("b") and not remove("c")
+    assert "stream b removed" in err.getvalue()
+    assert "cannot remove the stream (type -NAME): no stream named 'c'" in err.getvalue()
+
+
+def test_junk_streams_can_be_removed_so_that_a_real_one_fits_again():
+    factory = _factory()
+    factory.max_streams = 4
+    bus, recorder = EventBus(), Recorder()
+    bus.subscribe(recorder)
+    assistant = Assistant([factory.build("a")], bus, RunLimits(end_with_stream=False), factory=factory)
+    assistant.start()
+    try:
+        assistant.watch(_looping(video(24)), stream="a")
+        for junk in ("x", "y", "z"):  # three junk adds fill the cap
+            assistant.add_stream(junk, _looping(video(24, size=(64, 48), fps=3.0)))
+        recorder.wait_for("clip", "z", 1)
+        with pytest.raises(AdmissionError, match="4 streams run already, the most --max-streams 4 allows; remove one"):
+            assistant.add_stream("door", _looping(video(24)))
+        captures = [assistant.streams[name].capture for name in ("x", "y", "z")]
+        sessions = [assistant.streams[name].session for name in ("x", "y", "z")]
+        for junk in ("x", "y", "z"):
+            assistant.remove_stream(junk)
+        assert list(assistant.streams) == ["a"]
+        assert not any(capture.is_alive() for capture in captures)  # their capture threads were joined
+        assert all(s.cache.get_seq_length() == 0 for s in sessions)  # their caches emptied, then dropped
+        removed = [e for e in recorder.of("status") if e.get("removed")]
+        assert [(e["stream"], e["message"]) for e in removed] == [(n, "stream removed") for n in ("x", "y", "z")]
+        seen = len(recorder.of("clip", "x"))
+        assistant.add_stream("door", _looping(video(24, size=(64, 48), fps=3.0)))  # a real one fits again
+        recorder.wait_for("answer", "door", 1)
+        assert len(recorder.of("clip", "x")) == seen  # nothing more of a removed stream
+        for bad, message in (("a", "is the first stream and cannot be removed"), ("x", "no stream named 'x'")):
+            with pytest.raises(ValueError, match=message):
+                assistant.remove_stream(bad)
+        assert list(assistant.streams) == ["a", "door"] and not recorder.of("error")
+    finally:
+        assert assistant.stop(10.0)
+
+
+def test_removing_a_stream_returns_its_memory_to_admission(monkeypatch):
+    factory = _factory()
+    bus, recorder = EventBus(), Recorder()
+    bus.subscribe(recorder)
+    assistant = Assistant([factory.build("a")], bus, RunLimits(end_with_stream=False), factory=factory)
+    assistant.start()
+    try:
+        cost = factory.cost()
+        free = int(2.5 * cost.device_bytes / 0.8)  # two streams' bound fit, not three
+        monkeypatch.setattr(stream_factory, "free_memory", lambda device: FreeMemory(free, free, shared=True))
+        assistant.add_stream("junk", _looping(video(24)))
+        with pytest.raises(AdmissionError, match="one more stream does not fit in memory: 3 stream"):
+            assistant.add_stream("door", _looping(video(24)))
+        assistant.remove_stream("junk")
+        assert assistant.add_stream("door", _looping(video(24))).startswith("2 stream(s) x (")
+    finally:
+        assert assistant.stop(10.0)

@@ -9,6 +9,7 @@ from app.admission import AdmissionError
 from app.events import make_event
 from app.scheduler import StandingQuestion
 from capture import SourceError
+from capture.policy import SourcePolicy
 from ui import history, render, stream_slots
 from ui.controls import ALL_STREAMS, MAX_STREAMS, CaptureOptions, Controls
 from ui.page import live_updates, plot_updates
@@ -34,6 +35,9 @@ class FakeAssistant:
         self.names.append(name)
         self.added.append((name, capture_config))
         return ADMITTED
+
+    def watch(self, capture_config, stream=None):
+        self.added.append((stream, capture_config))
 
 
 def make(names=("a",), error=None):
@@ -185,3 +189,103 @@ def test_a_tab_opened_after_a_stream_was_added_redraws_its_plots_with_its_first_
     _, values = plot_updates(live.snapshot(), None, "process memory")
     seen = stream_slots.switch_plots(live.snapshot(), built, values, "process memory")
     assert seen["switching"] == {"names": ["a", "b"], "plotted": ["a"]} and values["memory"]["x"] == render.X_RUN
+
+
+def _policed(tmp_path, names=("a",)):
+    assistant, live = FakeAssistant(names), LiveState(streams=names)
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    policy = SourcePolicy(cameras=frozenset({0}), upload_dirs=(uploads,), resolver=lambda host: ["93.184.215.14"])
+    options = CaptureOptions(fps=2.0, clip_seconds=3.0, max_size=(448, 448), policy=policy)
+    return assistant, live, Controls(assistant, live, options, max_upload_bytes=10**6, streams=names), uploads
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        ("gst:v4l2src ! tee name=t ! appsink t. ! queue ! filesink location=/tmp/x", "gst: pipelines cannot"),
+        ("tcp://0.0.0.0:9000?listen=1", "'tcp:' sources cannot"),
+        ("udp://0.0.0.0:9000", "'udp:' sources cannot"),
+        ("http://127.0.0.1:8080/admin", "127.0.0.1 is a loopback address"),
+        ("rtsp://192.168.1.20/stream1", "--allow-source-net 192.168.1.0/24"),
+        ("/etc/passwd", "local paths cannot"),
+        ("file:///etc/passwd", "'file:' sources cannot"),
+    ],
+)
+def test_hostile_sources_typed_in_the_page_are_refused_and_nothing_changes(tmp_path, location, expected):
+    assistant, live, controls, _ = _policed(tmp_path)
+    added = controls.add_stream("evil", "path or URL", None, location, 0)
+    started = controls.start("path or URL", None, location, 0)
+    assert not added.ok and expected in added.message and not started.ok and expected in started.message
+    assert assistant.added == [] and controls.streams == ("a",)
+    assert live.snapshot().log[-1].kind == "error"
+
+
+def test_the_page_watches_public_urls_configured_cameras_and_its_own_uploads_only(tmp_path):
+    assistant, _, controls, uploads = _policed(tmp_path)
+    clip = uploads / "clip.mp4"
+    clip.write_bytes(b"x")
+    elsewhere = tmp_path / "clip.mp4"
+    elsewhere.write_bytes(b"x")
+    assert controls.add_stream("door", "path or URL", None, "rtsp://camera.example.com/door", 0).ok
+    assert controls.add_stream("lobby", "camera", None, "", 0).ok
+    assert controls.add_stream("upload", "file upload", str(clip), "", 0).ok
+    refused = controls.add_stream("yard", "camera", None, "", 1)
+    assert not refused.ok and "camera 1 was not configured at start" in refused.message
+    outside = controls.add_stream("leak", "file upload", str(elsewhere), "", 0)
+    assert not outside.ok and "only files uploaded through the page" in outside.message
+    assert [name for name, _ in assistant.added] == ["door", "lobby", "upload"]
+
+
+class RemovingAssistant(FakeAssistant):
+    def __init__(self, names):
+        super().__init__(names)
+        self.removed = []
+
+    def remove_stream(self, name):
+        if name == self.names[0]:
+            raise ValueError(f"stream {name!r} is the first stream and cannot be removed; stop it instead")
+        self.names.remove(name)
+        self.removed.append(name)
+
+
+def test_remove_stream_removes_the_chosen_one_and_refuses_the_first():
+    assistant, live = RemovingAssistant(["a", "b"]), LiveState(streams=("a", "b"))
+    controls = Controls(assistant, live, CaptureOptions(), max_upload_bytes=1000, streams=("a", "b"))
+    assert controls.add_stream("c", "path or URL", None, "rtsp://cam/c", 0).ok
+    feedback = controls.remove_stream("c")
+    assert feedback.ok and feedback.message == "stream c removed; its memory is freed"
+    assert controls.streams == ("a", "b") and assistant.removed == ["c"]
+    first = controls.remove_stream("a")
+    assert not first.ok and "cannot be removed; stop it instead" in first.message
+    assert not controls.remove_stream(ALL_STREAMS).ok and assistant.removed == ["c"]
+
+
+def _removed(live, name):
+    event = make_event("status", message="stream removed", removed=True)
+    event["stream"] = name
+    live(event)
+
+
+def test_a_removed_stream_leaves_the_page_its_spare_panel_hidden_and_the_selectors_updated():
+    live = LiveState(streams=("a", "b"), budget=256)
+    schedule = StandingQuestion("q", every_s=8)
+    for name in ("c", "d"):
+        _added(live, name)
+        live(_clip(name, 0, 4.0, 5))
+    seen, out = live_updates(live.snapshot(), {"names": ["a", "b"]}, schedule)
+    stream_slots.place_in_spares(live.snapshot(), seen, out, ("a", "b"), count=MAX_STREAMS - 2)
+    stream_slots.selector_updates(live.snapshot(), seen, out)
+    assert [seen["slot:#0"], seen["slot:#1"]] == ["c", "d"]
+
+    _removed(live, "c")
+    _removed(live, "b")  # a stream of the start
+    assert [view.name for view in live.snapshot().streams] == ["a", "d"]
+    assert live.snapshot().log[-1].message == "b · stream removed"
+    seen, out = live_updates(live.snapshot(), seen, schedule)
+    stream_slots.place_in_spares(live.snapshot(), seen, out, ("a", "b"), count=MAX_STREAMS - 2)
+    stream_slots.selector_updates(live.snapshot(), seen, out)
+    assert seen["slot:#0"] == "d" and out["preview:#0"]["label"] == "stream d"  # d moves up to the first spare
+    assert out["column:#1"]["visible"] is False and "slot:#1" not in seen  # the spare d had is hidden
+    assert out["panel:b"] == stream_slots.REMOVED  # b's own panel says so
+    assert out["ask-stream"]["choices"] == [ALL_STREAMS, "a", "d"] and out["source-stream"]["choices"] == ["a", "d"]

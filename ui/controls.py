@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from capture import CaptureConfig, SourceError
+from capture import CaptureConfig, SourceError, parse_source
 from capture.policy import SourcePolicy
 from ui.source_errors import page_source_error
 from ui.state import LiveState
@@ -85,7 +85,7 @@ class CaptureOptions:
             fps=self.fps,
             clip_seconds=self.clip_seconds,
             realtime=self.realtime,
-            loop=self.loop,
+            loop=self.loop and parse_source(source).kind == "file",  # --loop restarts files; streams go on
             max_size=self.max_size,
             block_when_full=not self.realtime,
         )

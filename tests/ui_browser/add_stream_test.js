@@ -2,11 +2,13 @@
 //
 //   node tests/ui_browser/add_stream_test.js URL OUT_DIR NEW_VIDEO
 //
-// Checks: a missing file and a taken name are refused with their message and no panel appears; "Add stream"
+// Checks: a typed path, a writing gst: pipeline, a listening tcp:// and a taken name are refused with their message
+// and no panel appears; "Add stream"
 // with name b and NEW_VIDEO shows the admission arithmetic, then b's panel appears (labelled, a frame, Watching
 // with lag and KV) next to a's preview, which goes on; the summary names both with the KV of all streams; b is
 // in the question selector and a question to b is answered by b; the memory plot gets a KV line for each stream
-// and their total; the History tab's stream selector lists b. Prints one JSON line with what it saw; exits 1 on the first failed check.
+// and their total; the History tab's stream selector lists b; Remove stream on b hides its panel and, one stream
+// left, the stream selectors. Prints one JSON line with what it saw; exits 1 on the first failed check.
 // Screenshots: OUT_DIR/add_stream.png (failure.png on a failure).
 'use strict';
 
@@ -40,10 +42,15 @@ run('add_stream', outDir, { width: 1400, height: 1200 }, async (page, seen, page
   await page.waitForSelector('#preview img', { timeout: 40000 });
   check(!(await page.isVisible('#ask-stream')), 'the stream selector is shown with one stream');
 
-  // 1. refusals: a missing file, a taken name; nothing appears
+  // 1. refusals: hostile sources (a typed path, a writing gst: pipeline, a listening tcp://), a taken name;
+  // nothing appears
   seen.missing = await add(page, seen, 'b', '/nonexistent/missing.mp4', /stream 'b'/);
-  check(/cannot add stream 'b'/.test(seen.missing) && seen.missing.includes('missing.mp4'),
-    `missing file: ${seen.missing}`);
+  check(/cannot add stream 'b': local paths cannot be chosen/.test(seen.missing), `typed path: ${seen.missing}`);
+  seen.gst = await add(page, seen, 'g', 'gst:v4l2src ! tee name=t ! appsink t. ! queue ! filesink location=/tmp/x',
+    /stream 'g'/);
+  check(/cannot add stream 'g': gst: pipelines cannot be chosen/.test(seen.gst), `gst: ${seen.gst}`);
+  seen.listen = await add(page, seen, 't', 'tcp://0.0.0.0:9000?listen=1', /stream 't'/);
+  check(/cannot add stream 't': 'tcp:' sources cannot be chosen/.test(seen.listen), `tcp listen: ${seen.listen}`);
   seen.taken = await add(page, seen, 'a', newVideo, /stream 'a'/);
   check(/cannot add stream 'a'.*exists already/.test(seen.taken), `taken name: ${seen.taken}`);
   check(!(await page.isVisible('#stream-slot-0')), 'a panel appeared for a refused stream');
@@ -57,7 +64,8 @@ run('add_stream', outDir, { width: 1400, height: 1200 }, async (page, seen, page
   await page.waitForFunction(() => /Watching .* lag [0-9.]+ s/.test(document.querySelector('#status-slot-0').innerText),
     null, { timeout: 30000 });
   seen.statusB = await page.innerText('#status-slot-0');
-  check(seen.statusB.includes('b.mp4') && /KV [0-9.]+ MiB/.test(seen.statusB), `b's status: ${seen.statusB}`);
+  check(seen.statusB.includes(path.basename(newVideo)) && /KV [0-9.]+ MiB/.test(seen.statusB),
+    `b's status: ${seen.statusB}`);
   check(!(await page.isVisible('#stream-slot-1')), 'more than one spare panel is shown');
   check(await page.isVisible('#preview img'), "a's preview is gone");
   await page.waitForFunction(() => /b: watching/.test(document.querySelector('#status').innerText),
@@ -86,6 +94,18 @@ run('add_stream', outDir, { width: 1400, height: 1200 }, async (page, seen, page
   seen.historyStreams = await page.$$eval('[role="option"]', (els) => els.map((el) => el.innerText.trim()));
   check(seen.historyStreams.includes('b'), `History's stream choices: ${seen.historyStreams}`);
   await page.keyboard.press('Escape');
+
+  // 6. Remove stream: b's panel goes, the selectors forget it, a goes on
+  await page.getByRole('tab', { name: 'Live' }).click();
+  await page.click('#source-stream input');
+  await page.click('[role="option"]:text-is("b")');
+  await page.click('#remove-stream');
+  await page.waitForFunction(() => /stream b removed/.test(document.querySelector('#source-msg').innerText),
+    null, { timeout: 30000, polling: 100 });
+  seen.removed = await page.innerText('#source-msg');
+  await page.waitForSelector('#stream-slot-0', { state: 'hidden', timeout: 20000 });
+  await page.waitForSelector('#ask-stream', { state: 'hidden', timeout: 20000 });  // one stream again: no selector
+  check(await page.isVisible('#preview img'), "a's preview is gone after removing b");
 
   check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
 });
