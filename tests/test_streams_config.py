@@ -192,7 +192,6 @@ def test_max_streams_and_source_networks_come_from_flags_and_the_config_file(tmp
     [
         (["--video", "a.mp4", "--max-streams", "0"], "", "--max-streams must be a whole number >= 1"),
         (["--video", "a.mp4", "--allow-source-net", "lan"], "", "--allow-source-net 'lan' is not a network"),
-        ([], 'allow_source_nets = "192.168.1.0/24"\n', "allow_source_nets must be a list"),
         ([], "max_streams = 0\n", "--max-streams must be a whole number"),
         (
             ["--camera", "gst:v4l2src ! tee name=t ! appsink t. ! queue ! filesink location=/tmp/x"],
@@ -207,6 +206,14 @@ def test_bad_source_settings_are_refused_naming_the_setting(tmp_path, args, toml
     config_file.write_text(toml)
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         AppConfig.from_args(parse_args([*(args or ["--video", "a.mp4"]), "--config", str(config_file)]))
+
+
+def test_allow_source_nets_of_the_wrong_type_in_toml_exit_2_naming_it(tmp_path, capsys):
+    config_file = tmp_path / "run.toml"
+    config_file.write_text('allow_source_nets = "192.168.1.0/24"\n')
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["--video", "a.mp4", "--config", str(config_file)])
+    assert exited.value.code == 2 and "allow_source_nets must be a list" in capsys.readouterr().err
 
 
 def test_a_writing_gst_pipeline_at_start_exits_2_before_the_model_loads():
