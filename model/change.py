@@ -10,8 +10,8 @@ The unit of comparison is the region one visual token covers (Qwen2-VL: 28x28 px
 How a region's change is measured (robust to what fixed cameras do):
 - luma of each frame, averaged over cells (a quarter of a region's side): sensor noise and compression
   artifacts average out, a small object still fills a cell;
-- the frame's global gain and offset are fitted to the reference (least squares over all cells, refitted on
-  the 80% that fit best): exposure drift and a flickering light are not motion;
+- the frame's tone curve is fitted to the reference (a monotone map through the medians of 16 bins of cells
+  sorted by brightness): exposure drift, a flickering light and the clipping they bring are not motion;
 - a region's score is its largest cell difference after that fit (0..1 of full scale), the largest over the
   frames of its group; it changed when the score exceeds `threshold`. Changed regions grow by one region on
   every side (an object's edge that barely touches a region keeps it).
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 CELLS = 4  # cells per region side
-TRIM = 0.8  # share of cells the gain/offset refit uses
+TONE_BINS = 16  # bins of the tone curve fitted between a frame and the reference
 LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32) / 255.0
 
 
@@ -38,7 +38,7 @@ LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32) / 255.0
 class ChangeConfig:
     """drop_unchanged: visual tokens of unchanged regions never enter the cache (False: every clip whole,
     exactly as without this feature). threshold: how much a region must change to count (largest cell
-    difference of luma, 0..1 of full scale, after the frame's gain/offset fit). keyframe_every: clips between
+    difference of luma, 0..1 of full scale, after the frame's tone-curve fit). keyframe_every: clips between
     full refreshes (1: every clip whole). floor: share of a changed frame's tokens kept at least (its most
     changed ones), 0..1."""
 
@@ -49,19 +49,27 @@ class ChangeConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.drop_unchanged, bool):
-            raise ValueError(f"drop_unchanged must be true or false, got {self.drop_unchanged!r}")
+            raise ValueError(f"drop_unchanged (--drop-unchanged) must be true or false, got {self.drop_unchanged!r}")
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, int | float):
-            raise ValueError(f"change threshold must be a number in (0, 1], got {self.threshold!r}")
+            raise ValueError(
+                f"change threshold (--change-threshold) must be a number in (0, 1], got {self.threshold!r}"
+            )
         if not (math.isfinite(self.threshold) and 0 < self.threshold <= 1):
-            raise ValueError(f"change threshold must be in (0, 1] (share of full luma scale), got {self.threshold}")
+            raise ValueError(
+                f"change threshold (--change-threshold) must be in (0, 1] (share of full luma scale), "
+                f"got {self.threshold}"
+            )
         if isinstance(self.keyframe_every, bool) or not isinstance(self.keyframe_every, int) or self.keyframe_every < 1:
             raise ValueError(
-                f"keyframe_every must be an integer >= 1 (clips between key frames), got {self.keyframe_every!r}"
+                "keyframe_every (--keyframe-every) must be an integer >= 1 (clips between key frames), "
+                f"got {self.keyframe_every!r}"
             )
         if isinstance(self.floor, bool) or not isinstance(self.floor, int | float):
-            raise ValueError(f"change floor must be a number in [0, 1], got {self.floor!r}")
+            raise ValueError(f"change floor (--change-floor) must be a number in [0, 1], got {self.floor!r}")
         if not (math.isfinite(self.floor) and 0 <= self.floor <= 1):
-            raise ValueError(f"change floor must be in [0, 1] (share of a frame's tokens), got {self.floor}")
+            raise ValueError(
+                f"change floor (--change-floor) must be in [0, 1] (share of a frame's tokens), got {self.floor}"
+            )
 
 
 @dataclass(frozen=True)
@@ -182,29 +190,33 @@ def _edges(length: int, parts: int) -> np.ndarray:
 
 def region_scores(cells: np.ndarray, reference: np.ndarray) -> np.ndarray:
     """[Hc, Wc] cells of one frame vs the reference -> [Rh, Rw]: the largest cell difference per region after
-    fitting the frame's gain and offset to the reference (exposure drift and flicker are not motion)."""
+    fitting the frame's tone curve to the reference (exposure drift and flicker are not motion)."""
     residual = np.abs(cells - fit_photometric(reference, cells))
     hc, wc = residual.shape
     return residual.reshape(hc // CELLS, CELLS, wc // CELLS, CELLS).max(axis=(1, 3))
 
 
 def fit_photometric(reference: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """a * reference + b fitted to cells by least squares, refitted on the TRIM share of cells that fit best
-    (a moving object does not bend the fit)."""
-    x, y = reference.reshape(-1).astype(np.float64), cells.reshape(-1).astype(np.float64)
-    a, b = _line(x, y)
-    residual = np.abs(y - (a * x + b))
-    inliers = residual <= np.quantile(residual, TRIM)
-    if inliers.sum() >= 2:
-        a, b = _line(x[inliers], y[inliers])
-    return (a * reference + b).astype(np.float32)
-
-
-def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    var = float(np.var(x))
-    a = float(np.mean((x - x.mean()) * (y - y.mean())) / var) if var > 1e-8 else 1.0
-    a = min(max(a, 0.25), 4.0)  # a gain outside this is not exposure: leave the difference to the regions
-    return a, float(y.mean() - a * x.mean())
+    """The reference mapped through the frame's tone curve: a monotone piecewise-linear map from reference
+    to frame values, through the medians of TONE_BINS bins of equal cell count. It follows exposure drift,
+    flicker and the clipping of bright and dark parts a gain brings; a local change is a minority of its bin
+    and does not bend it."""
+    x, y = reference.reshape(-1), cells.reshape(-1)
+    order = np.argsort(x, kind="stable")
+    bins = [b for b in np.array_split(order, min(TONE_BINS, x.size)) if b.size]
+    cx = np.array([np.median(x[b]) for b in bins])
+    cy = np.maximum.accumulate(np.array([np.median(y[b]) for b in bins]))
+    cx, first = np.unique(cx, return_index=True)
+    cy = cy[first]
+    if cx.size < 2:  # a flat reference: only an offset can be told
+        return (reference + float(np.median(y - x))).astype(np.float32)
+    mapped = np.interp(reference, cx, cy)
+    # beyond the outer bins' medians: continue the end segments (np.interp holds the end values flat), then
+    # clip to the range a pixel has (a brighter exposure saturates)
+    low, high = (cy[1] - cy[0]) / (cx[1] - cx[0]), (cy[-1] - cy[-2]) / (cx[-1] - cx[-2])
+    mapped = np.where(reference < cx[0], cy[0] + (reference - cx[0]) * low, mapped)
+    mapped = np.where(reference > cx[-1], cy[-1] + (reference - cx[-1]) * high, mapped)
+    return np.clip(mapped, 0.0, 1.0).astype(np.float32)
 
 
 def dilate(mask: np.ndarray) -> np.ndarray:
