@@ -8,13 +8,15 @@ The unit of comparison is the region one visual token covers (Qwen2-VL: 28x28 px
     selection.keep       # [G, Rh, Rw] bool: tokens that enter the cache
 
 How a region's change is measured (robust to what fixed cameras do):
-- luma of each frame, averaged over cells (a quarter of a region's side): sensor noise and compression
-  artifacts average out, a small object still fills a cell;
-- the frame's tone curve is fitted to the reference (a monotone map through the medians of 16 bins of cells
-  sorted by brightness): exposure drift, a flickering light and the clipping they bring are not motion;
+- on luma, averaged over cells (a quarter of a region's side): sensor noise and compression artifacts
+  average out, a small object still fills a cell;
+- the frame's tone curve is fitted to the reference: a monotone map through the medians of 16 bins of cells
+  sorted by brightness, applied to the reference's pixels (clipped to the pixel range) before they are
+  averaged: exposure drift, a flickering light and the saturation a brighter exposure brings are not motion;
+  a local change is a minority of its bin and does not bend the curve;
 - a region's score is its largest cell difference after that fit (0..1 of full scale), the largest over the
   frames of its group; it changed when the score exceeds `threshold`. Changed regions grow by one region on
-  every side (an object's edge that barely touches a region keeps it).
+  every side (an object's edge that barely touches a region keeps it);
 - the reference is the last KEPT version of every region, not the previous frame: slow drift accumulates
   until it crosses the threshold and the region is refreshed.
 A group (temporal patch or frame) where nothing changed adds no tokens and needs no vision-tower pass; a
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 CELLS = 4  # cells per region side
+LEVELS = 1024  # luma steps of the reference when a tone curve is applied to it
 TONE_BINS = 16  # bins of the tone curve fitted between a frame and the reference
 LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32) / 255.0
 
@@ -115,7 +118,7 @@ class ChangeTracker:
 
     def reset(self) -> None:
         """Forgets the reference: the next clip is a key frame."""
-        self.reference: np.ndarray | None = None  # [Hc, Wc] cell means of the last kept version
+        self.reference: np.ndarray | None = None  # [H, W] luma of the last kept version of every region
         self.clips_since_key = 0
 
     def keyframe_due(self) -> bool:
@@ -124,24 +127,26 @@ class ChangeTracker:
     def select(self, view: np.ndarray, layout: ChangeLayout, keyframe: bool) -> Selection:
         """view: [F, H, W, 3] uint8, the frames as the model sees them (F a multiple of layout.group). Updates
         the reference with what is kept; counts clips towards the next key frame."""
-        cells = cell_means(luma(view), layout.region)  # [F, Rh*CELLS, Rw*CELLS]
-        groups = cells.shape[0] // layout.group
-        rh, rw = cells.shape[1] // CELLS, cells.shape[2] // CELLS
-        if self.reference is not None and self.reference.shape != cells.shape[1:]:
+        y = luma(view, layout.region)  # [F, Rh*region, Rw*region]
+        groups = y.shape[0] // layout.group
+        rh, rw = y.shape[1] // layout.region, y.shape[2] // layout.region
+        if self.reference is not None and self.reference.shape != y.shape[1:]:
             self.reference = None  # the frame size changed: nothing to compare with
         keyframe = keyframe or self.reference is None
         keep = np.zeros((groups, rh, rw), dtype=bool)
         changed = np.zeros_like(keep)
         score = np.full(keep.shape, np.inf, dtype=np.float32)
+        cell = layout.region // CELLS
         for g in range(groups):
-            frames = cells[g * layout.group : (g + 1) * layout.group]
+            frames = y[g * layout.group : (g + 1) * layout.group]
             if self.reference is not None:
-                score[g] = np.max([region_scores(f, self.reference) for f in frames], axis=0)
+                ref = Reference(self.reference, cell)
+                score[g] = np.max([region_scores(f, ref, cell) for f in frames], axis=0)
                 changed[g] = score[g] > self.config.threshold
             else:
                 changed[g] = True
             keep[g] = True if keyframe else self._keep(changed[g], score[g], layout)
-            self._refresh(frames[-1], keep[g])
+            self._refresh(frames[-1], keep[g], layout.region)
         self.clips_since_key = 1 if keyframe else self.clips_since_key + 1
         return Selection(keep, changed, score, keyframe)
 
@@ -157,50 +162,57 @@ class ChangeTracker:
             keep.flat[top] = True
         return keep
 
-    def _refresh(self, cells: np.ndarray, keep: np.ndarray) -> None:
-        """Copies the kept regions' cells of the group's last frame into the reference."""
+    def _refresh(self, frame: np.ndarray, keep: np.ndarray, region: int) -> None:
+        """Copies the kept regions of the group's last frame into the reference."""
         if self.reference is None:
-            self.reference = cells.copy()
+            self.reference = frame.copy()
             return
-        mask = np.repeat(np.repeat(keep, CELLS, axis=0), CELLS, axis=1)
-        self.reference[mask] = cells[mask]
+        mask = np.repeat(np.repeat(keep, region, axis=0), region, axis=1)
+        self.reference[mask] = frame[mask]
 
 
-def luma(view: np.ndarray) -> np.ndarray:
-    """[F, H, W, 3] uint8 -> [F, H, W] float32 in 0..1."""
-    return view.astype(np.float32) @ LUMA
-
-
-def cell_means(y: np.ndarray, region: int) -> np.ndarray:
-    """[F, H, W] -> [F, Rh*CELLS, Rw*CELLS]: means over cells (CELLS per region side; pixels beyond the
-    last whole region, which the model does not see either, are ignored)."""
-    f, h, w = y.shape
+def luma(view: np.ndarray, region: int) -> np.ndarray:
+    """[F, H, W, 3] uint8 -> [F, Rh*region, Rw*region] float32 luma in 0..1 (pixels beyond the last whole
+    region, which the model does not see either, left out)."""
+    _, h, w, _ = view.shape
     rh, rw = h // region, w // region
-    if rh == 0 or rw == 0:
+    if rh == 0 or rw == 0 or region < CELLS:
         raise ValueError(f"frames of {w}x{h} px hold no region of {region} px")
-    rows = _edges(rh * region, rh * CELLS)
-    cols = _edges(rw * region, rw * CELLS)
-    s = np.add.reduceat(np.add.reduceat(y[:, : rh * region, : rw * region], rows, axis=1), cols, axis=2)
-    return s / np.outer(np.diff(np.append(rows, rh * region)), np.diff(np.append(cols, rw * region)))
+    return view[:, : rh * region, : rw * region].astype(np.float32) @ LUMA
 
 
-def _edges(length: int, parts: int) -> np.ndarray:
-    return np.round(np.arange(parts) * length / parts).astype(np.intp)
+def cell_means(y: np.ndarray, cell: int) -> np.ndarray:
+    """[H, W] -> [H // cell, W // cell] block means (a region's side is CELLS cells; any rest is left out)."""
+    hc, wc = y.shape[0] // cell, y.shape[1] // cell
+    return y[: hc * cell, : wc * cell].reshape(hc, cell, wc, cell).mean(axis=(1, 3))
 
 
-def region_scores(cells: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """[Hc, Wc] cells of one frame vs the reference -> [Rh, Rw]: the largest cell difference per region after
+class Reference:
+    """The reference's luma as LEVELS steps (a tone curve is then a table lookup) and its cell means."""
+
+    def __init__(self, luma: np.ndarray, cell: int) -> None:
+        self.levels = np.rint(np.clip(luma, 0.0, 1.0) * (LEVELS - 1)).astype(np.intp)  # [H, W]
+        self.cells = cell_means(luma, cell)
+
+    def mapped(self, curve) -> np.ndarray:
+        """[H, W] the reference's luma through `curve`."""
+        return curve(np.linspace(0.0, 1.0, LEVELS, dtype=np.float32))[self.levels]
+
+
+def region_scores(frame: np.ndarray, reference: Reference, cell: int) -> np.ndarray:
+    """[H, W] luma of one frame vs the reference -> [Rh, Rw]: the largest cell difference per region after
     fitting the frame's tone curve to the reference (exposure drift and flicker are not motion)."""
-    residual = np.abs(cells - fit_photometric(reference, cells))
+    cells = cell_means(frame, cell)
+    mapped = cell_means(reference.mapped(tone_curve(reference.cells, cells)), cell)
+    residual = np.abs(cells - mapped)
     hc, wc = residual.shape
     return residual.reshape(hc // CELLS, CELLS, wc // CELLS, CELLS).max(axis=(1, 3))
 
 
-def fit_photometric(reference: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """The reference mapped through the frame's tone curve: a monotone piecewise-linear map from reference
-    to frame values, through the medians of TONE_BINS bins of equal cell count. It follows exposure drift,
-    flicker and the clipping of bright and dark parts a gain brings; a local change is a minority of its bin
-    and does not bend it."""
+def tone_curve(reference: np.ndarray, cells: np.ndarray):
+    """The frame's tone curve against the reference, from cell means: a monotone piecewise-linear map through
+    the medians of TONE_BINS bins of equal cell count, continued along its end segments and clipped to the
+    pixel range (a brighter exposure saturates). Returns a function of reference luma."""
     x, y = reference.reshape(-1), cells.reshape(-1)
     order = np.argsort(x, kind="stable")
     bins = [b for b in np.array_split(order, min(TONE_BINS, x.size)) if b.size]
@@ -209,14 +221,13 @@ def fit_photometric(reference: np.ndarray, cells: np.ndarray) -> np.ndarray:
     cx, first = np.unique(cx, return_index=True)
     cy = cy[first]
     if cx.size < 2:  # a flat reference: only an offset can be told
-        return (reference + float(np.median(y - x))).astype(np.float32)
-    mapped = np.interp(reference, cx, cy)
-    # beyond the outer bins' medians: continue the end segments (np.interp holds the end values flat), then
-    # clip to the range a pixel has (a brighter exposure saturates)
+        offset = float(np.median(y - x))
+        return lambda r: np.clip(r + offset, 0.0, 1.0)
     low, high = (cy[1] - cy[0]) / (cx[1] - cx[0]), (cy[-1] - cy[-2]) / (cx[-1] - cx[-2])
-    mapped = np.where(reference < cx[0], cy[0] + (reference - cx[0]) * low, mapped)
-    mapped = np.where(reference > cx[-1], cy[-1] + (reference - cx[-1]) * high, mapped)
-    return np.clip(mapped, 0.0, 1.0).astype(np.float32)
+    ends_x = [min(cx[0], 0.0) - 1.0, max(cx[-1], 1.0) + 1.0]  # reference luma lies in 0..1: beyond both ends
+    cx = np.concatenate([[ends_x[0]], cx, [ends_x[1]]])
+    cy = np.concatenate([[cy[0] + (ends_x[0] - cx[1]) * low], cy, [cy[-1] + (ends_x[1] - cx[-2]) * high]])
+    return lambda r: np.clip(np.interp(r, cx, cy), 0.0, 1.0).astype(np.float32)
 
 
 def dilate(mask: np.ndarray) -> np.ndarray:
