@@ -24,7 +24,7 @@ def test_bad_values_exit_2_naming_what_is_allowed(flags, named):
 
 def test_bad_values_in_the_config_file_exit_2(tmp_path):
     config = tmp_path / "run.toml"
-    config.write_text('keyframe_every = "often"\n')
+    config.write_text("keyframe_every = 2.5\nchange_threshold = 0.1\n")
     done = run_app("--video", str(video(8)), "--model", "tiny", "--config", str(config), timeout=120)
     assert done.returncode == 2 and ">= 1" in done.stderr, done.stderr[-1500:]
 
