@@ -31,6 +31,7 @@ from cache.config import CacheConfig
 from capture import CaptureConfig
 from capture.gst_pipeline import check_camera_pipeline
 from capture.policy import IPNetwork, SourcePolicy, parse_nets
+from model.change import ChangeConfig
 from model.config import ModelConfig
 from model.session import SessionConfig
 
@@ -181,7 +182,10 @@ class AppConfig:
                 positions=args.positions,
             ),
             session=SessionConfig(
-                max_new_tokens=args.max_new_tokens, chunk_size=args.chunk_size, compile_decode=args.compile
+                max_new_tokens=args.max_new_tokens,
+                chunk_size=args.chunk_size,
+                compile_decode=args.compile,
+                change=_change(args),
             ),
             schedule=StandingQuestion(question=args.question, every_s=args.every),
             limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
@@ -227,6 +231,15 @@ def _nets(values: object) -> tuple[IPNetwork, ...]:
     if not isinstance(values, list):
         raise ValueError(f"allow_source_nets must be a list of CIDR strings (e.g. ['192.168.1.0/24']), got {values!r}")
     return parse_nets(values)
+
+
+def _change(args: argparse.Namespace) -> ChangeConfig:
+    return ChangeConfig(
+        drop_unchanged=args.drop_unchanged,
+        threshold=args.change_threshold,
+        keyframe_every=args.keyframe_every,
+        floor=args.change_floor,
+    )
 
 
 def _timeline(args: argparse.Namespace) -> TimelineConfig | None:
