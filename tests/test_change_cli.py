@@ -22,11 +22,19 @@ def test_bad_values_exit_2_naming_what_is_allowed(flags, named):
     assert done.returncode == 2 and named in done.stderr, done.stderr[-1500:]
 
 
-def test_bad_values_in_the_config_file_exit_2(tmp_path):
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("keyframe_every = 2.5\nchange_threshold = 0.1\n", "keyframe_every must be a whole number"),
+        ("keyframe_every = 0\n", ">= 1"),
+        ("change_threshold = 0\n", "(0, 1]"),
+    ],
+)
+def test_bad_values_in_the_config_file_exit_2(tmp_path, toml, message):
     config = tmp_path / "run.toml"
-    config.write_text("keyframe_every = 2.5\nchange_threshold = 0.1\n")
+    config.write_text(toml)
     done = run_app("--video", str(video(8)), "--model", "tiny", "--config", str(config), timeout=120)
-    assert done.returncode == 2 and ">= 1" in done.stderr, done.stderr[-1500:]
+    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr[-1500:]
 
 
 def test_help_shows_the_options_and_their_defaults():
