@@ -270,7 +270,7 @@ class Assistant:
             elif isinstance(item, EndOfStream):
                 served = True
                 self._on_end(stream, item)
-            self._handle_commands()  # people's questions go before the next clip, a few per clip
+            self._handle_commands(self.input_limits.per_clip)  # a few people's questions before the next clip
             if self._ending():
                 return served
         if due:
@@ -283,24 +283,21 @@ class Assistant:
         if self._commands.empty() and self._questions.empty():
             self._wakeup.wait(_POLL_S)
         self._wakeup.clear()
-        self._handle_commands()
+        self._handle_commands(self.input_limits.per_clip)
 
-    def _handle_commands(self, questions: int | None = -1) -> None:
-        """Runs every waiting command, and answers up to `questions` waiting questions (-1: `per_clip`;
-        None: all), each after the commands that came before it was taken."""
-        limit = self.input_limits.per_clip if questions == -1 else questions
+    def _handle_commands(self, questions: int | None) -> None:
+        """Runs every waiting command, and answers up to `questions` waiting questions (None: all of them),
+        each after the commands that came before it was taken."""
         answered = 0
         while not self._ending():
-            try:
-                self._run_command(*self._commands.get_nowait())
+            command = _take(self._commands)
+            if command is not None:
+                self._run_command(*command)
                 continue
-            except queue.Empty:
-                pass
-            if limit is not None and answered >= limit:
+            if questions is not None and answered >= questions:
                 return
-            try:
-                batch = self._questions.get_nowait()
-            except queue.Empty:
+            batch = _take(self._questions)
+            if batch is None:
                 return
             answered += 1
             self._answer_all(batch)
@@ -462,6 +459,14 @@ class Assistant:
     def _finish(self, reason: str) -> None:
         self._publish("status", None, message=f"run finished: {reason}")
         self.done.set()
+
+
+def _take(waiting: queue.Queue):
+    """The next item of `waiting`, or None when it is empty."""
+    try:
+        return waiting.get_nowait()
+    except queue.Empty:
+        return None
 
 
 def _paced(config: CaptureConfig) -> bool:

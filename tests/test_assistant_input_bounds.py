@@ -105,3 +105,21 @@ def test_a_flood_of_questions_never_starves_the_video():
     assert busy > 0 and len(accepted) < 10_000
     answers = recorder.of("answer")
     assert answers and [a["question"] for a in answers] == [f"flood {i}?" for i in accepted[: len(answers)]]
+
+
+def test_the_page_says_busy_and_too_long_from_the_real_assistant():
+    from ui.controls import CaptureOptions, Controls
+    from ui.state import LiveState
+
+    assistant, _ = _assistant(InputLimits(max_question_chars=100, max_pending=2), RunLimits(end_with_stream=False))
+    live = LiveState()
+    controls = Controls(assistant, live, CaptureOptions(max_size=(64, 64)), max_upload_bytes=2**20)
+    long = controls.ask(MEGABYTE_QUESTION)
+    assert not long.ok and "too long" in long.message and live.snapshot().turns == ()
+    assert controls.ask("first?").ok and controls.ask("second?").ok  # the worker has not started: they wait
+    busy = controls.ask("third?")
+    assert not busy.ok and busy.message.startswith("busy: 2 questions are already waiting")
+    turns = {t.question: t for t in live.snapshot().turns}
+    assert turns["first?"].queued and turns["second?"].queued and turns["third?"].error.startswith("busy")
+    assistant.start()
+    assistant.stop()
