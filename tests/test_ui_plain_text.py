@@ -11,6 +11,8 @@ import re
 import pytest
 
 from ui import render
+from ui.controls import Feedback
+from ui.page import feedback_markdown
 from ui.plain_text import plain_text
 from ui.state import LiveState
 
@@ -59,8 +61,5 @@ def test_questions_answers_sources_and_log_lines_in_the_page_are_plain():
 
 
 def test_the_clicking_tabs_message_is_plain_too():
-    from ui.controls import Feedback
-    from ui.page import feedback_markdown
-
     shown = feedback_markdown(Feedback(True, "“![x](http://evil.example/x.png)” every 10 s"))
     assert "![x](" not in shown and "![x](http://evil.example/x.png)" in decoded(shown)
