@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ui.upload_names import UPLOAD_FOLDER_PREFIX
+
 GRADIO_TEMP_ENV = "GRADIO_TEMP_DIR"  # Gradio reads it whenever it needs its folder (gradio.utils.get_upload_folder)
 
 
@@ -17,7 +19,7 @@ GRADIO_TEMP_ENV = "GRADIO_TEMP_DIR"  # Gradio reads it whenever it needs its fol
 def private_upload_folder() -> Iterator[Path]:
     """Points Gradio at a fresh private folder while the page is built and served; removes it at exit.
     Enter it before the page (gr.Blocks) is built: a Blocks keeps the folder it was made with."""
-    folder = Path(tempfile.mkdtemp(prefix="edge-assistant-page-"))  # mkdtemp: mode 0700
+    folder = Path(tempfile.mkdtemp(prefix=UPLOAD_FOLDER_PREFIX))  # mkdtemp: mode 0700
     previous = os.environ.get(GRADIO_TEMP_ENV)
     os.environ[GRADIO_TEMP_ENV] = str(folder)
     try:

@@ -12,8 +12,10 @@ import pytest
 from app.scheduler import StandingQuestion
 from capture import CaptureConfig, open_source
 from capture.synth import write_video
+from ui import render
 from ui.controls import CaptureOptions, Controls
 from ui.state import LiveState
+from ui.upload_names import hide_upload_folder
 
 
 class OpeningAssistant:
@@ -85,3 +87,13 @@ def test_a_broken_upload_names_its_file_but_not_the_upload_folder(tmp_path, kind
         feedback = page.add_stream("b", "file upload", str(upload), "", 0)
     assert not feedback.ok and "holiday.mp4" in feedback.message
     assert str(tmp_path) not in feedback.message and "gradio-upload-3f9a" not in feedback.message
+
+
+def test_an_uploaded_source_is_shown_by_its_name_not_the_servers_folder():
+    live = LiveState()
+    path = "/tmp/edge-assistant-page-k2j4/3f9a0c/my holiday.mp4"
+    live.note("status", f"main · watching file '{path}'", 0.0)
+    log = render.log_markdown(live.snapshot().log)
+    assert "my holiday.mp4" in log and "upload" in log
+    assert "/tmp" not in log and "edge-assistant-page" not in log and "3f9a0c" not in log
+    assert hide_upload_folder("file '/home/me/clips/a.mp4'") == "file '/home/me/clips/a.mp4'"  # typed: kept

@@ -13,7 +13,7 @@ import pytest
 
 from app.config import UIConfig
 from app.web import MAX_PAGE_SESSIONS, launch_page
-from app.web_access import PageLogin
+from app.web_access import PageLogin, page_login
 from ui.login_throttle import LoginThrottle
 
 
@@ -154,3 +154,19 @@ def test_anonymous_api_calls_keep_a_bounded_number_of_sessions(served):
     stored = page.server_app.state_holder.session_data
     assert 0 < len(stored) <= MAX_PAGE_SESSIONS
     assert "session-0" not in stored and f"session-{calls - 1}" in stored  # the least recent went first
+
+
+def test_a_generated_login_is_the_one_the_page_asks_for():
+    generated = page_login(None, beyond_loopback=True, no_login=False)  # what a page beyond loopback gets
+    page = small_page()
+    port = free_port()
+    launch_page(page, UIConfig(port=port), generated)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(f"{base}/config").status_code == 401
+        with httpx.Client() as person:
+            sent = {"username": generated.user, "password": generated.password}
+            assert person.post(f"{base}/login", data=sent).status_code == 200
+            assert person.get(f"{base}/config").status_code == 200
+    finally:
+        page.close()

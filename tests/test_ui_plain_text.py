@@ -11,6 +11,8 @@ import re
 import pytest
 
 from ui import render
+from ui.controls import Feedback
+from ui.page import feedback_markdown
 from ui.plain_text import plain_text
 from ui.state import LiveState
 
@@ -56,3 +58,8 @@ def test_questions_answers_sources_and_log_lines_in_the_page_are_plain():
     assert "[here](" not in log and "http://evil" not in log and "[here](http://evil.example/)" in decoded(log)
     standing = render.standing_line("<img src=x onerror=alert(1)>", 10)
     assert "<img" not in standing
+
+
+def test_the_clicking_tabs_message_is_plain_too():
+    shown = feedback_markdown(Feedback(True, "“![x](http://evil.example/x.png)” every 10 s"))
+    assert "![x](" not in shown and "![x](http://evil.example/x.png)" in decoded(shown)

@@ -15,6 +15,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ui.upload_names import hide_upload_folder
+
 logger = logging.getLogger(__name__)
 
 ALL = "all streams"
@@ -94,7 +96,7 @@ def what(moment: Any) -> str:
     if moment.kind == "alert" and moment.alert:
         parts.append(f"<b>alert {html.escape(moment.alert)}</b>")
     if moment.text:
-        parts.append(html.escape(moment.text))
+        parts.append(html.escape(hide_upload_folder(moment.text)))
     return "<br>".join(parts) or "-"
 
 

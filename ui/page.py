@@ -23,6 +23,7 @@ from ui.alerts import MAX_ALERTS, Alert
 from ui.controls import ALL_STREAMS, MAX_STREAMS, SOURCE_KINDS, VIDEO_EXTENSIONS, Controls, Feedback, Schedule
 from ui.evidence import EvidenceThumbs
 from ui.history import HistorySource
+from ui.plain_text import plain_text
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState, Snapshot
 
@@ -121,11 +122,11 @@ def preview_folder() -> Path:
 
 
 def feedback_markdown(feedback: Feedback) -> str:
-    """The clicking tab's message; a refusal also pops up as a warning."""
+    """The clicking tab's message (plain text: it may hold what was typed); a refusal also pops up as a warning."""
     if feedback.ok:
-        return feedback.message
+        return plain_text(feedback.message)
     gr.Warning(feedback.message)
-    return f"⚠ {feedback.message}"
+    return f"⚠ {plain_text(feedback.message)}"
 
 
 def _as_outputs(names: tuple[str, ...], values: dict[str, Any]) -> list[Any]:

@@ -18,6 +18,7 @@ from ui.evidence import THUMB_WIDTH, seen_at
 from ui.plain_text import plain_text
 from ui.state import LogLine, Snapshot, Turn
 from ui.stream_view import StreamView
+from ui.upload_names import hide_upload_folder
 
 MIB = 1024 * 1024
 X = "stream time (s)"
@@ -150,8 +151,8 @@ def stream_status(view: StreamView) -> str:
     """A stream's state, time, lag and cache: what its panel says under the frame."""
     t = format_stream_time(view.stream_time)
     lag = "" if view.lag_s is None else f" · lag {view.lag_s:.1f} s"
-    source = plain_text(view.source or "")
-    ended = plain_text(view.stream_ended or "")
+    source = plain_text(hide_upload_folder(view.source or ""))
+    ended = plain_text(hide_upload_folder(view.stream_ended or ""))
     if view.state == "reconnecting":
         state = f"**Reconnecting** {source} · t = {t}: the source is down, retrying"
     elif view.source is not None:
@@ -222,7 +223,7 @@ def log_markdown(lines: tuple[LogLine, ...], limit: int = 12) -> str:
     for line in reversed(lines[-limit:]):
         stamp = time.strftime("%H:%M:%S", time.localtime(line.t_wall))
         mark = {"error": "⚠ ", "alert": "● "}.get(line.kind, "")
-        out.append(f"- `{stamp}` {mark}{plain_text(line.message)}")
+        out.append(f"- `{stamp}` {mark}{plain_text(hide_upload_folder(line.message))}")
     return "\n".join(out)
 
 

@@ -129,13 +129,13 @@ async function main() {
     await tabA.waitForFunction((name) => document.querySelector('#upload').innerText.includes(name),
       stem, { timeout: 20000 });
     await tabA.click('#start');
-    // an upload is a file in the run's private upload folder (app/web_files.py)
+    // an upload is shown by its name, not by the server's folder (ui/upload_names.py)
     await tabA.waitForFunction(
-      () => /Watching file '.*edge-assistant-page-.*'/.test(document.querySelector('#status').innerText),
+      () => /Watching file 'upload:/.test(document.querySelector('#status').innerText),
       null, { timeout: 20000, polling: 250 });
     seen.statusAfterUpload = await tabA.innerText('#status');
     // the other tab (no pop-up messages over it) shows the uploaded stream's first frame
-    await tabB.waitForFunction(() => /Watching file '.*edge-assistant-page-.*' · t = [1-9]/.test(
+    await tabB.waitForFunction(() => /Watching file 'upload:.*' · t = [1-9]/.test(
       document.querySelector('#status').innerText), null, { timeout: 20000, polling: 250 });
 
     check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
