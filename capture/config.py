@@ -111,6 +111,8 @@ class CaptureConfig:
         event_queue_size: mid-stream events kept for the consumer (oldest dropped first).
         block_when_full: for files, wait for the consumer instead of dropping the oldest clip (offline
             runs: --no-realtime, benchmarks, tests). Live sources always drop: the world does not wait.
+        follow_redirects: whether an http(s) source may redirect elsewhere. False for sources chosen while
+            running (capture.policy checked the host of the URL given, not of where a redirect leads).
     """
 
     source: str | int | Path
@@ -128,6 +130,7 @@ class CaptureConfig:
     max_consecutive_errors: int = 200
     event_queue_size: int = 64
     block_when_full: bool = False
+    follow_redirects: bool = True
     spec: SourceSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
