@@ -110,8 +110,11 @@ NO_OVERHEAD = StreamOverhead(0, 0, 0, 0, 0)
 
 
 def decoder_threads(requested: int) -> int:
-    """The decoder threads FFmpeg runs for `requested` (0: automatic, one per core plus one)."""
-    return requested if requested > 0 else (os.cpu_count() or 1) + 1
+    """The decoder threads FFmpeg runs for `requested` (0: automatic, one per core plus one; one on one core)."""
+    if requested > 0:
+        return requested
+    cores = os.cpu_count() or 1
+    return cores + 1 if cores > 1 else 1
 
 
 def stream_overhead(capture: CaptureShape, model: ModelShape, span_tokens: int) -> StreamOverhead:
