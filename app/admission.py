@@ -4,7 +4,7 @@ Device KV per stream: every layer's preallocated buffers hold budget + recall + 
 plus one prefill chunk, rounded up to the buffers' growth step, at `bytes_per_token` (keys and values of
 every layer, plus the per-token bookkeeping: positions, origin, stream index, attention). Host store per
 stream: its byte bound (RAM, or a folder with --store-dir). Around the KV, each stream also costs (`StreamOverhead`):
-its OS threads (the capture thread and FFmpeg's decoder threads), its decoder's frame pool, the frames of the clips
+its OS threads (the capture thread, FFmpeg's decoder and scaler threads), its decoder's frames, the frames of the clips
 in flight (the clip queue, the clip being assembled and the one being ingested, at the model's frame size and the
 configured fps) on the host, and its row of a batched answer's activations on the device. Pure arithmetic; the
 caller supplies what memory is free.
@@ -81,13 +81,15 @@ class ModelShape:
 class CaptureShape:
     """How each stream is captured. frame_size: (width, height) of the frames given to the model, pixels.
     fps: frames sampled per second of stream time; clip_seconds: stream seconds per clip; queue_size: clips the
-    capture queue holds; decoder_threads: FFmpeg's (0: FFmpeg picks one per core, plus one)."""
+    capture queue holds; decoder_threads: FFmpeg's (0: FFmpeg picks one per core, plus one); scaler_threads: the
+    threads FFmpeg's scaler runs when frames are resized (0: one per core)."""
 
     frame_size: tuple[int, int]
     fps: float
     clip_seconds: float
     queue_size: int = 2
     decoder_threads: int = 0
+    scaler_threads: int = 0
 
 
 @dataclass(frozen=True)
@@ -110,20 +112,25 @@ NO_OVERHEAD = StreamOverhead(0, 0, 0, 0, 0)
 
 
 def decoder_threads(requested: int) -> int:
-    """The decoder threads FFmpeg runs for `requested` (0: automatic, one per core plus one)."""
-    return requested if requested > 0 else (os.cpu_count() or 1) + 1
+    """The decoder threads FFmpeg runs for `requested` (0: automatic, one per core plus one; one on one core)."""
+    if requested > 0:
+        return requested
+    cores = os.cpu_count() or 1
+    return cores + 1 if cores > 1 else 1
 
 
 def stream_overhead(capture: CaptureShape, model: ModelShape, span_tokens: int) -> StreamOverhead:
     """What a stream costs besides its KV. span_tokens: the keys a decode step of its answer attends over.
 
-    threads: the capture thread + the decoder's. decoder: one source frame per decoder thread plus the frames it
+    threads: the capture thread, the decoder's and the scaler's (measured with --model tiny on 2 cores: 6 more
+    OS threads per stream, 1 + 3 + 2). decoder: one source frame per decoder thread plus the frames it
     keeps (DECODER_HELD_FRAMES), at SOURCE_FRAME_PIXELS in YUV 4:2:0. frames: the clips in flight (the queue's, the
     one being assembled, the one being ingested) x frames per clip x width x height x 3 (RGB uint8). answer: its
     row in a batched decode step: the logits and their softmax (vocab floats each), the attention scores over the
     span (heads x span floats), and one layer's hidden and MLP activations (4 x hidden + 3 x intermediate).
     """
-    threads = 1 + decoder_threads(capture.decoder_threads)
+    scaler = capture.scaler_threads or os.cpu_count() or 1
+    threads = 1 + decoder_threads(capture.decoder_threads) + scaler
     decoder_frames = decoder_threads(capture.decoder_threads) + DECODER_HELD_FRAMES
     decoder = int(decoder_frames * SOURCE_FRAME_PIXELS * DECODED_BYTES_PER_PIXEL)
     frames_per_clip = math.ceil(capture.fps * capture.clip_seconds - 1e-9)

@@ -82,6 +82,11 @@ def _open_hint(spec: SourceSpec, config: CaptureConfig, err: Exception) -> str:
             return f"cannot open {desc}: this FFmpeg build does not support the protocol; try http or rtsp"
         if isinstance(err, av.error.InvalidDataError):
             return f"cannot open {desc}: the server sent data that is not a video stream FFmpeg can read"
+        if not config.follow_redirects and isinstance(err, av.error.OSError):
+            return (
+                f"cannot open {desc}: {err}; redirects are not followed for sources chosen while running: give the "
+                "URL the stream is finally served from"
+            )
         return f"cannot open {desc}: {err}; check the URL, the network and that the stream is live"
     if isinstance(err, av.error.PermissionError):
         return f"cannot open {desc}: permission denied; check the file's permissions"
@@ -138,6 +143,8 @@ class AvSource:
             timeout = (config.open_timeout_s, config.read_timeout_s)
             if str(spec.target).lower().startswith(("rtsp://", "rtsps://")):
                 options["rtsp_transport"] = config.rtsp_transport
+            elif not config.follow_redirects:
+                container_options["max_redirects"] = "0"  # FFmpeg's http option (older builds ignore it)
         else:
             _check_path(spec)
         target = str(Path(str(spec.target)).expanduser()) if spec.kind == "file" else str(spec.target)

@@ -116,6 +116,8 @@ class CaptureConfig:
             runs: --no-realtime, benchmarks, tests). Live sources always drop: the world does not wait.
         credentials: (user, password) for a network URL that carries no login itself; joined to the URL
             only when the source is opened (``capture.credentials``), never shown (not in repr).
+        follow_redirects: whether an http(s) source may redirect elsewhere. False for sources chosen while
+            running (capture.policy checked the host of the URL given, not of where a redirect leads).
     """
 
     source: str | int | Path
@@ -134,6 +136,7 @@ class CaptureConfig:
     event_queue_size: int = 64
     block_when_full: bool = False
     credentials: tuple[str, str] | None = field(default=None, repr=False, compare=False)
+    follow_redirects: bool = True
     spec: SourceSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

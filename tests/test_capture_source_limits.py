@@ -124,3 +124,47 @@ def test_a_playlist_served_over_http_cannot_make_ffmpeg_read_a_local_file(tmp_pa
         with pytest.raises(SourceError, match="cannot open stream"):
             open_source(CaptureConfig(server.url, open_timeout_s=10.0))
     assert server.requests == ["/index.m3u8"]  # the playlist was fetched; its file segment never opened
+
+
+class RedirectServer:
+    """Serves a video on 127.0.0.1 and, at /elsewhere, a 302 redirect to it (a redirect could as well lead to an
+    internal address the source policy refuses)."""
+
+    def __init__(self, video):
+        name = video.name
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                if self.path != "/elsewhere":
+                    return super().do_GET()
+                self.send_response(302)
+                self.send_header("Location", f"/{name}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        handler = functools.partial(Handler, directory=video.parent)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.direct, self.redirect = f"{base}/{name}", f"{base}/elsewhere"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(5)
+
+
+def test_redirects_are_followed_only_for_sources_that_allow_them(tmp_path_factory):
+    video = Media(tmp_path_factory.mktemp("redirect")).video("clip.mp4", "libx264", (64, 48), fps=4, duration_s=2.0)
+    with RedirectServer(video) as server:
+        open_source(CaptureConfig(server.redirect)).close()  # the operator's source: followed
+        open_source(CaptureConfig(server.direct, follow_redirects=False)).close()
+        with pytest.raises(SourceError, match="redirects are not followed for sources chosen while running"):
+            open_source(CaptureConfig(server.redirect, follow_redirects=False))

@@ -223,20 +223,21 @@ def test_a_writing_gst_pipeline_at_start_exits_2_before_the_model_loads():
     assert "loading" not in done.stderr
 
 
-CAPTURE = CaptureShape(frame_size=(448, 448), fps=1.0, clip_seconds=4.0, queue_size=2, decoder_threads=2)
+CAPTURE = CaptureShape((448, 448), fps=1.0, clip_seconds=4.0, queue_size=2, decoder_threads=2, scaler_threads=2)
 MODEL = ModelShape(hidden=1536, intermediate=8960, heads=12, vocab=151936, element_bytes=2)  # Qwen2-VL-2B's text model
 
 
 def test_a_stream_costs_its_threads_decoder_frames_and_answer_activations_besides_its_kv():
     extra = stream_overhead(CAPTURE, MODEL, span_tokens=3072)
-    assert extra.threads == 3  # the capture thread and two decoder threads
-    assert extra.thread_bytes == 3 * 2 * 2**20
+    assert extra.threads == 5  # the capture thread, two decoder threads, two scaler threads
+    assert extra.thread_bytes == 5 * 2 * 2**20
     assert extra.decoder_bytes == (2 + 6) * 1920 * 1080 * 3 // 2  # a frame per thread + 6 held, 1080p YUV 4:2:0
     assert extra.frame_bytes == (2 + 2) * 4 * 448 * 448 * 3  # queue + assembling + ingesting, 4 frames a clip, RGB
     assert extra.answer_bytes == 2 * 151936 * 4 + 12 * 3072 * 4 + (4 * 1536 + 3 * 8960) * 2
     assert extra.host_bytes == extra.thread_bytes + extra.decoder_bytes + extra.frame_bytes
     auto = stream_overhead(CaptureShape((448, 448), 1.0, 4.0), MODEL, span_tokens=3072)
-    assert auto.threads == 1 + (os.cpu_count() or 1) + 1  # FFmpeg's automatic thread count
+    cores = os.cpu_count() or 1
+    assert auto.threads == 1 + (cores + 1 if cores > 1 else 1) + cores  # FFmpeg's automatic thread counts
 
 
 def test_admission_counts_the_overhead_so_streams_that_fit_by_kv_alone_are_refused():
@@ -247,7 +248,7 @@ def test_admission_counts_the_overhead_so_streams_that_fit_by_kv_alone_are_refus
     assert "1000 stream(s)" in check_fits(kv_only, 1000, device_free=free, host_free=free, shared_memory=True)
     with pytest.raises(AdmissionError) as refused:
         check_fits(cost, 1000, device_free=free, host_free=free, shared_memory=True)
-    assert "for 3 threads, decoder and frames" in str(refused.value)
+    assert "for 5 threads, decoder and frames" in str(refused.value)
     per_stream = kv_only.device_bytes + extra.host_bytes + extra.answer_bytes
     assert check_fits(cost, 10, device_free=int(10 * per_stream / 0.79), host_free=0, shared_memory=True)
     with pytest.raises(AdmissionError):

@@ -235,6 +235,7 @@ def test_the_page_watches_public_urls_configured_cameras_and_its_own_uploads_onl
     outside = controls.add_stream("leak", "file upload", str(elsewhere), "", 0)
     assert not outside.ok and "only files uploaded through the page" in outside.message
     assert [name for name, _ in assistant.added] == ["door", "lobby", "upload"]
+    assert not assistant.added[0][1].follow_redirects  # the policy checked this host, not where a redirect leads
 
 
 class RemovingAssistant(FakeAssistant):

@@ -88,6 +88,7 @@ class CaptureOptions:
             loop=self.loop and parse_source(source).kind == "file",  # --loop restarts files; streams go on
             max_size=self.max_size,
             block_when_full=not self.realtime,
+            follow_redirects=self.policy is None,  # the policy checked this URL's host, not a redirect's
         )
 
 
