@@ -1,7 +1,7 @@
 """`python -m app --ui`: load the model, start the assistant, serve the page until Ctrl-C (or SIGTERM).
 
 Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, an unopenable --video, a port in use).
-Who may use the page (docs/security-page.md): the login (app.web_access), the gate in front of Gradio (ui.guard:
+Who may use the page (docs/security.md, "The page"): the login (app.web_access), the gate in front of Gradio (ui.guard:
 Host and Origin checked, failed logins throttled), bounded session state, uploads in a private folder
 (app.web_files).
 """
