@@ -24,6 +24,7 @@ from cache.runner import CachedRunner, PrefillInterrupted
 from cache.store.recall import RecallStats, recall_for_prompt
 from model.adapters.base import Segment
 from model.answer_turn import AnswerTurn
+from model.change import ChangeConfig, ChangeTracker
 from model.evidence import ClipIndex, attended, recalled
 from model.loading import LoadedModel
 from model.resources import device_memory_bytes, process_rss_bytes
@@ -37,11 +38,13 @@ class SessionConfig:
     """max_new_tokens: answer length cap, also the headroom kept free in the cache at each question.
     chunk_size: tokens per prefill forward; bounds peak activation memory whatever the clip length.
     compile_decode: compile the static decode step with torch.compile (CUDA graphs on a GPU); the first
-    answer waits for the compilation, and decoding falls back to eager where compiling fails."""
+    answer waits for the compilation, and decoding falls back to eager where compiling fails.
+    change: which visual tokens of a clip enter the cache (model/change.py: unchanged ones are dropped)."""
 
     max_new_tokens: int = 64
     chunk_size: int = 512
     compile_decode: bool = False
+    change: ChangeConfig = field(default_factory=ChangeConfig)
 
     def __post_init__(self) -> None:
         if self.max_new_tokens < 1:
@@ -56,7 +59,7 @@ class ClipMetrics:
     t_start: float
     t_end: float
     frames: int
-    visual_tokens: int
+    visual_tokens: int  # what the whole clip brings
     prefill_tokens: int
     prefill_s: float
     cache_tokens: int  # after the clip's eviction point
@@ -66,6 +69,10 @@ class ClipMetrics:
     store_bytes: int = 0
     store_dropped_tokens: int = 0  # pushed out of the store by its byte bound, so far
     store_oldest_time: float | None = None  # stream second of the oldest clip the store still holds
+    visual_tokens_kept: int = 0  # of visual_tokens, those that entered the cache (the rest did not change)
+    visual_tokens_changed: int = 0  # of visual_tokens, those whose region changed (0: only the floor, if any)
+    keyframe: bool = True  # the clip entered whole (first clip, after a reconnect, every keyframe_every clips)
+    vision_s: float = 0.0  # vision tower + embedding, part of prefill_s
 
 
 @dataclass
@@ -113,6 +120,7 @@ class StreamingSession:
             chunk_size=self.config.chunk_size,
             compile_decode=self.config.compile_decode,
         )
+        self.change = ChangeTracker(self.config.change)
         self.stop_requested: Callable[[], bool] = lambda: False  # checked between forward passes
         self._yes_no: YesNo | None = None  # the tokens of a yes/no verdict, found at the first check
         self.runner.interrupt = lambda: self.stop_requested()
@@ -131,27 +139,42 @@ class StreamingSession:
         self.last_answer: AnswerMetrics | None = None
         self.last_answer_ids: list[int] = []
         self._started = False
+        self.change.reset()  # the next clip is a key frame
 
-    def ingest_clip(self, frames: np.ndarray, t_start: float, t_end: float) -> ClipMetrics:
-        """Adds a clip ([F, H, W, 3] uint8 RGB, stream seconds) to the cache; evicts over budget."""
+    def ingest_clip(self, frames: np.ndarray, t_start: float, t_end: float, whole: bool = False) -> ClipMetrics:
+        """Adds a clip ([F, H, W, 3] uint8 RGB, stream seconds) to the cache; evicts over budget.
+
+        With `config.change.drop_unchanged`, visual tokens of regions that did not change since the cache last
+        saw them are left out (model/change.py); `whole` makes this clip a key frame (the capture reconnected)."""
         if not t_end >= t_start:
             raise ValueError(f"clip end {t_end} is before its start {t_start}")
         segment = self.adapter.clip_segment(frames, t_start, t_end)  # validates frames, touches nothing
+        full = segment.num_visual_tokens
+        changed, keyframe, span = full, True, (t_start, t_end)
+        if self.config.change.drop_unchanged:
+            segment, changed, keyframe, span = self._drop_unchanged(segment, whole, len(frames), t_start, t_end)
         if self.cache.store is not None:
             self.cache.archive_new()  # what came before keeps the time of its own clip
-            self.cache.store.stream_time = t_start  # labels this clip's tokens when they are archived
+            self.cache.store.stream_time = span[0]  # labels this clip's tokens when they are archived
         self._start()
         started = time.perf_counter()
         first = self.cache.tokens_seen
-        self._prefill(segment, evict_to=None)
-        self.clip_index.add(first, self.cache.tokens_seen, t_start, t_end)
+        embeds = self.adapter.segment_embeddings(self.loaded.model, segment)  # [1, T, hidden]
+        vision_s = time.perf_counter() - started
+        try:
+            self._prefill(segment, evict_to=None, embeds=embeds)
+        except PrefillInterrupted:
+            self.change.reset()  # the reference holds regions that did not reach the cache: start again whole
+            raise
+        if segment.num_visual_tokens:  # a clip that kept no frame shows no moment to cite
+            self.clip_index.add(first, self.cache.tokens_seen, *span)
         self.clips += 1
         return ClipMetrics(
             index=self.clips,
             t_start=t_start,
             t_end=t_end,
             frames=int(len(frames)),
-            visual_tokens=segment.num_visual_tokens,
+            visual_tokens=full,
             prefill_tokens=segment.num_tokens,
             prefill_s=time.perf_counter() - started,
             cache_tokens=self.cache.get_seq_length(),
@@ -161,7 +184,28 @@ class StreamingSession:
             store_bytes=self.cache.store.bytes if self.cache.store else 0,
             store_dropped_tokens=self.cache.store.dropped_tokens if self.cache.store else 0,
             store_oldest_time=self.cache.store.oldest_time if self.cache.store else None,
+            visual_tokens_kept=segment.num_visual_tokens,
+            visual_tokens_changed=changed,
+            keyframe=keyframe,
+            vision_s=vision_s,
         )
+
+    def _drop_unchanged(
+        self, segment: Segment, whole: bool, frames: int, t_start: float, t_end: float
+    ) -> tuple[Segment, int, bool, tuple[float, float]]:
+        """The clip with its unchanged visual tokens left out. Returns (segment, tokens whose region changed,
+        key frame?, stream seconds of the frames whose tokens were kept)."""
+        layout = self.adapter.change_layout()
+        selection = self.change.select(segment.view, layout, keyframe=whole or self.change.keyframe_due())
+        if not selection.keep.all():
+            segment = self.adapter.sparse_clip(segment, selection.keep)
+        kept = np.flatnonzero(selection.groups_kept())
+        step = (t_end - t_start) / frames
+        span = (t_start, t_end)
+        if kept.size:
+            first, last = int(kept[0]) * layout.group, min((int(kept[-1]) + 1) * layout.group, frames)
+            span = (t_start + first * step, t_start + last * step)
+        return segment, selection.changed_tokens, selection.keyframe, span
 
     def take_store_errors(self) -> list[str]:
         """Problems of the host store's folder since the last call (it went on in RAM), for error events."""
@@ -314,10 +358,10 @@ class StreamingSession:
                 self._prefill(prefix, evict_to=None)
             self._started = True
 
-    def _prefill(self, segment: Segment, evict_to: int | None) -> torch.Tensor:
+    def _prefill(self, segment: Segment, evict_to: int | None, embeds: torch.Tensor | None = None) -> torch.Tensor:
         """Prefills a segment at the cache's next positions; returns the last token's logits [1, vocab]."""
-        model = self.loaded.model
-        embeds = self.adapter.segment_embeddings(model, segment)  # [1, T, hidden]
+        if embeds is None:
+            embeds = self.adapter.segment_embeddings(self.loaded.model, segment)  # [1, T, hidden]
         positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
         return self.runner.prefill(inputs_embeds=embeds, position_ids=positions, evict_to=evict_to)
 

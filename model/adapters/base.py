@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from transformers import GenerationConfig, PreTrainedModel
 
+from model.change import ChangeLayout
 from model.processor import VisionTextProcessor
 
 
@@ -35,16 +36,34 @@ class Segment:
         grids, token types); CPU tensors.
     num_visual_tokens: how many of the T tokens are visual placeholders.
     kind: "prefix" | "clip" | "question" | "answer" | "text".
+    view: a clip's frames as the model sees them, [F, H, W, 3] uint8 (resized; padded to whole temporal
+        groups), for the change tracker (model/change.py); None for other segments.
+    A sparse clip (model/sparse_clip.py: unchanged visual tokens left out) also has
+    positions: [P, 1, T] positions relative to the segment's start, those its tokens have in the whole clip;
+    position_extent: the whole clip's position extent (next start - start);
+    visual_select: [N_kept] indices of the kept tokens in the vision tower's output for this segment;
+    full_visual_tokens: visual tokens of the whole clip.
     """
 
     input_ids: torch.Tensor
     model_inputs: dict[str, torch.Tensor] = field(default_factory=dict)
     num_visual_tokens: int = 0
     kind: str = "text"
+    view: np.ndarray | None = None
+    positions: torch.Tensor | None = None
+    position_extent: int = 0
+    visual_select: torch.Tensor | None = None
+    full_visual_tokens: int | None = None
+    group_starts: list[int] | None = None  # first token of each frame's block (families that drop whole frames)
 
     @property
     def num_tokens(self) -> int:
         return int(self.input_ids.shape[1])
+
+
+def sparse_positions(segment: Segment, start: int) -> tuple[torch.Tensor, int]:
+    """Positions of a sparse clip's tokens (those of the whole clip at the same tokens) from `start`."""
+    return segment.positions + int(start), int(start) + segment.position_extent
 
 
 class VideoAdapter(ABC):
@@ -76,6 +95,15 @@ class VideoAdapter(ABC):
         """frames: [F, H, W, 3] uint8 RGB sampled between stream times t_start and t_end (seconds)."""
 
     @abstractmethod
+    def change_layout(self) -> ChangeLayout:
+        """How a clip's `view` maps to its visual tokens, for the change tracker."""
+
+    @abstractmethod
+    def sparse_clip(self, segment: Segment, keep: np.ndarray) -> Segment:
+        """The clip `segment` with only the visual tokens `keep` ([G, Rh, Rw] bool over the tokens of its
+        change layout) left in, each at the position it has in the whole clip."""
+
+    @abstractmethod
     def question_segment(self, question: str) -> Segment:
         """A user turn holding the question, followed by the assistant header."""
 
@@ -102,6 +130,8 @@ class VideoAdapter(ABC):
         Returns (position_ids, next_start). 1-D RoPE: position_ids [1, T] = start + arange(T).
         M-RoPE adapters return [3, 1, T].
         """
+        if segment.positions is not None:
+            return sparse_positions(segment, start)
         n = segment.num_tokens
         return torch.arange(start, start + n, dtype=torch.long).unsqueeze(0), start + n
 

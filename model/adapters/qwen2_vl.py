@@ -20,9 +20,11 @@ import torch
 from transformers import GenerationConfig, PreTrainedModel
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
 
-from model.adapters.base import Segment, VideoAdapter
+from model.adapters.base import Segment, VideoAdapter, sparse_positions
 from model.adapters.frames import rescale_normalize, resize_frames, validate_clip
+from model.change import ChangeLayout
 from model.processor import VisionTextProcessor
+from model.sparse_clip import sparse_segment
 
 SYSTEM_PROMPT = "You are a helpful assistant."
 # transformers' Qwen2VLVideoProcessor defaults, used when the checkpoint's configs say nothing
@@ -104,7 +106,8 @@ class Qwen2VLAdapter(VideoAdapter):
     # ---- clips ----
     def clip_segment(self, frames: np.ndarray, t_start: float, t_end: float) -> Segment:
         validate_clip(frames, t_start, t_end)
-        pixels, grid = self.video_pixels(frames)  # [P, C*tps*p*p], (t, h, w)
+        view = self.clip_view(frames)  # [F', h, w, 3] uint8, F' a multiple of the temporal patch
+        pixels, grid = self.patchify(view)  # [P, C*tps*p*p], (t, h, w)
         n_vis = grid[0] * grid[1] * grid[2] // self.merge_size**2
         text = (
             f"<|im_start|>user\n<t={t_start:.1f}-{t_end:.1f}s><|vision_start|>"
@@ -120,7 +123,34 @@ class Qwen2VLAdapter(VideoAdapter):
         seconds_per_frame = (t_end - t_start) / frames.shape[0] if t_end > t_start else 1.0
         self.add_time_inputs(seg, seconds_per_frame * self.temporal_patch_size)
         seg.num_visual_tokens = n_vis
+        seg.view = view
         return seg
+
+    def change_layout(self) -> ChangeLayout:
+        return ChangeLayout(group=self.temporal_patch_size, region=self.factor)
+
+    def sparse_clip(self, segment: Segment, keep: np.ndarray) -> Segment:
+        """Only the temporal patches with a kept token go through the vision tower (it attends within one
+        temporal patch, so their tokens come out as in the whole clip); of those, the kept tokens enter."""
+        t, gh, gw = segment.model_inputs["video_grid_thw"][0].tolist()
+        per_group = gh * gw // self.merge_size**2
+        if keep.shape != (t, gh // self.merge_size, gw // self.merge_size):
+            raise ValueError(f"keep mask {keep.shape} does not match the clip's grid {t}x{gh}x{gw}")
+        flat = torch.from_numpy(np.ascontiguousarray(keep).reshape(t, per_group))
+        groups = flat.any(dim=1).nonzero().squeeze(1)  # temporal patches the tower must see
+        visual = segment.input_ids[0] == self.video_token_id
+        token_keep = ~visual
+        token_keep[visual] = flat.reshape(-1)
+        inputs = {"mm_token_type_ids": segment.model_inputs["mm_token_type_ids"][:, token_keep]}
+        select = None
+        if groups.numel():
+            pixels = segment.model_inputs["pixel_values_videos"]
+            inputs["pixel_values_videos"] = pixels.view(t, gh * gw, -1)[groups].reshape(-1, pixels.shape[-1])
+            inputs["video_grid_thw"] = torch.tensor([[groups.numel(), gh, gw]], dtype=torch.long)
+            select = flat[groups].reshape(-1).nonzero().squeeze(1)  # [N_kept] in the tower's output
+        if "second_per_grid_ts" in segment.model_inputs:
+            inputs["second_per_grid_ts"] = segment.model_inputs["second_per_grid_ts"]
+        return sparse_segment(self, segment, token_keep, inputs, select, int(flat.sum()))
 
     def add_time_inputs(self, segment: Segment, seconds_per_grid: float) -> None:
         """Hook for Qwen2.5-VL, whose temporal positions follow real time; Qwen2-VL has none."""
@@ -130,13 +160,22 @@ class Qwen2VLAdapter(VideoAdapter):
 
         An odd frame count is padded by repeating the last frame (as Qwen's video processor does).
         """
+        return self.patchify(self.clip_view(frames))
+
+    def clip_view(self, frames: np.ndarray) -> np.ndarray:
+        """[F, H, W, 3] uint8 -> [F', h, w, 3] uint8: resized (aspect kept, sides multiples of 28), an odd
+        frame count padded by repeating the last frame (as Qwen's video processor does)."""
         _, height, width, _ = frames.shape
         h, w = smart_resize(height, width, self.factor, self.min_pixels, self.max_pixels)
-        x = rescale_normalize(
-            resize_frames(frames, h, w, self.resample), self.rescale_factor, self.image_mean, self.image_std
-        )  # [F, 3, h, w]
+        x = resize_frames(frames, h, w, self.resample)
         if pad := -x.shape[0] % self.temporal_patch_size:
             x = np.concatenate([x, np.repeat(x[-1:], pad, axis=0)], axis=0)
+        return x
+
+    def patchify(self, view: np.ndarray) -> tuple[np.ndarray, tuple[int, int, int]]:
+        """[F', h, w, 3] uint8 (see clip_view) -> (patches [t*h*w, 3 * tps * p * p] float32, grid (t, h, w))."""
+        _, h, w, _ = view.shape
+        x = rescale_normalize(view, self.rescale_factor, self.image_mean, self.image_std)  # [F', 3, h, w]
         p, m, tps = self.patch_size, self.merge_size, self.temporal_patch_size
         gt, gh, gw = x.shape[0] // tps, h // p, w // p
         x = x.reshape(gt, tps, 3, gh // m, m, p, gw // m, m, p)
@@ -154,6 +193,8 @@ class Qwen2VLAdapter(VideoAdapter):
         position. Follows the installed transformers' `get_rope_index`: text tokens count up on all three
         axes; a video block of grid (t, h, w) gets start + (t_idx * interval, h_idx, w_idx) over its merged
         grid, and the text after it continues at block start + max(h, w) / merge."""
+        if segment.positions is not None:
+            return sparse_positions(segment, start)
         types = segment.model_inputs["mm_token_type_ids"][0].tolist()
         grids = segment.model_inputs.get("video_grid_thw", torch.zeros(0, 3, dtype=torch.long)).tolist()
         chunks, cur, video_index, i = [], int(start), 0, 0
@@ -193,6 +234,8 @@ class Qwen2VLAdapter(VideoAdapter):
             return_dict=True,
         )
         feats = torch.cat(out.pooler_output, dim=0).to(embeds.dtype)  # [N_vis, hidden]
+        if segment.visual_select is not None:  # a sparse clip: the kept tokens of the patches encoded
+            feats = feats[segment.visual_select.to(device)]
         _, video_mask = model.model.get_placeholder_mask(ids, inputs_embeds=embeds, video_features=feats)
         return embeds.masked_scatter(video_mask, feats)
 

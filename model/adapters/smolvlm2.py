@@ -16,6 +16,7 @@ patch 14, scale 3).
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +26,9 @@ from transformers.models.smolvlm.image_processing_pil_smolvlm import get_resize_
 
 from model.adapters.base import Segment, VideoAdapter
 from model.adapters.frames import rescale_normalize, resize_frames, validate_clip
+from model.change import ChangeLayout
 from model.processor import VisionTextProcessor
+from model.sparse_clip import sparse_segment
 
 IMAGE_TOKEN = "<image>"
 FRAME_OPEN = "<fake_token_around_image><global-img>"
@@ -88,7 +91,8 @@ class SmolVLM2Adapter(VideoAdapter):
     # ---- clips ----
     def clip_segment(self, frames: np.ndarray, t_start: float, t_end: float) -> Segment:
         validate_clip(frames, t_start, t_end)
-        pixels = self.frame_pixels(frames)  # [F, 3, side, side]
+        view = self.clip_view(frames)  # [F, side, side, 3] uint8
+        pixels = rescale_normalize(view, self.rescale_factor, self.image_mean, self.image_std)  # [F, 3, side, side]
         n = frames.shape[0]
         step = (t_end - t_start) / n
         parts = [f"User: <t={t_start:.1f}-{t_end:.1f}s>"]
@@ -105,17 +109,56 @@ class SmolVLM2Adapter(VideoAdapter):
         seg.model_inputs["pixel_values"] = torch.from_numpy(pixels).unsqueeze(0)
         seg.model_inputs["pixel_attention_mask"] = torch.ones(1, n, self.side, self.side, dtype=torch.bool)
         seg.num_visual_tokens = n_vis
+        seg.view = view
+        seg.group_starts = self._frame_starts(seg, parts[0])
         return seg
+
+    def _frame_starts(self, segment: Segment, head: str) -> list[int]:
+        """First token of each frame's block (its "Frame from" line): right after the previous frame's closing
+        token; for the first frame, after the clip's time marker (or at its image tokens' opening, should the
+        tokenizer have merged the marker with the line after it)."""
+        ids = segment.input_ids[0]
+        images = (ids == self.image_token_id).nonzero().squeeze(1).view(-1, self.tokens_per_frame)
+        closes = images[:, -1] + 1
+        marker = self.text_segment(head).input_ids[0]
+        if torch.equal(ids[: marker.numel()], marker):
+            first = marker.numel()
+        else:
+            first = int(images[0, 0]) - self.text_segment(FRAME_OPEN).num_tokens
+        return [first] + (closes[:-1] + 1).tolist()
+
+    def change_layout(self) -> ChangeLayout:
+        return ChangeLayout(group=1, region=self.side // math.isqrt(self.tokens_per_frame), whole_groups=True)
+
+    def sparse_clip(self, segment: Segment, keep: np.ndarray) -> Segment:
+        """Only the frames with a kept token, whole (1-D positions carry no row or column: a frame's tokens
+        are only understood together), each with its "Frame from" line; the others go with theirs."""
+        frames = torch.from_numpy(np.ascontiguousarray(keep).reshape(keep.shape[0], -1).any(axis=1))
+        ids = segment.input_ids[0]
+        if frames.numel() != segment.model_inputs["pixel_values"].shape[1] or segment.group_starts is None:
+            raise ValueError(f"keep mask of {frames.numel()} frames does not match the clip")
+        closes = (ids == self.image_token_id).nonzero().squeeze(1).view(-1, self.tokens_per_frame)[:, -1] + 1
+        token_keep = torch.ones_like(ids, dtype=torch.bool)
+        for start, close, kept in zip(segment.group_starts, closes.tolist(), frames.tolist(), strict=True):
+            if not kept:
+                token_keep[start : close + 1] = False
+        inputs = {}
+        if frames.any():
+            inputs = {k: segment.model_inputs[k][:, frames] for k in ("pixel_values", "pixel_attention_mask")}
+        return sparse_segment(self, segment, token_keep, inputs, None, int(frames.sum()) * self.tokens_per_frame)
 
     def frame_pixels(self, frames: np.ndarray) -> np.ndarray:
         """[F, H, W, 3] uint8 -> [F, 3, side, side] float32: longest edge to the video size (aspect kept,
         even sides), then to the square side, then rescale + normalize."""
+        return rescale_normalize(self.clip_view(frames), self.rescale_factor, self.image_mean, self.image_std)
+
+    def clip_view(self, frames: np.ndarray) -> np.ndarray:
+        """[F, H, W, 3] uint8 -> [F, side, side, 3] uint8: the frames as the vision encoder sees them."""
         _, height, width, _ = frames.shape
         shape_only = np.broadcast_to(np.uint8(0), (3, height, width))
         h, w = get_resize_output_image_size(shape_only, resolution_max_side=self.video_longest_edge)
         x = resize_frames(frames, h, w, self.resample)
-        x = resize_frames(x, self.side, self.side, self.resample)
-        return rescale_normalize(x, self.rescale_factor, self.image_mean, self.image_std)
+        return resize_frames(x, self.side, self.side, self.resample)
 
     # ---- embeddings ----
     @torch.no_grad()
