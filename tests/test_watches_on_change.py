@@ -5,8 +5,10 @@ import pytest
 
 from app.cli import parse_args
 from app.config import AppConfig
-from app.watches.gate import ChangeGate, clip_changed
+from app.watches.gate import ChangeGate
 from app.watches.spec import WatchSpec, parse_alert_flag, specs_from_table
+from capture.synth_camera import CameraVideoConfig, write_camera_video
+from tests.app_helpers import of_type, read_log, run_app
 
 
 def checks_run(changes_per_check, on_change=True):
@@ -38,17 +40,6 @@ def test_without_on_change_every_due_check_runs():
     assert ran == [True] * 4 and skipped == 0
 
 
-def test_what_counts_as_a_changed_clip():
-    assert clip_changed(0) is False  # nothing entered the cache: nothing changed
-    assert clip_changed(40) is True
-    assert clip_changed(512, keyframe=True) is True  # kept whole: says nothing, so it counts
-    assert clip_changed(None) is True  # dropping off: change is not known, checks are never skipped
-    # the changed regions decide when known: a key frame of a static scene, a floor over an unchanged scene
-    assert clip_changed(512, keyframe=True, changed_tokens=0) is False
-    assert clip_changed(13, changed_tokens=0) is False
-    assert clip_changed(13, changed_tokens=2) is True
-
-
 def test_on_change_in_flags_and_tables():
     assert parse_alert_flag("person=Is there a person?").on_change is False
     assert parse_alert_flag("person=Is there a person?", on_change=True) == WatchSpec(
@@ -74,3 +65,36 @@ def test_alert_on_change_flag_sets_the_flag_watches_only(tmp_path):
     top.write_text('alert_on_change = true\nalert = ["person=Is there a person?"]\n')
     config = AppConfig.from_args(parse_args(["--video", "x.mp4", "--config", str(top)]))
     assert [w.on_change for w in config.watches] == [True]
+
+
+def test_the_app_checks_an_on_change_watch_only_while_the_camera_sees_change(tmp_path):
+    """A fixed camera (a photo, sensor noise, drift, H.264) where a person crosses from 16 s to 28 s: the
+    on_change watch is checked at the first clip, then only around the crossing; a plain watch every clip."""
+    camera = tmp_path / "camera.mp4"
+    config = CameraVideoConfig(
+        size=(160, 120), fps=2.0, duration_s=40.0, object_enter_s=16.0, object_exit_s=28.0, object_size=0.5
+    )
+    write_camera_video(camera, config)
+    alerts = tmp_path / "alerts.toml"
+    alerts.write_text(
+        '[alerts.moved]\nquestion = "Is anyone there?"\nthreshold = 0.0\nevery = 4\non_change = true\n'
+        '[alerts.always]\nquestion = "Is anyone there?"\nthreshold = 0.0\nevery = 4\n'
+    )
+    log = tmp_path / "run.jsonl"
+    done = run_app(
+        "--video", str(camera), "--model", "tiny", "--no-realtime", "--every", "0", "--quiet",
+        "--config", str(alerts), "--log-jsonl", str(log),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = read_log(log)
+    clips = of_type(events, "clip")
+    assert [c["stream_time"] for c in clips] == [4.0 * k for k in range(1, 11)]
+    checks = of_type(events, "check")
+    assert [c["stream_time"] for c in checks if c["alert"] == "always"] == [4.0 * k for k in range(1, 11)]
+    moved = [c for c in checks if c["alert"] == "moved"]
+    times = [c["stream_time"] for c in moved]
+    assert times[0] == 4.0  # the first check always runs
+    assert not {8.0, 12.0, 16.0, 36.0, 40.0} & set(times)  # before and well after the crossing: skipped
+    assert {20.0, 24.0, 28.0} <= set(times)  # the person is in view
+    due = sum(c["stream_time"] <= times[-1] for c in clips)
+    assert moved[-1]["skipped_checks"] == due - len(moved)  # every skip counted

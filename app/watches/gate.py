@@ -11,19 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-def clip_changed(visual_tokens_kept: int | None, keyframe: bool = False, changed_tokens: int | None = None) -> bool:
-    """Whether a clip brought change, from its metrics.
-
-    changed_tokens: the tokens whose regions changed (before the floor and key frames fill up the kept ones);
-    when known it decides. Otherwise: a clip that kept nothing did not change; one kept whole as a key frame, or
-    with dropping off (`visual_tokens_kept` None), may have, so it counts as changed (a check is never skipped
-    on a guess).
-    """
-    if changed_tokens is not None:
-        return changed_tokens > 0
-    if visual_tokens_kept is None or keyframe:
-        return True
-    return visual_tokens_kept > 0
+def clip_changed(visual_tokens_changed: int) -> bool:
+    """Whether a clip brought change: any visual token whose region changed since the cache last saw it
+    (model.session.ClipMetrics.visual_tokens_changed; before the floor and key frames fill up the kept ones, so
+    a key frame of a static scene did not change). With dropping off every token counts as changed: checks are
+    then never skipped."""
+    return visual_tokens_changed > 0
 
 
 @dataclass
