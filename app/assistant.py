@@ -264,7 +264,10 @@ class Assistant:
     def _on_clip(self, stream: Stream, clip: Clip) -> str | None:
         """Ingests a clip; returns the standing question if it fell due."""
         try:
-            metrics = stream.session.ingest_clip(clip.frames, clip.t_start, clip.t_end)
+            # the first clip of a capture and the first after a reconnection enter whole (a key frame)
+            whole = clip.index == 0 or clip.stats.reconnects != stream.reconnects_seen
+            stream.reconnects_seen = clip.stats.reconnects
+            metrics = stream.session.ingest_clip(clip.frames, clip.t_start, clip.t_end, whole=whole)
         except PrefillInterrupted as stop:
             self._publish("status", stream, message=f"clip {clip.index} cut off by the stop ({stop})")
             return None
@@ -284,6 +287,9 @@ class Assistant:
             t_start=round(clip.t_start, 3),
             frames=metrics.frames,
             visual_tokens=metrics.visual_tokens,
+            visual_tokens_kept=metrics.visual_tokens_kept,
+            visual_tokens_changed=metrics.visual_tokens_changed,
+            keyframe=metrics.keyframe,
             prefill_tokens=metrics.prefill_tokens,
             cache_tokens=metrics.cache_tokens,
             budget=stream.session.cache_config.budget,

@@ -10,6 +10,7 @@ from app.scheduler import DEFAULT_QUESTION
 from cache.config import POOL_MODES, CacheConfig
 from cache.policies import POLICIES
 from cache.store.kv_quant import QUANT_MODES
+from model.change import ChangeConfig
 
 # On in the app: in a stream, only recall lets an answer reach what the cache evicted (README, "Memory beyond
 # the budget"). The library's CacheConfig keeps recall=0, a cache with no host store.
@@ -122,6 +123,32 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["rerotate", "original"],
         default="rerotate",
         help="rerotate: compact positions after eviction (runs forever); original: keep first positions",
+    )
+
+    chg = p.add_argument_group("what a clip brings (only what changed)")
+    change = ChangeConfig()
+    chg.add_argument(
+        "--drop-unchanged",
+        action=argparse.BooleanOptionalAction,
+        default=change.drop_unchanged,
+        help="visual tokens of regions that did not change since the cache last saw them never enter it, "
+        "kept tokens at their true positions (--no-drop-unchanged: every clip whole, as before)",
+    )
+    chg.add_argument(
+        "--change-threshold",
+        type=float,
+        default=change.threshold,
+        help="how much a region must change to count: largest luma difference of its cells after the "
+        "frame's exposure fit, share of full scale (0..1]",
+    )
+    chg.add_argument(
+        "--keyframe-every", type=int, default=change.keyframe_every, help="clips between full refreshes (key frames)"
+    )
+    chg.add_argument(
+        "--change-floor",
+        type=float,
+        default=change.floor,
+        help="share of a changed frame's tokens kept at least (its most changed), 0..1",
     )
 
     ask = p.add_argument_group("questions and run")

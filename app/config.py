@@ -15,6 +15,7 @@ from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
 from cache.config import CacheConfig
 from capture import CaptureConfig
+from model.change import ChangeConfig
 from model.config import ModelConfig
 from model.session import SessionConfig
 
@@ -122,7 +123,10 @@ class AppConfig:
                 positions=args.positions,
             ),
             session=SessionConfig(
-                max_new_tokens=args.max_new_tokens, chunk_size=args.chunk_size, compile_decode=args.compile
+                max_new_tokens=args.max_new_tokens,
+                chunk_size=args.chunk_size,
+                compile_decode=args.compile,
+                change=_change(args),
             ),
             schedule=StandingQuestion(question=args.question, every_s=args.every),
             limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
@@ -139,6 +143,15 @@ class AppConfig:
             show_clips=not args.quiet,
             capture_settings=capture_settings,
         )
+
+
+def _change(args: argparse.Namespace) -> ChangeConfig:
+    return ChangeConfig(
+        drop_unchanged=args.drop_unchanged,
+        threshold=args.change_threshold,
+        keyframe_every=args.keyframe_every,
+        floor=args.change_floor,
+    )
 
 
 def _timeline(args: argparse.Namespace) -> TimelineConfig | None:

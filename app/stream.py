@@ -33,6 +33,7 @@ class Stream:
     answers: int = 0
     finished: bool = False  # reached its end (or --duration): no more clips expected
     watches: list[Watch] = field(default_factory=list)  # yes/no watches checked on this stream
+    reconnects_seen: int = 0  # the capture's reconnections so far: a clip after a new one enters whole
 
     def close_capture(self) -> None:
         if self.capture is not None:

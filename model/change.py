@@ -8,13 +8,15 @@ The unit of comparison is the region one visual token covers (Qwen2-VL: 28x28 px
     selection.keep       # [G, Rh, Rw] bool: tokens that enter the cache
 
 How a region's change is measured (robust to what fixed cameras do):
-- luma of each frame, averaged over cells (a quarter of a region's side): sensor noise and compression
-  artifacts average out, a small object still fills a cell;
-- the frame's global gain and offset are fitted to the reference (least squares over all cells, refitted on
-  the 80% that fit best): exposure drift and a flickering light are not motion;
+- on luma, averaged over cells (a quarter of a region's side): sensor noise and compression artifacts
+  average out, a small object still fills a cell;
+- the frame's tone curve is fitted to the reference: a monotone map through the medians of 16 bins of cells
+  sorted by brightness, applied to the reference's pixels (clipped to the pixel range) before they are
+  averaged: exposure drift, a flickering light and the saturation a brighter exposure brings are not motion;
+  a local change is a minority of its bin and does not bend the curve;
 - a region's score is its largest cell difference after that fit (0..1 of full scale), the largest over the
   frames of its group; it changed when the score exceeds `threshold`. Changed regions grow by one region on
-  every side (an object's edge that barely touches a region keeps it).
+  every side (an object's edge that barely touches a region keeps it);
 - the reference is the last KEPT version of every region, not the previous frame: slow drift accumulates
   until it crosses the threshold and the region is refreshed.
 A group (temporal patch or frame) where nothing changed adds no tokens and needs no vision-tower pass; a
@@ -30,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 CELLS = 4  # cells per region side
-TRIM = 0.8  # share of cells the gain/offset refit uses
+LEVELS = 1024  # luma steps of the reference when a tone curve is applied to it
+TONE_BINS = 16  # bins of the tone curve fitted between a frame and the reference
 LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32) / 255.0
 
 
@@ -38,7 +41,7 @@ LUMA = np.array([0.299, 0.587, 0.114], dtype=np.float32) / 255.0
 class ChangeConfig:
     """drop_unchanged: visual tokens of unchanged regions never enter the cache (False: every clip whole,
     exactly as without this feature). threshold: how much a region must change to count (largest cell
-    difference of luma, 0..1 of full scale, after the frame's gain/offset fit). keyframe_every: clips between
+    difference of luma, 0..1 of full scale, after the frame's tone-curve fit). keyframe_every: clips between
     full refreshes (1: every clip whole). floor: share of a changed frame's tokens kept at least (its most
     changed ones), 0..1."""
 
@@ -49,19 +52,27 @@ class ChangeConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.drop_unchanged, bool):
-            raise ValueError(f"drop_unchanged must be true or false, got {self.drop_unchanged!r}")
+            raise ValueError(f"drop_unchanged (--drop-unchanged) must be true or false, got {self.drop_unchanged!r}")
         if isinstance(self.threshold, bool) or not isinstance(self.threshold, int | float):
-            raise ValueError(f"change threshold must be a number in (0, 1], got {self.threshold!r}")
+            raise ValueError(
+                f"change threshold (--change-threshold) must be a number in (0, 1], got {self.threshold!r}"
+            )
         if not (math.isfinite(self.threshold) and 0 < self.threshold <= 1):
-            raise ValueError(f"change threshold must be in (0, 1] (share of full luma scale), got {self.threshold}")
+            raise ValueError(
+                f"change threshold (--change-threshold) must be in (0, 1] (share of full luma scale), "
+                f"got {self.threshold}"
+            )
         if isinstance(self.keyframe_every, bool) or not isinstance(self.keyframe_every, int) or self.keyframe_every < 1:
             raise ValueError(
-                f"keyframe_every must be an integer >= 1 (clips between key frames), got {self.keyframe_every!r}"
+                "keyframe_every (--keyframe-every) must be an integer >= 1 (clips between key frames), "
+                f"got {self.keyframe_every!r}"
             )
         if isinstance(self.floor, bool) or not isinstance(self.floor, int | float):
-            raise ValueError(f"change floor must be a number in [0, 1], got {self.floor!r}")
+            raise ValueError(f"change floor (--change-floor) must be a number in [0, 1], got {self.floor!r}")
         if not (math.isfinite(self.floor) and 0 <= self.floor <= 1):
-            raise ValueError(f"change floor must be in [0, 1] (share of a frame's tokens), got {self.floor}")
+            raise ValueError(
+                f"change floor (--change-floor) must be in [0, 1] (share of a frame's tokens), got {self.floor}"
+            )
 
 
 @dataclass(frozen=True)
@@ -107,7 +118,7 @@ class ChangeTracker:
 
     def reset(self) -> None:
         """Forgets the reference: the next clip is a key frame."""
-        self.reference: np.ndarray | None = None  # [Hc, Wc] cell means of the last kept version
+        self.reference: np.ndarray | None = None  # [H, W] luma of the last kept version of every region
         self.clips_since_key = 0
 
     def keyframe_due(self) -> bool:
@@ -116,24 +127,26 @@ class ChangeTracker:
     def select(self, view: np.ndarray, layout: ChangeLayout, keyframe: bool) -> Selection:
         """view: [F, H, W, 3] uint8, the frames as the model sees them (F a multiple of layout.group). Updates
         the reference with what is kept; counts clips towards the next key frame."""
-        cells = cell_means(luma(view), layout.region)  # [F, Rh*CELLS, Rw*CELLS]
-        groups = cells.shape[0] // layout.group
-        rh, rw = cells.shape[1] // CELLS, cells.shape[2] // CELLS
-        if self.reference is not None and self.reference.shape != cells.shape[1:]:
+        y = luma(view, layout.region)  # [F, Rh*region, Rw*region]
+        groups = y.shape[0] // layout.group
+        rh, rw = y.shape[1] // layout.region, y.shape[2] // layout.region
+        if self.reference is not None and self.reference.shape != y.shape[1:]:
             self.reference = None  # the frame size changed: nothing to compare with
         keyframe = keyframe or self.reference is None
         keep = np.zeros((groups, rh, rw), dtype=bool)
         changed = np.zeros_like(keep)
         score = np.full(keep.shape, np.inf, dtype=np.float32)
+        cell = layout.region // CELLS
         for g in range(groups):
-            frames = cells[g * layout.group : (g + 1) * layout.group]
+            frames = y[g * layout.group : (g + 1) * layout.group]
             if self.reference is not None:
-                score[g] = np.max([region_scores(f, self.reference) for f in frames], axis=0)
+                ref = Reference(self.reference, cell)
+                score[g] = np.max([region_scores(f, ref, cell) for f in frames], axis=0)
                 changed[g] = score[g] > self.config.threshold
             else:
                 changed[g] = True
             keep[g] = True if keyframe else self._keep(changed[g], score[g], layout)
-            self._refresh(frames[-1], keep[g])
+            self._refresh(frames[-1], keep[g], layout.region)
         self.clips_since_key = 1 if keyframe else self.clips_since_key + 1
         return Selection(keep, changed, score, keyframe)
 
@@ -149,62 +162,72 @@ class ChangeTracker:
             keep.flat[top] = True
         return keep
 
-    def _refresh(self, cells: np.ndarray, keep: np.ndarray) -> None:
-        """Copies the kept regions' cells of the group's last frame into the reference."""
+    def _refresh(self, frame: np.ndarray, keep: np.ndarray, region: int) -> None:
+        """Copies the kept regions of the group's last frame into the reference."""
         if self.reference is None:
-            self.reference = cells.copy()
+            self.reference = frame.copy()
             return
-        mask = np.repeat(np.repeat(keep, CELLS, axis=0), CELLS, axis=1)
-        self.reference[mask] = cells[mask]
+        mask = np.repeat(np.repeat(keep, region, axis=0), region, axis=1)
+        self.reference[mask] = frame[mask]
 
 
-def luma(view: np.ndarray) -> np.ndarray:
-    """[F, H, W, 3] uint8 -> [F, H, W] float32 in 0..1."""
-    return view.astype(np.float32) @ LUMA
-
-
-def cell_means(y: np.ndarray, region: int) -> np.ndarray:
-    """[F, H, W] -> [F, Rh*CELLS, Rw*CELLS]: means over cells (CELLS per region side; pixels beyond the
-    last whole region, which the model does not see either, are ignored)."""
-    f, h, w = y.shape
+def luma(view: np.ndarray, region: int) -> np.ndarray:
+    """[F, H, W, 3] uint8 -> [F, Rh*region, Rw*region] float32 luma in 0..1 (pixels beyond the last whole
+    region, which the model does not see either, left out)."""
+    _, h, w, _ = view.shape
     rh, rw = h // region, w // region
-    if rh == 0 or rw == 0:
+    if rh == 0 or rw == 0 or region < CELLS:
         raise ValueError(f"frames of {w}x{h} px hold no region of {region} px")
-    rows = _edges(rh * region, rh * CELLS)
-    cols = _edges(rw * region, rw * CELLS)
-    s = np.add.reduceat(np.add.reduceat(y[:, : rh * region, : rw * region], rows, axis=1), cols, axis=2)
-    return s / np.outer(np.diff(np.append(rows, rh * region)), np.diff(np.append(cols, rw * region)))
+    return view[:, : rh * region, : rw * region].astype(np.float32) @ LUMA
 
 
-def _edges(length: int, parts: int) -> np.ndarray:
-    return np.round(np.arange(parts) * length / parts).astype(np.intp)
+def cell_means(y: np.ndarray, cell: int) -> np.ndarray:
+    """[H, W] -> [H // cell, W // cell] block means (a region's side is CELLS cells; any rest is left out)."""
+    hc, wc = y.shape[0] // cell, y.shape[1] // cell
+    return y[: hc * cell, : wc * cell].reshape(hc, cell, wc, cell).mean(axis=(1, 3))
 
 
-def region_scores(cells: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """[Hc, Wc] cells of one frame vs the reference -> [Rh, Rw]: the largest cell difference per region after
-    fitting the frame's gain and offset to the reference (exposure drift and flicker are not motion)."""
-    residual = np.abs(cells - fit_photometric(reference, cells))
+class Reference:
+    """The reference's luma as LEVELS steps (a tone curve is then a table lookup) and its cell means."""
+
+    def __init__(self, luma: np.ndarray, cell: int) -> None:
+        self.levels = np.rint(np.clip(luma, 0.0, 1.0) * (LEVELS - 1)).astype(np.intp)  # [H, W]
+        self.cells = cell_means(luma, cell)
+
+    def mapped(self, curve) -> np.ndarray:
+        """[H, W] the reference's luma through `curve`."""
+        return curve(np.linspace(0.0, 1.0, LEVELS, dtype=np.float32))[self.levels]
+
+
+def region_scores(frame: np.ndarray, reference: Reference, cell: int) -> np.ndarray:
+    """[H, W] luma of one frame vs the reference -> [Rh, Rw]: the largest cell difference per region after
+    fitting the frame's tone curve to the reference (exposure drift and flicker are not motion)."""
+    cells = cell_means(frame, cell)
+    mapped = cell_means(reference.mapped(tone_curve(reference.cells, cells)), cell)
+    residual = np.abs(cells - mapped)
     hc, wc = residual.shape
     return residual.reshape(hc // CELLS, CELLS, wc // CELLS, CELLS).max(axis=(1, 3))
 
 
-def fit_photometric(reference: np.ndarray, cells: np.ndarray) -> np.ndarray:
-    """a * reference + b fitted to cells by least squares, refitted on the TRIM share of cells that fit best
-    (a moving object does not bend the fit)."""
-    x, y = reference.reshape(-1).astype(np.float64), cells.reshape(-1).astype(np.float64)
-    a, b = _line(x, y)
-    residual = np.abs(y - (a * x + b))
-    inliers = residual <= np.quantile(residual, TRIM)
-    if inliers.sum() >= 2:
-        a, b = _line(x[inliers], y[inliers])
-    return (a * reference + b).astype(np.float32)
-
-
-def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    var = float(np.var(x))
-    a = float(np.mean((x - x.mean()) * (y - y.mean())) / var) if var > 1e-8 else 1.0
-    a = min(max(a, 0.25), 4.0)  # a gain outside this is not exposure: leave the difference to the regions
-    return a, float(y.mean() - a * x.mean())
+def tone_curve(reference: np.ndarray, cells: np.ndarray):
+    """The frame's tone curve against the reference, from cell means: a monotone piecewise-linear map through
+    the medians of TONE_BINS bins of equal cell count, continued along its end segments and clipped to the
+    pixel range (a brighter exposure saturates). Returns a function of reference luma."""
+    x, y = reference.reshape(-1), cells.reshape(-1)
+    order = np.argsort(x, kind="stable")
+    bins = [b for b in np.array_split(order, min(TONE_BINS, x.size)) if b.size]
+    cx = np.array([np.median(x[b]) for b in bins])
+    cy = np.maximum.accumulate(np.array([np.median(y[b]) for b in bins]))
+    cx, first = np.unique(cx, return_index=True)
+    cy = cy[first]
+    if cx.size < 2:  # a flat reference: only an offset can be told
+        offset = float(np.median(y - x))
+        return lambda r: np.clip(r + offset, 0.0, 1.0)
+    low, high = (cy[1] - cy[0]) / (cx[1] - cx[0]), (cy[-1] - cy[-2]) / (cx[-1] - cx[-2])
+    ends_x = [min(cx[0], 0.0) - 1.0, max(cx[-1], 1.0) + 1.0]  # reference luma lies in 0..1: beyond both ends
+    cx = np.concatenate([[ends_x[0]], cx, [ends_x[1]]])
+    cy = np.concatenate([[cy[0] + (ends_x[0] - cx[1]) * low], cy, [cy[-1] + (ends_x[1] - cx[-2]) * high]])
+    return lambda r: np.clip(np.interp(r, cx, cy), 0.0, 1.0).astype(np.float32)
 
 
 def dilate(mask: np.ndarray) -> np.ndarray:
