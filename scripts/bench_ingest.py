@@ -7,7 +7,9 @@
 Videos (rendered once into --videos): a fixed camera (capture/synth_camera.py: a real photo, sensor noise,
 exposure drift, H.264 at 1 Mbit/s) with nothing happening ("static"), the same camera while a person crosses
 part of the frame for the middle half of the video ("moving", its per-frame box is the ground truth), and the
-demo video (scripts/make_demo_video.py: scenes that change and move everywhere, with moving grain).
+demo video (scripts/make_demo_video.py: scenes that change and move everywhere, with moving grain); on
+request also "flicker": the static camera under a light flickering +-5% at 100 Hz, read by a rolling shutter
+(bands that roll through the frame).
 
 Per shape (the tiny test model, the "small" and Qwen2-VL-2B shapes of model/sized.py, random weights) and
 video: two sessions on one model, dropping off and on (model/change.py defaults), fed the same clips (1
@@ -59,7 +61,7 @@ from model.session import SessionConfig, StreamingSession  # noqa: E402
 from model.sized import build_sized_qwen2_vl  # noqa: E402
 
 SHAPES = ("tiny", "small", "qwen2-vl-2b")
-VIDEOS = ("static", "moving", "demo")
+VIDEOS = ("static", "moving", "demo", "flicker")
 MODES = ("off", "on")
 GOALS = "static >= 80% dropped, >= 3x cheaper per clip, >= 3x streams and horizon, >= 95% of the object kept"
 
@@ -67,10 +69,11 @@ GOALS = "static >= 80% dropped, >= 3x cheaper per clip, >= 3x streams and horizo
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shapes", nargs="+", choices=SHAPES, default=list(SHAPES), help="model shapes")
-    p.add_argument("--videos", nargs="+", choices=VIDEOS, default=list(VIDEOS), help="which videos")
+    p.add_argument("--videos", nargs="+", choices=VIDEOS, default=list(VIDEOS[:3]), help="which videos")
     p.add_argument("--clips", type=int, default=9, help="clips per video (the first is always whole)")
     p.add_argument("--clip-seconds", type=float, default=4.0, help="stream seconds per clip (1 frame/s)")
     p.add_argument("--budget", type=int, default=CacheConfig().budget, help="the cache's budget, tokens")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default, every core)")
     p.add_argument("--quick", action="store_true", help="smoke test: 3 clips of small, short videos")
     p.add_argument("--videos-dir", type=Path, default=Path("out/bench_ingest"), help="rendered videos")
     p.add_argument("--out", type=Path, default=Path("docs/change"), help="CSV, PNG")
@@ -79,8 +82,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.clips = min(args.clips, 3)
     if args.clips < 2:
         p.error("--clips must be >= 2 (the first clip is always whole)")
-    if args.clip_seconds <= 0 or args.budget < 64:
-        p.error("--clip-seconds must be > 0 and --budget >= 64")
+    if args.clip_seconds <= 0 or args.budget < 64 or args.threads < 0:
+        p.error("--clip-seconds must be > 0, --budget >= 64 and --threads >= 0")
     return args
 
 
@@ -104,8 +107,11 @@ def make_videos(args: argparse.Namespace) -> dict[str, Path]:
             write_video(part, "libx264", size, fps, duration, options={"preset": "veryfast", "crf": "23"},
                         scene_seconds=10.0, marker=False, textured=True)  # fmt: skip
         else:
-            moving = dict(object_enter_s=0.25 * duration, object_exit_s=0.75 * duration) if name == "moving" else {}
-            config = CameraVideoConfig(size=size, fps=fps, duration_s=duration, **moving)
+            extra = {
+                "moving": dict(object_enter_s=0.25 * duration, object_exit_s=0.75 * duration),
+                "flicker": dict(flicker_depth=0.05, rolling_shutter_s=0.02),
+            }.get(name, {})
+            config = CameraVideoConfig(size=size, fps=fps, duration_s=duration, **extra)
             truth = write_camera_video(part, config)
             write_boxes(path, config, truth)
         part.rename(path)
@@ -289,7 +295,7 @@ def machine() -> str:
     except (OSError, subprocess.SubprocessError, StopIteration):
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{model}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads), "
+    return (f"{model}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} torch threads), "
             f"float32, load average {load:.1f}")  # fmt: skip
 
 
@@ -354,6 +360,8 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> str:
     args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     machine_before = machine()
     paths = make_videos(args)
