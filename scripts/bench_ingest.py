@@ -73,6 +73,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--clips", type=int, default=9, help="clips per video (the first is always whole)")
     p.add_argument("--clip-seconds", type=float, default=4.0, help="stream seconds per clip (1 frame/s)")
     p.add_argument("--budget", type=int, default=CacheConfig().budget, help="the cache's budget, tokens")
+    p.add_argument("--append", action="store_true",
+                   help="keep the rows of the shapes not measured now from --out's earlier CSV (a slow shape can "
+                   "run on its own with fewer --clips); the summary, plot and table cover them all")  # fmt: skip
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default, every core)")
     p.add_argument("--quick", action="store_true", help="smoke test: 3 clips of small, short videos")
     p.add_argument("--videos-dir", type=Path, default=Path("out/bench_ingest"), help="rendered videos")
@@ -306,15 +309,18 @@ def _pct(x: float | None) -> str:
 def markdown(summary: list[dict], machine_line: str, args) -> str:
     lines = [
         f"Machine: {machine_line}. Budget {args.budget} tokens, {args.clip_seconds:g}-second clips at 1 frame/s, "
-        f"{args.clips} clips per video; off -> on (dropping unchanged tokens, model/change.py defaults).",
+        "off -> on (dropping unchanged tokens, model/change.py defaults); clips per video (the first, whole in "
+        "both modes, is a warm-up left out of the medians).",
         "",
-        "| shape | video | visual tokens / clip | dropped | vision ms / clip | prefill ms / clip | ingest ms / clip "
-        "| cheaper | streams in real time | horizon s | object tokens kept | static tokens dropped |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| shape | video | clips | visual tokens / clip | dropped | vision ms / clip | prefill ms / clip "
+        "| ingest ms / clip | cheaper | streams in real time | horizon s | object tokens kept "
+        "| static tokens dropped |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         lines.append(
-            f"| {s['shape']} | {s['video']} | {s['visual_tokens']:.0f} -> {s['visual_tokens_kept_on']:.0f} "
+            f"| {s['shape']} | {s['video']} | {s['clips']} "
+            f"| {s['visual_tokens']:.0f} -> {s['visual_tokens_kept_on']:.0f} "
             f"| {_pct(s['dropped_share'])} | {s['vision_ms_off']:.0f} -> {s['vision_ms_on']:.0f} "
             f"| {s['prefill_ms_off']:.0f} -> {s['prefill_ms_on']:.0f} | {s['total_ms_off']:.0f} -> "
             f"{s['total_ms_on']:.0f} | {s['cheaper_x']:.1f}x | {s['streams_off']:.2f} -> {s['streams_on']:.2f} "
@@ -351,6 +357,27 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def read_rows(path: Path, skip_shapes: list[str]) -> list[dict]:
+    """The per-clip rows of an earlier run (numbers and flags parsed back), but those of `skip_shapes`."""
+    if not path.exists():
+        return []
+
+    def value(text: str):
+        if text in ("", "True", "False"):
+            return None if text == "" else text == "True"
+        try:
+            return int(text)
+        except ValueError:
+            try:
+                return float(text)
+            except ValueError:
+                return text
+
+    with path.open(newline="") as f:
+        rows = [{k: value(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    return [r for r in rows if r["shape"] not in skip_shapes]
+
+
 def write_csv(path: Path, rows: list[dict]) -> None:
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -365,7 +392,7 @@ def main(argv: list[str] | None = None) -> str:
     args.out.mkdir(parents=True, exist_ok=True)
     machine_before = machine()
     paths = make_videos(args)
-    rows: list[dict] = []
+    rows: list[dict] = read_rows(args.out / "bench_ingest.csv", args.shapes) if args.append else []
     with tqdm(total=len(args.shapes) * len(paths) * args.clips, desc="bench_ingest", unit="clip") as bar:
         for shape in args.shapes:
             bar.set_postfix(shape=shape, stage="building")
