@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from pathlib import Path
 
 import av
 import numpy as np
@@ -38,17 +39,19 @@ def camera_video(
     drift: float = 0.12,
     flicker: float = 0.03,
     seed: int = 0,
+    path: Path | None = None,
 ) -> CameraVideo:
     """`seconds` of a fixed camera, sampled at 1 fps after an H.264 round trip at `fps` and `bitrate` (bit/s).
 
     noise: sensor noise sigma (gray levels); drift: exposure gain change over the whole video; flicker: gain
-    swing of a light flickering from frame to frame; moving: (first, last) second the object crosses the frame."""
+    swing of a light flickering from frame to frame; moving: (first, last) second the object crosses the frame;
+    path: also keep the encoded video there (an .mp4 file)."""
     rng = np.random.default_rng(seed)
     base = scene().astype(np.float32)
     n = seconds * fps
     boxes: list[tuple[int, int, int, int] | None] = []
     buffer = io.BytesIO()
-    with av.open(buffer, "w", format="mp4") as container:
+    with av.open(buffer if path is None else str(path), "w", format="mp4") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
         stream.bit_rate = bitrate
@@ -65,7 +68,7 @@ def camera_video(
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
     buffer.seek(0)
-    with av.open(buffer) as container:
+    with av.open(buffer if path is None else str(path)) as container:
         decoded = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     frames = np.stack(decoded[::fps])
     return CameraVideo(frames, boxes[::fps])
