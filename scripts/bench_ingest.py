@@ -79,6 +79,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--append", action="store_true",
                    help="keep the rows of the shapes not measured now from --out's earlier CSV (a slow shape can "
                    "run on its own with fewer --clips); the summary, plot and table cover them all")  # fmt: skip
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: the summary, plot and table of --out's CSV (e.g. after an interrupted run)",
+    )
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default, every core)")
     p.add_argument("--quick", action="store_true", help="smoke test: 3 clips of small, short videos")
     p.add_argument("--videos-dir", type=Path, default=Path("out/bench_ingest"), help="rendered videos")
@@ -396,6 +401,8 @@ def main(argv: list[str] | None = None) -> str:
         torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     machine_before = machine()
+    if args.report_only:
+        return report(read_rows(args.out / "bench_ingest.csv", []), args, f"{machine_before} (when reported)")
     paths = make_videos(args)
     rows: list[dict] = read_rows(args.out / "bench_ingest.csv", args.shapes) if args.append else []
     with tqdm(total=len(args.shapes) * len(paths) * args.clips, desc="bench_ingest", unit="clip") as bar:
@@ -408,10 +415,15 @@ def main(argv: list[str] | None = None) -> str:
                 write_csv(args.out / "bench_ingest.csv", rows)  # what is done survives an interrupted run
             del loaded
             gc.collect()
+    return report(rows, args, f"{machine_before} (at the end: load average {os.getloadavg()[0]:.1f})")
+
+
+def report(rows: list[dict], args, machine_line: str) -> str:
+    """Writes the summary CSV and the plot of `rows`; prints and returns the markdown table."""
     summary = summarize(rows, args)
     write_csv(args.out / "bench_ingest_summary.csv", summary)
-    machine_line = f"{machine_before} (at the end: load average {os.getloadavg()[0]:.1f})"
-    plot(summary, args.out / "bench_ingest.png", f"dropping unchanged visual tokens, off vs on. {machine_before}")
+    machine_short = machine_line.split(", load average")[0]
+    plot(summary, args.out / "bench_ingest.png", f"dropping unchanged visual tokens, off vs on. {machine_short}")
     table = markdown(summary, machine_line, args)
     print(table)
     print(f"wrote {args.out}/bench_ingest.csv, bench_ingest_summary.csv, bench_ingest.png")
