@@ -7,6 +7,7 @@ from app.cli import parse_args
 from app.config import AppConfig
 from app.watches.gate import ChangeGate
 from app.watches.spec import WatchSpec, parse_alert_flag, specs_from_table
+from app.watches.state import WatchState
 from capture.synth_camera import CameraVideoConfig, write_camera_video
 from tests.app_helpers import of_type, read_log, run_app
 
@@ -33,6 +34,30 @@ def test_change_between_skipped_checks_is_not_forgotten():
     # the change came two checks' worth of clips ago (while checks were skipped... then one was due)
     ran, _ = checks_run([[False], [True, False], [False]])
     assert ran == [True, True, False]
+
+
+def test_an_alert_still_begins_and_ends_while_the_scene_holds_still():
+    """A person walks in and stands still, later walks out and the scene is still again: the checks towards
+    on_after and off_after run although nothing changed; settled, the watch skips again."""
+    state, gate = WatchState("door-person", 0.5, on_after=2, off_after=2, cooldown=0.0), ChangeGate(True)
+    script = [(True, 0.1), (False, 0.1), (True, 0.9), (False, 0.9), (False, 0.9), (True, 0.1), (False, 0.1)]
+    script += [(False, 0.1)]  # (changed since the last due check, what the check would answer)
+    ran, transitions = [], []
+    for k, (changed, p_yes) in enumerate(script):
+        gate.saw_clip(changed)
+        ran.append(gate.admit(state.settled))
+        if ran[-1]:
+            change = state.update(p_yes, 10.0 * (k + 1), 1000.0 + k)
+            transitions += [(change.state, change.stream_time)] if change else []
+    assert ran == [True, False, True, True, False, True, True, False]
+    assert transitions == [("begin", 40.0), ("end", 70.0)]
+
+
+def test_a_failed_check_is_not_taken_for_a_checked_scene():
+    gate = ChangeGate(True)
+    assert gate.admit()
+    gate.failed()
+    assert gate.admit() and not gate.admit()
 
 
 def test_without_on_change_every_due_check_runs():
@@ -69,7 +94,8 @@ def test_alert_on_change_flag_sets_the_flag_watches_only(tmp_path):
 
 def test_the_app_checks_an_on_change_watch_only_while_the_camera_sees_change(tmp_path):
     """A fixed camera (a photo, sensor noise, drift, H.264) where a person crosses from 16 s to 28 s: the
-    on_change watch is checked at the first clip, then only around the crossing; a plain watch every clip."""
+    on_change watch is checked at the first clip and the one after (its alert's second yes of on_after = 2),
+    then only around the crossing; a plain watch at every clip."""
     camera = tmp_path / "camera.mp4"
     config = CameraVideoConfig(
         size=(160, 120), fps=2.0, duration_s=40.0, object_enter_s=16.0, object_exit_s=28.0, object_size=0.5
@@ -83,7 +109,7 @@ def test_the_app_checks_an_on_change_watch_only_while_the_camera_sees_change(tmp
     log = tmp_path / "run.jsonl"
     done = run_app(
         "--video", str(camera), "--model", "tiny", "--no-realtime", "--every", "0", "--quiet",
-        "--config", str(alerts), "--log-jsonl", str(log),
+        "--config", str(alerts), "--log-jsonl", str(log), timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
@@ -93,8 +119,12 @@ def test_the_app_checks_an_on_change_watch_only_while_the_camera_sees_change(tmp
     assert [c["stream_time"] for c in checks if c["alert"] == "always"] == [4.0 * k for k in range(1, 11)]
     moved = [c for c in checks if c["alert"] == "moved"]
     times = [c["stream_time"] for c in moved]
-    assert times[0] == 4.0  # the first check always runs
-    assert not {8.0, 12.0, 16.0, 36.0, 40.0} & set(times)  # before and well after the crossing: skipped
+    assert times[:2] == [4.0, 8.0]  # the first check always runs; the second confirms the alert's begin
+    assert [(a["alert"], a["state"], a["stream_time"]) for a in of_type(events, "alert")] == [
+        ("moved", "begin", 8.0),
+        ("always", "begin", 8.0),
+    ]
+    assert not {12.0, 16.0, 36.0, 40.0} & set(times)  # before and well after the crossing: skipped
     assert {20.0, 24.0, 28.0} <= set(times)  # the person is in view
     due = sum(c["stream_time"] <= times[-1] for c in clips)
     assert moved[-1]["skipped_checks"] == due - len(moved)  # every skip counted

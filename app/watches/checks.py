@@ -18,16 +18,18 @@ def run_checks(stream: Stream, clip: Clip, events: StreamEvents, changed: bool =
     """The stream's watches due at this clip's end: a yes/no check each (the cache unchanged, a `check`
     event), then an `alert` event where one begins or ends. A failed check is an error event; the rest go on.
     changed: whether the clip brought change (app.watches.gate.clip_changed); a watch with `on_change` skips
-    its due check when no clip did since its last check (counted: `skipped_checks` in the next check event)."""
+    its due check when no clip did since its last check and its alert is settled (app.watches.gate; counted:
+    `skipped_checks` in the next check event)."""
     for watch in stream.watches:
         watch.gate.saw_clip(changed)
-        if watch.schedule.due(clip.t_end) is None or not watch.gate.admit():
+        if watch.schedule.due(clip.t_end) is None or not watch.gate.admit(watch.state.settled):
             continue
         try:
             verdict = stream.session.check(watch.spec.question)
         except Exception as err:  # a failed check is reported; the watch and the stream go on
             logger.exception("%s: check %s failed", stream.name, watch.spec.name)
             events.error(stream, "watch", f"check {watch.spec.name!r} failed: {err}")
+            watch.gate.failed()
             continue
         events.publish(
             "check",

@@ -3,7 +3,10 @@
 With dropping of unchanged visual tokens (issue 30) each clip says how much of it changed. A watch with
 `on_change` skips a due check (and counts it) when no clip since its last check changed: the cache then holds
 nothing new about the scene, so the answer would be the last one again. A static camera costs no checks until
-something moves. The first due check always runs (there is no earlier answer to stand in for it).
+something moves. The first due check always runs (there is no earlier answer to stand in for it), and so does
+every check while the watch's alert is between states (some checks towards on_after / off_after made, not
+all): a person who walks in and stands still must still turn the alert on, and its end must still come after
+they left, however still the scene is then. A failed check does not count: the next one runs.
 """
 
 from __future__ import annotations
@@ -30,10 +33,15 @@ class ChangeGate:
     def saw_clip(self, changed: bool) -> None:
         self.changed = self.changed or changed
 
-    def admit(self) -> bool:
-        """True: run the due check (and start collecting change again). False: skip it (counted)."""
-        if not self.on_change or self.changed:
+    def admit(self, settled: bool = True) -> bool:
+        """True: run the due check (and start collecting change again). False: skip it (counted).
+        settled: the watch's alert is not between states (no check towards a begin or an end pending)."""
+        if not self.on_change or self.changed or not settled:
             self.changed = False
             return True
         self.skipped += 1
         return False
+
+    def failed(self) -> None:
+        """The admitted check failed: the next due one runs."""
+        self.changed = True
