@@ -349,16 +349,18 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
 
     panels = [("visual_tokens_kept", "visual tokens entering the cache / clip"), ("cpu_ms", "ingest CPU ms / clip"),
               ("streams", "1-frame/s streams per core"), ("horizon_s", "cache horizon, s of stream")]  # fmt: skip
-    labels = [f"{s['shape']}\n{s['video']}" for s in summary]
+    short = {"qwen2-vl-2b": "2B"}
+    labels = [f"{short.get(s['shape'], s['shape'])}\n{s['video']}" for s in summary]
     x = np.arange(len(summary))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.5))
+    fig, axes = plt.subplots(2, 2, figsize=(14, 9))
+    axes = axes.reshape(-1)
     for ax, (key, name) in zip(axes, panels, strict=True):
         for k, (mode, color) in enumerate((("off", "#9ca3af"), ("on", "#7c3aed"))):
             ax.bar(x + (k - 0.5) * 0.4, [s[f"{key}_{mode}"] for s in summary], 0.4, label=f"dropping {mode}",
                    color=color)  # fmt: skip
         ax.set_yscale("log")
         ax.set_title(name, fontsize=10)
-        ax.set_xticks(x, labels, fontsize=7)
+        ax.set_xticks(x, labels, fontsize=8)
         ax.grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
