@@ -28,6 +28,7 @@ from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
 from app.watches.checks import run_checks
+from app.watches.gate import clip_changed
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
 
@@ -389,7 +390,7 @@ class Assistant:
             dropped_frames=clip.dropped_frames,
             preview=clip.frames[-1],
         )
-        run_checks(stream, clip, self._events)
+        run_checks(stream, clip, self._events, changed=clip_changed(metrics.visual_tokens_changed))
         if self.limits.duration_s and clip.t_end >= self.limits.duration_s - 1e-6:
             stream.finished = True
             stream.close_capture()

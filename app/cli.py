@@ -193,7 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar='NAME="QUESTION"',
         help="a yes/no watch checked on every stream every 10 s of stream time (repeatable); alert events begin "
         "after 2 yes and end after 2 no (p_yes >= 0.5), with a 30 s cooldown. In --config: [alerts.NAME] tables "
-        "with question, streams, every, threshold, on_after, off_after, cooldown",
+        "with question, streams, every, threshold, on_after, off_after, cooldown, on_change",
+    )
+    ask.add_argument(
+        "--alert-on-change",
+        action="store_true",
+        help="check the --alert watches only when their stream changed since the last check (a static camera "
+        "costs no checks until something moves; see --drop-unchanged)",
     )
     limits = InputLimits()
     ask.add_argument(

@@ -158,7 +158,7 @@ class AppConfig:
             except ValueError as err:
                 raise ValueError(f"stream {spec.name!r}: {err}") from err
             streams.append(StreamConfig(spec.name, capture, schedule))
-        watches = [parse_alert_flag(text) for text in args.alert or []]
+        watches = [parse_alert_flag(text, on_change=args.alert_on_change) for text in args.alert or []]
         if args.alert_tables is not None:
             watches += watch_specs_from_table(args.alert_tables)
         check_streams(watches, [s.name for s in streams] or [DEFAULT_STREAM])

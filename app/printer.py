@@ -35,6 +35,16 @@ def _moments(evidence: list[dict]) -> str:
     return ", ".join(parts)
 
 
+def kept_share(event: Event) -> str:
+    """`kept 12% (61/512)`: the share of a clip's visual tokens that entered the cache (dropping unchanged ones);
+    empty when the event does not say (dropping off in an older log)."""
+    full, kept = event.get("visual_tokens"), event.get("visual_tokens_kept")
+    if full is None or kept is None:
+        return ""
+    share = f"{100 * kept / full:.0f}%" if full else "-"
+    return f"kept {share} ({kept}/{full})" + (", key frame" if event.get("keyframe") else "")
+
+
 class TerminalPrinter:
     """Subscribes to the assistant's events and prints them. Clip progress goes to `status_out`. Everything
     printed passes `printable` first: questions, answers, stream names and messages carry text from people,
@@ -86,9 +96,11 @@ class TerminalPrinter:
         elif kind == "clip" and self.show_clips:
             dropped = f", {event['dropped_clips']} clips dropped" if event["dropped_clips"] else ""
             lag = f", {event['lag_s']:.1f} s behind" if event.get("lag_s", 0) >= 1.0 else ""
+            kept = kept_share(event)
+            kept = f", {kept}" if kept else ""
             self._status(
                 f"· clip {event['index']} [{event['t_start']:.1f}-{event['stream_time']:.1f}s] "
-                f"{event['frames']} frames, cache {event['cache_tokens']}/{event['budget']} tokens{dropped}{lag}"
+                f"{event['frames']} frames{kept}, cache {event['cache_tokens']}/{event['budget']} tokens{dropped}{lag}"
             )
         elif kind == "error":
             self._status(f"! error ({event['where']}): {event['message']}")

@@ -25,6 +25,7 @@ X = "stream time (s)"
 X_RUN = "run time (s)"  # the shared time axis of several streams
 TOTAL_KV = "KV cache, all streams"
 CACHE_SERIES = ("cache tokens", "budget", "tokens seen (what a full cache would hold)")
+VISUAL_SERIES = ("visual tokens per clip", "visual tokens kept per clip")
 KV_SERIES = ("KV cache", "KV cache without eviction (estimate)", "host store (tier 2)")
 
 
@@ -68,6 +69,10 @@ def kv_series(stream: str) -> str:
 
 def cache_series(stream: str) -> str:
     return f"{stream}: cache tokens"
+
+
+def kept_series(stream: str) -> str:
+    return f"{stream}: visual tokens kept per clip"
 
 
 def answer_footer(turn: Turn, label: bool = False) -> str:
@@ -172,8 +177,29 @@ def stream_status(view: StreamView) -> str:
             f"  \nhost store {view.store_tokens} tokens · {view.store_bytes / MIB:.1f} MiB · "
             f"holds the stream from t = {format_stream_time(view.store_oldest_time)}"
         )
+    kept = kept_line(view)
+    if kept:
+        cache += f"  \n{kept}"
     watches = watches_line(view)
     return f"{state}  \n{cache}" + (f"  \n{watches}" if watches else "")
+
+
+def kept_line(view: StreamView) -> str:
+    """`visual tokens kept: 12% of the last clip (61/512) · 9% since start`: what dropping unchanged tokens
+    saves on this stream; empty when the clip events do not say (dropping off in an older assistant)."""
+    if view.visual_tokens is None or view.visual_tokens_kept is None:
+        return ""
+    last = _percent(view.visual_tokens_kept, view.visual_tokens)
+    key = ", key frame" if view.keyframe else ""
+    total = _percent(view.visual_tokens_kept_total, view.visual_tokens_total)
+    return (
+        f"visual tokens kept: {last} of the last clip ({view.visual_tokens_kept}/{view.visual_tokens}{key}) · "
+        f"{total} since start"
+    )
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
 def watches_line(view: StreamView) -> str:
@@ -230,15 +256,21 @@ def log_markdown(lines: tuple[LogLine, ...], limit: int = 12) -> str:
 def cache_frame(snap: Snapshot) -> pd.DataFrame:
     """Long format for gr.LinePlot: one row per (stream time, series). Series are drawn in order of first
     appearance, so the cache tokens come last: on top of the budget line they sit on once full.
-    With several streams: a cache line per stream and one budget line, over run time."""
+    With several streams: a cache line per stream and one budget line, over run time.
+    When the clip events say how many visual tokens each clip kept (dropping unchanged ones): a line of them
+    (per stream; with one stream also the clip's visual tokens in full)."""
     if snap.multi:
         rows = []
         for p in snap.points:
             rows += [(p.t_run, p.budget, CACHE_SERIES[1]), (p.t_run, p.cache_tokens, cache_series(p.stream))]
+            if p.visual_tokens_kept is not None:
+                rows.append((p.t_run, p.visual_tokens_kept, kept_series(p.stream)))
         return _frame(rows, "tokens", X_RUN)
     rows = []
     for p in snap.points:
         rows += [(p.t, p.budget, CACHE_SERIES[1]), (p.t, p.tokens_seen, CACHE_SERIES[2])]
+        if p.visual_tokens_kept is not None:  # what each clip brought, and what of it entered the cache
+            rows += [(p.t, p.visual_tokens, VISUAL_SERIES[0]), (p.t, p.visual_tokens_kept, VISUAL_SERIES[1])]
         rows.append((p.t, p.cache_tokens, CACHE_SERIES[0]))
     return _frame(rows, "tokens")
 

@@ -79,6 +79,8 @@ class PlotPoint:
     t_run: float = 0.0
     total_kv_bytes: int = 0
     total_store_bytes: int = 0
+    visual_tokens: int | None = None  # a clip's visual tokens in full (None: an answer's point, or not said)
+    visual_tokens_kept: int | None = None  # ... and how many entered the cache
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,13 @@ class _Track:
     t_offset: float = 0.0  # cumulative stream time where the current source started
     last_t: float = 0.0
     last_clip_index: int | None = None
+
+
+def _visual_tokens(e: dict) -> dict:
+    """A clip event's visual-token counts for its plot point; none when it lacks either (answers, older logs)."""
+    if e.get("type") != "clip" or e.get("visual_tokens") is None or e.get("visual_tokens_kept") is None:
+        return {}
+    return dict(visual_tokens=int(e["visual_tokens"]), visual_tokens_kept=int(e["visual_tokens_kept"]))
 
 
 class LiveState:
@@ -394,6 +403,7 @@ class LiveState:
                 t_run=round(t_wall - self._t0, 3),
                 total_kv_bytes=self._snap.total_kv_bytes,
                 total_store_bytes=sum(v.store_bytes for v in self._snap.streams),
+                **_visual_tokens(e),
             )
         )
         if memory is not None:

@@ -90,10 +90,16 @@ def memory_colors(label: str, streams: Sequence[str]) -> dict[str, str]:
 
 
 def cache_colors(streams: Sequence[str]) -> dict[str, str]:
+    """The token plot's colours: budget, tokens seen, the cache (one per stream), and the visual tokens each clip
+    brought and kept (a stream's kept line has its cache line's colour, far below it)."""
     colors = {render.CACHE_SERIES[1]: "#dc2626", render.CACHE_SERIES[2]: "#9ca3af"}
     if len(streams) <= 1:
-        return {**colors, render.CACHE_SERIES[0]: "#2563eb"}
-    return colors | {render.cache_series(n): PALETTE[i % len(PALETTE)] for i, n in enumerate(streams)}
+        visual = {render.VISUAL_SERIES[0]: "#c4b5fd", render.VISUAL_SERIES[1]: "#7c3aed"}
+        return {**colors, **visual, render.CACHE_SERIES[0]: "#2563eb"}
+    per_stream = {}
+    for i, n in enumerate(streams):
+        per_stream[render.cache_series(n)] = per_stream[render.kept_series(n)] = PALETTE[i % len(PALETTE)]
+    return colors | per_stream
 
 
 def plot_props(memory_label: str, streams: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -35,10 +35,30 @@ class StreamView:
     store_tokens: int = 0
     store_bytes: int = 0
     store_oldest_time: float | None = None
+    visual_tokens: int | None = None  # the latest clip's visual tokens in full; None: the events do not say
+    visual_tokens_kept: int | None = None  # ... and how many of them entered the cache (unchanged ones dropped)
+    keyframe: bool = False  # the latest clip was kept whole (a key frame)
+    visual_tokens_total: int = 0  # since the page started, over the clips that said both
+    visual_tokens_kept_total: int = 0
     checks: tuple[tuple[str, float], ...] = ()  # each watch's latest p_yes: (alert name, p_yes), first checked first
     recent: tuple[
         tuple[float, float, np.ndarray], ...
     ] = ()  # the latest clips' (t_start, t_end, preview), oldest first
+
+
+def _kept(view: StreamView, e: dict) -> dict:
+    """The visual-token fields of `view` after clip event `e` (unchanged when `e` lacks them: dropping off in an
+    older assistant)."""
+    full, kept = e.get("visual_tokens"), e.get("visual_tokens_kept")
+    if full is None or kept is None:
+        return {}
+    return dict(
+        visual_tokens=int(full),
+        visual_tokens_kept=int(kept),
+        keyframe=bool(e.get("keyframe", False)),
+        visual_tokens_total=view.visual_tokens_total + int(full),
+        visual_tokens_kept_total=view.visual_tokens_kept_total + int(kept),
+    )
 
 
 def on_clip(view: StreamView, e: dict, preview_version: int) -> StreamView:
@@ -67,6 +87,7 @@ def on_clip(view: StreamView, e: dict, preview_version: int) -> StreamView:
         store_oldest_time=e.get("store_oldest_time"),
         stream_ended=None,
         recent=recent,
+        **_kept(view, e),
     )
 
 

@@ -14,17 +14,22 @@ from capture import Clip
 logger = logging.getLogger(__name__)
 
 
-def run_checks(stream: Stream, clip: Clip, events: StreamEvents) -> None:
+def run_checks(stream: Stream, clip: Clip, events: StreamEvents, changed: bool = True) -> None:
     """The stream's watches due at this clip's end: a yes/no check each (the cache unchanged, a `check`
-    event), then an `alert` event where one begins or ends. A failed check is an error event; the rest go on."""
+    event), then an `alert` event where one begins or ends. A failed check is an error event; the rest go on.
+    changed: whether the clip brought change (app.watches.gate.clip_changed); a watch with `on_change` skips
+    its due check when no clip did since its last check and its alert is settled (app.watches.gate; counted:
+    `skipped_checks` in the next check event)."""
     for watch in stream.watches:
-        if watch.schedule.due(clip.t_end) is None:
+        watch.gate.saw_clip(changed)
+        if watch.schedule.due(clip.t_end) is None or not watch.gate.admit(watch.state.settled):
             continue
         try:
             verdict = stream.session.check(watch.spec.question)
         except Exception as err:  # a failed check is reported; the watch and the stream go on
             logger.exception("%s: check %s failed", stream.name, watch.spec.name)
             events.error(stream, "watch", f"check {watch.spec.name!r} failed: {err}")
+            watch.gate.failed()
             continue
         events.publish(
             "check",
@@ -33,6 +38,7 @@ def run_checks(stream: Stream, clip: Clip, events: StreamEvents) -> None:
             p_yes=round(verdict.p_yes, 4),
             ms=round(verdict.ms, 2),
             stream_time=round(clip.t_end, 3),
+            skipped_checks=watch.gate.skipped,
         )
         change = watch.state.update(verdict.p_yes, clip.t_end, time.time())
         if change is not None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from app.streams import NAME_PATTERN, NAME_RULE
 
-TABLE_KEYS = ("question", "streams", "every", "threshold", "on_after", "off_after", "cooldown")
+TABLE_KEYS = ("question", "streams", "every", "threshold", "on_after", "off_after", "cooldown", "on_change")
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class WatchSpec:
     streams: the streams it watches (None: every stream). every: seconds of stream time between checks.
     threshold: p_yes at or above it counts as yes (0 to 1). on_after / off_after: consecutive yes / no checks
     that begin / end an alert. cooldown: seconds of stream time after an end before it may begin again.
+    on_change: skip a due check when the stream did not change since the last check (app.watches.gate).
     """
 
     name: str
@@ -28,6 +29,7 @@ class WatchSpec:
     on_after: int = 2
     off_after: int = 2
     cooldown: float = 30.0
+    on_change: bool = False
 
     def __post_init__(self) -> None:
         where = f"alert {self.name!r}"
@@ -45,6 +47,8 @@ class WatchSpec:
                 raise ValueError(f"{where}: {key} must be a whole number of checks >= 1, got {value!r}")
         if not _number(self.cooldown) or self.cooldown < 0:
             raise ValueError(f"{where}: cooldown must be a number of seconds >= 0, got {self.cooldown!r}")
+        if not isinstance(self.on_change, bool):
+            raise ValueError(f"{where}: on_change must be true or false, got {self.on_change!r}")
         if self.streams is not None and (
             not self.streams or not all(isinstance(s, str) and NAME_PATTERN.match(s) for s in self.streams)
         ):
@@ -58,16 +62,18 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def parse_alert_flag(text: str, every: float | None = None) -> WatchSpec:
-    """`NAME=QUESTION` (every other setting at its default; `every` from --alert-every when given)."""
+def parse_alert_flag(text: str, every: float | None = None, on_change: bool = False) -> WatchSpec:
+    """`NAME=QUESTION` (every other setting at its default; `every` from --alert-every when given, `on_change`
+    from --alert-on-change)."""
     name, sep, question = text.partition("=")
     if not sep or not question.strip():
         raise ValueError(f'--alert takes NAME="QUESTION" (e.g. person="Is there a person?"), got {text!r}')
-    return WatchSpec(name.strip(), question.strip(), **({} if every is None else {"every": every}))
+    return WatchSpec(name.strip(), question.strip(), on_change=on_change, **({} if every is None else {"every": every}))
 
 
 def specs_from_table(table: object) -> list[WatchSpec]:
-    """The `[alerts.NAME]` tables: question (required), streams, every, threshold, on_after, off_after, cooldown."""
+    """The `[alerts.NAME]` tables: question (required), streams, every, threshold, on_after, off_after, cooldown,
+    on_change."""
     if not isinstance(table, dict):
         raise ValueError('alerts in --config must be tables: [alerts.NAME] with question = "..."')
     specs = []

@@ -33,6 +33,11 @@ class WatchState:
         self.began_at = 0.0
         self.cooldown_until = float("-inf")
 
+    @property
+    def settled(self) -> bool:
+        """No check towards a begin or an end is pending (the last check agreed with the state)."""
+        return self.run == 0
+
     def update(self, p_yes: float, stream_time: float, wall_time: float) -> Transition | None:
         """The check's effect: a `Transition` when the alert begins or ends, else None."""
         crossing = (p_yes < self.threshold) if self.on else (p_yes >= self.threshold)

@@ -8,16 +8,19 @@ import numpy as np
 from PIL import Image
 
 from app.scheduler import StandingQuestion
+from app.watches.gate import ChangeGate
 from app.watches.spec import WatchSpec
 from app.watches.state import WatchState
 
 
 class Watch:
-    """`spec` on the stream `stream`: checked every `spec.every` seconds of that stream's time."""
+    """`spec` on the stream `stream`: checked every `spec.every` seconds of that stream's time (with
+    `spec.on_change`: only when the stream changed since the last check)."""
 
     def __init__(self, spec: WatchSpec, stream: str) -> None:
         self.spec = spec
         self.schedule = StandingQuestion(spec.question, spec.every)
+        self.gate = ChangeGate(spec.on_change)
         self.state = WatchState(f"{stream}-{spec.name}", spec.threshold, spec.on_after, spec.off_after, spec.cooldown)
 
 
