@@ -11,7 +11,7 @@ from transformers import AutoConfig
 
 from model.config import ModelConfig
 from model.families import FAMILIES
-from model.loading import load_model
+from model.loading import ModelLoadError, load_model
 from tests.app_helpers import of_type, read_log, run_app, video
 from tests.hub_fixture import HUB_IDS, fixture_dir, materialize
 from tests.model_fixtures import random_frames
@@ -123,3 +123,20 @@ def test_the_app_runs_a_round_on_the_checkpoint(checkpoint, tmp_path):
     events = read_log(log)
     assert len(of_type(events, "answer")) == 1 and of_type(events, "clip")
     assert not of_type(events, "error"), of_type(events, "error")
+
+
+def test_a_checkpoint_missing_a_weight_is_refused_by_name(tmp_path):
+    """A published file set with one tensor gone must not load with that weight left random."""
+    path = materialize("Qwen/Qwen2-VL-2B-Instruct", tmp_path / "ckpt")
+    index = json.loads((path / "model.safetensors.index.json").read_text())
+    from safetensors.torch import load_file, save_file
+
+    shard = path / index["weight_map"]["model.norm.weight"]
+    tensors = load_file(shard)
+    del tensors["model.norm.weight"]
+    save_file(tensors, shard, metadata={"format": "pt"})
+    del index["weight_map"]["model.norm.weight"]
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(ModelLoadError, match="missing") as info:
+        load_model(ModelConfig(model=str(path), device="cpu", dtype="float32"), local_files_only=True)
+    assert "norm.weight" in str(info.value)
