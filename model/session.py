@@ -317,8 +317,12 @@ class StreamingSession:
     def _prefill(self, segment: Segment, evict_to: int | None) -> torch.Tensor:
         """Prefills a segment at the cache's next positions; returns the last token's logits [1, vocab]."""
         model = self.loaded.model
-        embeds = self.adapter.segment_embeddings(model, segment)  # [1, T, hidden]
         positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
+        chunks = self.adapter.chunk_inputs(model, segment)  # Qwen3-VL clips: DeepStack features per chunk
+        if chunks is not None:
+            return self.runner.prefill(input_ids=segment.input_ids, position_ids=positions, evict_to=evict_to,
+                                       chunk_inputs=chunks)  # fmt: skip
+        embeds = self.adapter.segment_embeddings(model, segment)  # [1, T, hidden]
         return self.runner.prefill(inputs_embeds=embeds, position_ids=positions, evict_to=evict_to)
 
     def _recall(self, segment: Segment) -> RecallStats:

@@ -96,6 +96,17 @@ def test_clip_and_question_follow_the_published_prompt_layout(checkpoint):
 def adapter_turns(adapter, clip, n_frames: int):
     """The chat messages our layout stands for, and how the family's processor expands visual placeholders."""
     family = adapter.family
+    if family == "qwen3_vl":  # the processor turns the one video placeholder into timestamped frame groups
+        messages = [
+            {"role": "user", "content": [{"type": "video"}]},
+            {"role": "user", "content": [{"type": "text", "text": QUESTION}]},
+        ]
+        stamps = adapter.group_timestamps(n_frames, 0.0, 2.0)
+        per_group = clip.num_visual_tokens // len(stamps)
+        groups = "".join(
+            f"<{t:.1f} seconds><|vision_start|>" + "<|video_pad|>" * per_group + "<|vision_end|>" for t in stamps
+        )
+        return messages, lambda s: s.replace("<|vision_start|><|video_pad|><|vision_end|>", groups)
     if family.startswith("qwen"):
         messages = [
             {"role": "user", "content": [{"type": "text", "text": "<t=0.0-2.0s>"}, {"type": "video"}]},
