@@ -58,7 +58,6 @@ def test_deepstack_features_change_the_clip_so_they_must_be_fed():
     _, segments = _conversation(adapter)
     inputs = adapter.merge_for_generate(segments)
     embeds = torch.cat([adapter.segment_embeddings(model.model, s) for s in segments], dim=1)
-    positions = torch.cat([adapter.segment_position_ids(s, 0)[0] for s in segments], dim=-1)  # shape only
     with torch.no_grad():
         full = model.model(**inputs).logits[:, -1]
         positions, _ = model.model.model.get_rope_index(
