@@ -74,6 +74,7 @@ class CachedRunner:
         position_ids: torch.Tensor | None = None,  # [1, T] or [P, 1, T], best on the CPU; text positions when None
         evict_to: int | None = None,
         all_logits: bool = False,
+        chunk_inputs: Callable[[int, int], dict] | None = None,
         **model_inputs,
     ) -> torch.Tensor:
         """Adds a prompt to the cache and returns the logits after its last token: [1, vocab]
@@ -83,6 +84,8 @@ class CachedRunner:
         to `evict_to` (default: the budget; pass budget - headroom before decoding an answer). Between chunks
         `interrupt()` is asked whether to stop (PrefillInterrupted; the cache stays consistent). Extra
         `model_inputs` (pixel tensors) force a single chunk: pass `inputs_embeds` to chunk visual prompts.
+        `chunk_inputs(start, stop)`, when given, supplies each chunk's inputs instead of the slice of
+        `input_ids` / `inputs_embeds` (which then only give the length), e.g. visual features per chunk.
         """
         tokens = input_ids if input_ids is not None else inputs_embeds
         length = tokens.shape[1]
@@ -98,11 +101,12 @@ class CachedRunner:
             if start > 0 and self.interrupt():
                 raise PrefillInterrupted(f"stopped after {start} of {length} prompt tokens")
             is_last = stop == length
-            piece = (
-                {"input_ids": input_ids[:, start:stop]}
-                if input_ids is not None
-                else {"inputs_embeds": inputs_embeds[:, start:stop]}
-            )
+            if chunk_inputs is not None:
+                piece = chunk_inputs(start, stop)
+            elif input_ids is not None:
+                piece = {"input_ids": input_ids[:, start:stop]}
+            else:
+                piece = {"inputs_embeds": inputs_embeds[:, start:stop]}
             keep = stop - start if all_logits else 1
             capture = self.cache.policy.capture
             logits = self._forward(position_ids[..., start:stop], capture, keep, **piece, **model_inputs)

@@ -21,7 +21,7 @@ _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 class ModelConfig:
     """Model selection.
 
-    model: a Hugging Face id, a local directory, or "tiny" / "tiny-qwen2-vl" / "tiny-qwen2.5-vl" /
+    model: a Hugging Face id, a local directory, or "tiny" / "tiny-qwen2-vl" / "tiny-qwen2.5-vl" / "tiny-qwen3-vl" /
         "tiny-smolvlm2" (random weights built locally; "tiny" is the Qwen2-VL one).
     device: "auto" (CUDA when present, else CPU), "cpu", "cuda" or "cuda:N".
     dtype: "auto" (bf16 on GPU, fp16 where bf16 is unsupported, fp32 on CPU), "bfloat16", "float16" or

@@ -8,13 +8,14 @@ from transformers import (
     PreTrainedModel,
     Qwen2_5_VLForConditionalGeneration,
     Qwen2VLForConditionalGeneration,
+    Qwen3VLForConditionalGeneration,
     SmolVLMForConditionalGeneration,
 )
 from transformers.image_processing_utils import BaseImageProcessor
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 from transformers.models.smolvlm.image_processing_pil_smolvlm import SmolVLMImageProcessorPil
 
-from model.adapters import Qwen2VLAdapter, Qwen25VLAdapter, SmolVLM2Adapter, VideoAdapter
+from model.adapters import Qwen2VLAdapter, Qwen3VLAdapter, Qwen25VLAdapter, SmolVLM2Adapter, VideoAdapter
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ FAMILIES: dict[str, Family] = {
             Qwen2VLImageProcessorPil,
             Qwen25VLAdapter,
         ),
+        Family("qwen3_vl", "Qwen3-VL", Qwen3VLForConditionalGeneration, Qwen2VLImageProcessorPil, Qwen3VLAdapter),
         Family("smolvlm", "SmolVLM2", SmolVLMForConditionalGeneration, SmolVLMImageProcessorPil, SmolVLM2Adapter),
     )
 }

@@ -87,6 +87,24 @@ def load_model(config: ModelConfig, text_attention: str = "sdpa", *, local_files
     return loaded
 
 
+def check_loading_info(info: dict) -> None:
+    """ValueError when the checkpoint lacks weights the model needs (they would stay random: answers would be
+    noise) or holds weights of another shape; weights the model does not use are only logged."""
+    if info.get("missing_keys") or info.get("mismatched_keys"):
+        missing = sorted(info.get("missing_keys") or [])
+        mismatched = sorted(str(k) for k in info.get("mismatched_keys") or [])
+        raise ValueError(
+            f"the checkpoint does not match the model: {len(missing)} weights missing {missing[:5]}, "
+            f"{len(mismatched)} of another shape {mismatched[:5]}"
+        )
+    if info.get("unexpected_keys"):
+        logger.warning(
+            "the checkpoint holds %d weights the model does not use, e.g. %s",
+            len(info["unexpected_keys"]),
+            sorted(info["unexpected_keys"])[:5],
+        )
+
+
 def _error(name: str, reason: str) -> ModelLoadError:
     return ModelLoadError(
         f"Could not load model {name!r}: {reason}. Supported families: {supported_families_text()}. "
@@ -137,14 +155,16 @@ def _load_pretrained(
     try:
         # with accelerate, weights go straight to the device; without it, through CPU memory
         placement = {"device_map": str(device)} if importlib.util.find_spec("accelerate") else {}
-        model = family.model_class.from_pretrained(
+        model, info = family.model_class.from_pretrained(
             name,
             dtype=dtype,
             attn_implementation=attn,
             trust_remote_code=config.trust_remote_code,
             local_files_only=local_files_only,
+            output_loading_info=True,
             **placement,
         )
+        check_loading_info(info)
         model.to(device)
         logger.info("loading the tokenizer and processor settings of %s", name)
         processor = VisionTextProcessor.from_pretrained(

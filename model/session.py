@@ -161,10 +161,11 @@ class StreamingSession:
         self._start()
         started = time.perf_counter()
         first = self.cache.tokens_seen
-        embeds = self.adapter.segment_embeddings(self.loaded.model, segment)  # [1, T, hidden]
-        vision_s = time.perf_counter() - started
+        chunks = self.adapter.chunk_inputs(self.loaded.model, segment)  # Qwen3-VL: features per chunk (DeepStack)
+        embeds = None if chunks is not None else self.adapter.segment_embeddings(self.loaded.model, segment)
+        vision_s = time.perf_counter() - started  # the tower's pass, either way
         try:
-            self._prefill(segment, evict_to=None, embeds=embeds)
+            self._prefill(segment, evict_to=None, embeds=embeds, chunks=chunks)
         except PrefillInterrupted:
             self.change.reset()  # the reference holds regions that did not reach the cache: start again whole
             raise
@@ -360,11 +361,24 @@ class StreamingSession:
                 self._prefill(prefix, evict_to=None)
             self._started = True
 
-    def _prefill(self, segment: Segment, evict_to: int | None, embeds: torch.Tensor | None = None) -> torch.Tensor:
-        """Prefills a segment at the cache's next positions; returns the last token's logits [1, vocab]."""
-        if embeds is None:
-            embeds = self.adapter.segment_embeddings(self.loaded.model, segment)  # [1, T, hidden]
+    def _prefill(
+        self,
+        segment: Segment,
+        evict_to: int | None,
+        embeds: torch.Tensor | None = None,
+        chunks: Callable[[int, int], dict] | None = None,
+    ) -> torch.Tensor:
+        """Prefills a segment at the cache's next positions; returns the last token's logits [1, vocab]. `embeds`
+        ([1, T, hidden]) or `chunks` (the adapter's chunk_inputs) when the caller already ran the vision tower."""
+        model = self.loaded.model
         positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
+        if embeds is None and chunks is None:
+            chunks = self.adapter.chunk_inputs(model, segment)  # Qwen3-VL clips: DeepStack features per chunk
+        if chunks is not None:
+            return self.runner.prefill(input_ids=segment.input_ids, position_ids=positions, evict_to=evict_to,
+                                       chunk_inputs=chunks)  # fmt: skip
+        if embeds is None:
+            embeds = self.adapter.segment_embeddings(model, segment)  # [1, T, hidden]
         return self.runner.prefill(inputs_embeds=embeds, position_ids=positions, evict_to=evict_to)
 
     def _recall(self, segment: Segment) -> RecallStats:

@@ -12,7 +12,14 @@ from __future__ import annotations
 import logging
 
 import torch
-from transformers import GenerationConfig, PreTrainedModel, Qwen2_5_VLConfig, Qwen2VLConfig, SmolVLMConfig
+from transformers import (
+    GenerationConfig,
+    PreTrainedModel,
+    Qwen2_5_VLConfig,
+    Qwen2VLConfig,
+    Qwen3VLConfig,
+    SmolVLMConfig,
+)
 from transformers.image_utils import (
     IMAGENET_STANDARD_MEAN,
     IMAGENET_STANDARD_STD,
@@ -33,6 +40,7 @@ TINY_NAMES = {
     "tiny": "qwen2_vl",
     "tiny-qwen2-vl": "qwen2_vl",
     "tiny-qwen2.5-vl": "qwen2_5_vl",
+    "tiny-qwen3-vl": "qwen3_vl",
     "tiny-smolvlm2": "smolvlm",
 }
 VOCAB_SIZE = 512
@@ -69,6 +77,37 @@ QWEN_CHAT_TEMPLATE = (
     "<|im_end|>\n{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
+# Qwen3-VL's template, shortened (its tool-call and reasoning branches left out): no default system prompt.
+# The same text is the Qwen3-VL hub fixture's chat_template.json (tests/fixtures/hub).
+QWEN3_CHAT_TEMPLATE = """\
+{%- set image_count = namespace(value=0) %}{%- set video_count = namespace(value=0) %}
+{%- for message in messages %}
+  {%- if message.role == 'system' %}
+    {%- if loop.first %}{{- '<|im_start|>system\n' }}
+      {%- if message.content is string %}{{- message.content }}
+      {%- else %}{%- for content in message.content %}{%- if 'text' in content %}{{- content.text }}{%- endif %}
+      {%- endfor %}{%- endif %}{{- '<|im_end|>\n' }}
+    {%- endif %}
+  {%- else %}{{- '<|im_start|>' + message.role + '\n' }}
+    {%- if message.content is string %}{{- message.content }}
+    {%- else %}
+      {%- for content in message.content %}
+        {%- if content.type == 'image' or 'image' in content or 'image_url' in content %}
+          {%- set image_count.value = image_count.value + 1 %}
+          {%- if add_vision_id %}{{- 'Picture ' ~ image_count.value ~ ': ' }}{%- endif %}
+          {{- '<|vision_start|><|image_pad|><|vision_end|>' }}
+        {%- elif content.type == 'video' or 'video' in content %}
+          {%- set video_count.value = video_count.value + 1 %}
+          {%- if add_vision_id %}{{- 'Video ' ~ video_count.value ~ ': ' }}{%- endif %}
+          {{- '<|vision_start|><|video_pad|><|vision_end|>' }}
+        {%- elif 'text' in content %}{{- content.text }}
+        {%- endif %}
+      {%- endfor %}
+    {%- endif %}{{- '<|im_end|>\n' }}
+  {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}
+"""
 QWEN_SPECIAL = [
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
     "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
@@ -79,23 +118,32 @@ SMOLVLM_SPECIAL = [
 ] + [f"<row_{r}_col_{c}>" for r in range(1, 7) for c in range(1, 7)]  # fmt: skip
 
 
-def _qwen_processor(min_pixels: int = 56 * 56, max_pixels: int = 112 * 112) -> VisionTextProcessor:
+def _qwen_processor(
+    min_pixels: int = 56 * 56,
+    max_pixels: int = 112 * 112,
+    patch_size: int = 14,
+    mean_std: tuple | None = None,
+    chat_template: str = QWEN_CHAT_TEMPLATE,
+) -> VisionTextProcessor:
     tokenizer = build_bpe_tokenizer(
         QWEN_SPECIAL,
         vocab_size=VOCAB_SIZE,
         bos_token=None,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        chat_template=QWEN_CHAT_TEMPLATE,
+        chat_template=chat_template,
         extra_attributes={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>"},
     )
-    common = dict(patch_size=14, temporal_patch_size=2, merge_size=2)
-    image_processor = Qwen2VLImageProcessorPil(min_pixels=min_pixels, max_pixels=max_pixels, **common)
+    common = dict(patch_size=patch_size, temporal_patch_size=2, merge_size=2)
+    mean, std = mean_std or (list(OPENAI_CLIP_MEAN), list(OPENAI_CLIP_STD))
+    image_processor = Qwen2VLImageProcessorPil(
+        min_pixels=min_pixels, max_pixels=max_pixels, image_mean=mean, image_std=std, **common
+    )
     video = dict(
         video_processor_type="Qwen2VLVideoProcessor",
         size={"shortest_edge": min_pixels, "longest_edge": max_pixels},
-        image_mean=list(OPENAI_CLIP_MEAN),
-        image_std=list(OPENAI_CLIP_STD),
+        image_mean=list(mean),
+        image_std=list(std),
         **common,
     )
     return VisionTextProcessor(tokenizer, image_processor, video)
@@ -140,6 +188,30 @@ def _tiny_qwen2_5_vl(processor: VisionTextProcessor) -> PreTrainedModel:
         **_qwen_token_ids(tok),
     )  # fmt: skip
     return FAMILIES["qwen2_5_vl"].model_class(config)
+
+
+def _qwen3_processor() -> VisionTextProcessor:
+    """Qwen3-VL: patch 16 (32 px per merged token), mean/std 0.5."""
+    return _qwen_processor(
+        64 * 64, 128 * 128, patch_size=16, mean_std=([0.5] * 3, [0.5] * 3), chat_template=QWEN3_CHAT_TEMPLATE
+    )
+
+
+def _tiny_qwen3_vl(processor: VisionTextProcessor) -> PreTrainedModel:
+    """Interleaved M-RoPE (sections sum to head_dim / 2 = 8) and DeepStack features from both vision blocks,
+    added after both decoder layers."""
+    tok = processor.tokenizer
+    rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3], "mrope_interleaved": True}
+    config = Qwen3VLConfig(
+        text_config=_text_config(tok, rope_parameters=rope, head_dim=16),
+        vision_config=dict(
+            depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=TEXT["hidden_size"],
+            patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+            deepstack_visual_indexes=[0, 1], initializer_range=INIT_RANGE,
+        ),
+        **_qwen_token_ids(tok),
+    )  # fmt: skip
+    return FAMILIES["qwen3_vl"].model_class(config)
 
 
 def _smolvlm_processor(side: int = 64) -> VisionTextProcessor:
@@ -189,6 +261,7 @@ def _tiny_smolvlm(processor: VisionTextProcessor, side: int = 64) -> PreTrainedM
 _BUILDERS = {
     "qwen2_vl": (_qwen_processor, _tiny_qwen2_vl),
     "qwen2_5_vl": (_qwen_processor, _tiny_qwen2_5_vl),
+    "qwen3_vl": (_qwen3_processor, _tiny_qwen3_vl),
     "smolvlm": (_smolvlm_processor, _tiny_smolvlm),
 }
 

@@ -10,9 +10,10 @@ Each check prints one line (name, PASS / FAIL / SKIP, the numbers behind it); th
 project's own code (model/config.py, the memory monitor, BoundedCache, CachedRunner, BatchDecoder):
 1. device and dtype: `resolve_dtype("auto")` (bf16 on a GPU with native bf16), a matmul in that dtype.
 2. NVML readings: the memory monitor picks NVML and its numbers move with a 256 MiB allocation (CUDA only).
-3. bounded cache = transformers: tiny random Llama (GQA) and Qwen2-VL (M-RoPE) in the device's dtype: greedy
-   tokens of policy `full` equal `model.generate`; under an evicting policy the compiled decode step (CUDA
-   graphs on CUDA) gives the eager step's tokens, stays compiled, and no CUDA graph was skipped.
+3. bounded cache = transformers: tiny random Llama (GQA), Qwen2-VL (M-RoPE) and Qwen3-VL (interleaved M-RoPE)
+   decoders in the device's dtype: greedy tokens of policy `full` equal `model.generate`; under an evicting
+   policy the compiled decode step (CUDA graphs on CUDA) gives the eager step's tokens, stays compiled, and no
+   CUDA graph was skipped.
 4. N streams: `BatchDecoder` over 4 streams (compiled) gives each stream's tokens decoded alone.
 5. flat memory: many clips past the budget; device memory per clip after the budget filled stays flat.
 6. timings (never fails): one-stream and batched (N=8) decode steps, eager and compiled, against the
@@ -51,7 +52,7 @@ from scripts.bench_decode import kv_bytes_per_token, weight_bytes  # noqa: E402
 from tests.tiny_text_models import VOCAB, build_pair  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parent
-ARCHS = ("llama-gqa", "qwen2-vl")
+ARCHS = ("llama-gqa", "qwen2-vl", "qwen3-vl")
 EOS, PAD = 2, 0  # the tiny models' stop and pad tokens
 MiB = 2**20
 

@@ -77,15 +77,24 @@ def test_segment_embeddings_reproduce_the_full_forward(family):
         embeds = [adapter.segment_embeddings(model, s) for s in segments]
         assert all(e.shape == (1, s.num_tokens, model.config.text_config.hidden_size) for e, s in
                    zip(embeds, segments, strict=True))  # fmt: skip
-        whole = model(inputs_embeds=torch.cat(embeds, dim=1), position_ids=positions).logits
-        torch.testing.assert_close(whole, ref, rtol=1e-4, atol=1e-4)
+        if family != "qwen3_vl":  # Qwen3-VL's clips also need their DeepStack features (chunk_inputs)
+            whole = model(inputs_embeds=torch.cat(embeds, dim=1), position_ids=positions).logits
+            torch.testing.assert_close(whole, ref, rtol=1e-4, atol=1e-4)
 
         cache, start, last = DynamicCache(config=model.config), 0, None
-        for seg, emb in zip(segments, embeds, strict=True):
+        for seg in segments:
             pos, start = adapter.segment_position_ids(seg, start)
-            last = model(inputs_embeds=emb, position_ids=pos, past_key_values=cache, use_cache=True).logits
+            last = _forward_segment(model, adapter, seg, pos, cache) if seg.num_tokens else last
         assert cache.get_seq_length() == merged["input_ids"].shape[1]
         torch.testing.assert_close(last[:, -1], ref[:, -1], rtol=1e-4, atol=1e-4)
+
+
+def _forward_segment(model, adapter, seg, pos, cache):
+    """One segment onto the cache as the session feeds it: its chunk inputs where the family has them
+    (Qwen3-VL clips: ids + visual and DeepStack features), else its input embeddings. Logits [1, T, vocab]."""
+    chunks = adapter.chunk_inputs(model, seg)
+    inputs = chunks(0, seg.num_tokens) if chunks else {"inputs_embeds": adapter.segment_embeddings(model, seg)}
+    return model(**inputs, position_ids=pos, past_key_values=cache, use_cache=True).logits
 
 
 @pytest.mark.parametrize("family", ALL_FAMILIES)
@@ -110,8 +119,7 @@ def test_cached_greedy_decoding_matches_generate(family):
         cache, start, ours = DynamicCache(config=model.config), 0, []
         for seg in segments:
             pos, start = adapter.segment_position_ids(seg, start)
-            emb = adapter.segment_embeddings(model, seg)
-            logits = model(inputs_embeds=emb, position_ids=pos, past_key_values=cache, use_cache=True).logits
+            logits = _forward_segment(model, adapter, seg, pos, cache) if seg.num_tokens else None
         for _ in range(n_new):
             logits = logits[0, -1].clone()
             logits[suppressed] = float("-inf")

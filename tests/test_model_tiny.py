@@ -57,13 +57,17 @@ def test_qwen_clip_turn_is_a_video_user_turn(family):
     _, _, adapter = tiny(family)
     seg = adapter.clip_segment(random_frames(4), 8.0, 12.0)
     text = _decode(adapter, seg)
-    collapsed = text.replace("<|video_pad|>" * seg.num_visual_tokens, "<|video_pad|>")
+    pad = "<|video_pad|>"
+    if family == "qwen3_vl":  # one timestamped block per frame group, as Qwen3VLProcessor expands the video
+        block = "<|vision_start|>" + pad * (seg.num_visual_tokens // 2) + "<|vision_end|>"
+        collapsed = text.replace("<8.5 seconds>" + block + "<10.5 seconds>" + block, "<|vision_start|>" + pad)
+        collapsed = collapsed.replace("<|vision_start|>" + pad, "<|vision_start|>" + pad + "<|vision_end|>")
+        content = [{"type": "video"}]
+    else:
+        collapsed = text.replace(pad * seg.num_visual_tokens, pad)
+        content = [{"type": "text", "text": "<t=8.0-12.0s>"}, {"type": "video"}]
     expected = adapter.tokenizer.apply_chat_template(
-        [
-            {"role": "system", "content": "x"},
-            {"role": "user", "content": [{"type": "text", "text": "<t=8.0-12.0s>"}, {"type": "video"}]},
-        ],
-        tokenize=False,
+        [{"role": "system", "content": "x"}, {"role": "user", "content": content}], tokenize=False
     )
     assert expected.endswith(collapsed)
     assert seg.num_visual_tokens == int((seg.input_ids == adapter.video_token_id).sum()) > 0

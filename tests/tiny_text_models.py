@@ -1,8 +1,8 @@
 """Tiny random-weight decoders built in-process for the cache tests (no downloads).
 
-Two architectures: Llama with grouped-query attention (1-D RoPE) and Qwen2-VL (3-D M-RoPE), the latter
-driven text-only. Each is built once with the plain `sdpa` attention (the reference) and once with the
-cache's `bounded_sdpa`, sharing the same weights.
+Three architectures: Llama with grouped-query attention (1-D RoPE), Qwen2-VL (3-D M-RoPE) and Qwen3-VL
+(interleaved M-RoPE, q/k norms), the latter two driven text-only. Each is built once with the plain `sdpa`
+attention (the reference) and once with the cache's `bounded_sdpa`, sharing the same weights.
 """
 
 from __future__ import annotations
@@ -10,7 +10,14 @@ from __future__ import annotations
 import copy
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM, Qwen2VLConfig, Qwen2VLForConditionalGeneration
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    Qwen2VLConfig,
+    Qwen2VLForConditionalGeneration,
+    Qwen3VLConfig,
+    Qwen3VLForConditionalGeneration,
+)
 
 from cache.attention import register_attention
 
@@ -54,9 +61,25 @@ def qwen2_vl_config(layers: int = 2, kv_heads: int = 2) -> Qwen2VLConfig:
     )
 
 
+def qwen3_vl_config(layers: int = 2, kv_heads: int = 2) -> Qwen3VLConfig:
+    """Qwen3-VL's decoder: q/k norms, explicit head_dim, interleaved M-RoPE."""
+    rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3], "mrope_interleaved": True}
+    return Qwen3VLConfig(
+        text_config=dict(
+            vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+            num_attention_heads=4, num_key_value_heads=kv_heads, head_dim=16, max_position_embeddings=8192,
+            rope_parameters=rope, bos_token_id=1, eos_token_id=2, pad_token_id=0,
+        ),
+        vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                           deepstack_visual_indexes=[0], num_position_embeddings=16),
+        image_token_id=VOCAB - 3, video_token_id=VOCAB - 2, vision_start_token_id=VOCAB - 1,
+    )  # fmt: skip
+
+
 ARCHITECTURES = {
     "llama-gqa": (llama_config, LlamaForCausalLM, 1),
     "qwen2-vl": (qwen2_vl_config, Qwen2VLForConditionalGeneration, 3),
+    "qwen3-vl": (qwen3_vl_config, Qwen3VLForConditionalGeneration, 3),
 }
 
 
@@ -68,7 +91,7 @@ def build_pair(arch: str, seed: int = 0, **config_kwargs) -> tuple[torch.nn.Modu
     reference.set_attn_implementation("sdpa")
     bounded = copy.deepcopy(reference)
     name = register_attention()
-    if arch == "qwen2-vl":
+    if arch in ("qwen2-vl", "qwen3-vl"):
         bounded.set_attn_implementation({"text_config": name, "vision_config": "sdpa"})
     else:
         bounded.set_attn_implementation(name)

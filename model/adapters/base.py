@@ -16,6 +16,7 @@ call: the reference the streaming session is checked against.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -145,6 +146,12 @@ class VideoAdapter(ABC):
         """Answer text of generated ids (special tokens dropped)."""
         ids = ids.reshape(-1).tolist() if isinstance(ids, torch.Tensor) else list(ids)
         return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def chunk_inputs(self, model: PreTrainedModel, segment: Segment) -> Callable[[int, int], dict] | None:
+        """When a segment needs more than its input embeddings to be prefilled exactly (Qwen3-VL's DeepStack
+        features): a function of a chunk [start, stop) of its tokens giving that chunk's forward inputs.
+        None (the default): each chunk is its slice of `segment_embeddings`."""
+        return None
 
     def text_position_ids(self, start: int, length: int = 1) -> torch.Tensor:
         """Positions of `length` plain text tokens from `start` (e.g. decoded tokens): [1, length], or
