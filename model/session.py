@@ -70,7 +70,9 @@ class ClipMetrics:
     store_dropped_tokens: int = 0  # pushed out of the store by its byte bound, so far
     store_oldest_time: float | None = None  # stream second of the oldest clip the store still holds
     visual_tokens_kept: int = 0  # of visual_tokens, those that entered the cache (the rest did not change)
-    visual_tokens_changed: int = 0  # of visual_tokens, those whose region changed (0: only the floor, if any)
+    # of visual_tokens, those whose region changed (0: nothing moved, the clip kept at most the floor); with
+    # dropping off nothing is compared and every token counts as changed
+    visual_tokens_changed: int = 0
     keyframe: bool = True  # the clip entered whole (first clip, after a reconnect, every keyframe_every clips)
     vision_s: float = 0.0  # vision tower + embedding, part of prefill_s
 

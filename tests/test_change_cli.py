@@ -24,7 +24,7 @@ def test_bad_values_exit_2_naming_what_is_allowed(flags, named):
 
 def test_bad_values_in_the_config_file_exit_2(tmp_path):
     config = tmp_path / "run.toml"
-    config.write_text('keyframe_every = "often"\n')
+    config.write_text("keyframe_every = 2.5\nchange_threshold = 0.1\n")
     done = run_app("--video", str(video(8)), "--model", "tiny", "--config", str(config), timeout=120)
     assert done.returncode == 2 and ">= 1" in done.stderr, done.stderr[-1500:]
 
@@ -58,3 +58,31 @@ def test_clip_events_say_what_each_clip_brought_and_kept(tmp_path, drop):
     assert clips[0]["visual_tokens_kept"] == clips[0]["visual_tokens"]
     assert clips[1]["visual_tokens_kept"] == 0 and clips[1]["visual_tokens_changed"] == 0  # static: nothing new
     assert clips[3]["visual_tokens_kept"] > 0  # the object crosses during seconds 12-20
+
+
+def test_the_first_clip_after_a_capture_reconnect_enters_whole():
+    import numpy as np
+
+    from app.assistant import Assistant, RunLimits
+    from app.events import EventBus
+    from app.scheduler import StandingQuestion
+    from app.stream import Stream
+    from cache.config import CacheConfig
+    from capture.types import CaptureStats, Clip
+    from model.session import SessionConfig, StreamingSession
+    from tests.model_fixtures import smooth_frame
+    from tests.session_helpers import loaded
+
+    session = StreamingSession(loaded("tiny-qwen2-vl"), CacheConfig(budget=512, window=8), SessionConfig())
+    bus, events = EventBus(), []
+    bus.subscribe(events.append)
+    stream = Stream("main", session, StandingQuestion(every_s=0))
+    assistant = Assistant([stream], bus, RunLimits())
+    frames = np.repeat(smooth_frame(120, 160)[None], 4, axis=0)
+    for index, reconnects in enumerate([0, 0, 0, 1, 1]):  # the capture reconnected before clip 3
+        clip = Clip(frames, [4.0 * index + k for k in range(4)], 4.0 * index, 4.0 * index + 4, index,
+                    CaptureStats(reconnects=reconnects))  # fmt: skip
+        assistant._on_clip(stream, clip)
+    clips = [e for e in events if e["type"] == "clip"]
+    assert [c["keyframe"] for c in clips] == [True, False, False, True, False]
+    assert [c["visual_tokens_kept"] == c["visual_tokens"] for c in clips] == [True, False, False, True, False]

@@ -203,6 +203,8 @@ class VideoAdapter(ABC):
         for `model.generate(**inputs)` / `model(**inputs)`."""
         if not segments:
             raise ValueError("merge_for_generate needs at least one segment")
+        if any(s.positions is not None for s in segments):
+            raise ValueError("a sparse clip has no generate() form: feed its embeddings with its position_ids")
         merged: dict[str, torch.Tensor] = {"input_ids": torch.cat([s.input_ids for s in segments], dim=1)}
         merged["attention_mask"] = torch.ones_like(merged["input_ids"])
         keys = dict.fromkeys(k for s in segments for k in s.model_inputs)
