@@ -77,8 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--clip-seconds", type=float, default=4.0, help="stream seconds per clip (1 frame/s)")
     p.add_argument("--budget", type=int, default=CacheConfig().budget, help="the cache's budget, tokens")
     p.add_argument("--append", action="store_true",
-                   help="keep the rows of the shapes not measured now from --out's earlier CSV (a slow shape can "
-                   "run on its own with fewer --clips); the summary, plot and table cover them all")  # fmt: skip
+                   help="keep the rows of the shapes and videos not measured now from --out's CSV (a slow shape "
+                   "can run on its own with fewer --clips); the summary, plot and table cover them all")  # fmt: skip
     p.add_argument(
         "--report-only",
         action="store_true",
@@ -369,8 +369,9 @@ def plot(summary: list[dict], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def read_rows(path: Path, skip_shapes: list[str]) -> list[dict]:
-    """The per-clip rows of an earlier run (numbers and flags parsed back), but those of `skip_shapes`."""
+def read_rows(path: Path, skip: list[tuple[str, str]]) -> list[dict]:
+    """The per-clip rows of an earlier run (numbers and flags parsed back), but those of the (shape, video)
+    pairs `skip`."""
     if not path.exists():
         return []
 
@@ -387,7 +388,7 @@ def read_rows(path: Path, skip_shapes: list[str]) -> list[dict]:
 
     with path.open(newline="") as f:
         rows = [{k: value(v) for k, v in row.items()} for row in csv.DictReader(f)]
-    return [r for r in rows if r["shape"] not in skip_shapes]
+    return [r for r in rows if (r["shape"], r["video"]) not in skip]
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -406,7 +407,8 @@ def main(argv: list[str] | None = None) -> str:
     if args.report_only:
         return report(read_rows(args.out / "bench_ingest.csv", []), args, f"{machine_before} (when reported)")
     paths = make_videos(args)
-    rows: list[dict] = read_rows(args.out / "bench_ingest.csv", args.shapes) if args.append else []
+    measured = [(shape, video) for shape in args.shapes for video in args.videos]
+    rows: list[dict] = read_rows(args.out / "bench_ingest.csv", measured) if args.append else []
     with tqdm(total=len(args.shapes) * len(paths) * args.clips, desc="bench_ingest", unit="clip") as bar:
         for shape in args.shapes:
             bar.set_postfix(shape=shape, stage="building")
