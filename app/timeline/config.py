@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.timeline.postgres_target import PostgresTarget
+from app.timeline.postgres_target import PostgresTarget, is_postgres_url
 
 DATA_ENV = "EDGE_ASSISTANT_DATA"  # a folder; the timeline is `timeline.sqlite` in it
 MIB = 1024 * 1024
@@ -25,6 +25,17 @@ def default_timeline_path() -> Path:
     folder = os.environ.get(DATA_ENV)
     base = Path(folder).expanduser() if folder else Path.home() / ".cache" / "edge-stream-assistant"
     return base / "timeline.sqlite"
+
+
+def timeline_location(text: str | None, password_file: Path | None = None) -> Location:
+    """`--timeline`'s value as a location: a `PostgresTarget` for `postgresql://...` (password from
+    `password_file` or the environment), else a file (`default_timeline_path()` when None). ValueError naming
+    the flag (and never quoting a password) otherwise."""
+    if is_postgres_url(text):
+        return PostgresTarget.from_url(str(text), password_file=password_file)
+    if password_file is not None:
+        raise ValueError("--timeline-password-file is for a postgresql:// --timeline")
+    return Path(text).expanduser() if text else default_timeline_path()
 
 
 @dataclass(frozen=True)
