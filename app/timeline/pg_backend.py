@@ -21,7 +21,7 @@ import psycopg
 from app.timeline.config import TimelineConfig, TimelineError
 from app.timeline.pg_schema import TEXT_CONFIG, one_line, open_for_reading, open_for_writing
 from app.timeline.postgres_target import PostgresTarget
-from app.timeline.query import MAX_TERMS, RECENCY_HALF_LIFE_S, RECENCY_WEIGHT
+from app.timeline.query import MAX_TERMS, RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, WORD
 from app.timeline.rows import COLUMNS, Row
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,8 @@ INSERT_ROW = (
     " ON CONFLICT DO NOTHING RETURNING id"
 )
 RANK_WEIGHTS = "{0.1, 0.2, 0.5, 1.0}"  # D, C, B (question, text), A (alert name)
-BOOST = f"(1 + {RECENCY_WEIGHT} * power(0.5, greatest(%s - m.t_wall, 0) / {RECENCY_HALF_LIFE_S}))"
+# the exponent is capped: PostgreSQL raises on underflow (0.5 ** 1000 is ~1e-301, as good as 0 here)
+BOOST = f"(1 + {RECENCY_WEIGHT} * power(0.5, least(greatest(%s - m.t_wall, 0) / {RECENCY_HALF_LIFE_S}, 1000)))"
 TERM = re.compile(r'(-?)"([^"]*)"?|(-?)(\S+)')
 
 
@@ -47,14 +48,16 @@ def clean(value: Any) -> Any:
 
 def websearch_terms(text: str) -> tuple[list[str], list[str]]:
     """The words and "quoted phrases" of `text` to match (any of them), and those after a `-` to exclude.
-    Each goes to `websearch_to_tsquery` on its own, which never fails on odd input."""
+    Outside quotes, words are `\\w+` runs (as for SQLite: `col:truck` is two words). Each goes to
+    `websearch_to_tsquery` on its own, which never fails on odd input."""
     wanted: list[str] = []
     unwanted: list[str] = []
     for minus_phrase, phrase, minus_word, word in TERM.findall(clean(text)):
-        term = phrase if phrase or (not word and not minus_word) else word
-        if not term.strip() or term.lower() == "or":
-            continue
-        (unwanted if (minus_phrase or minus_word) else wanted).append(f'"{term}"' if phrase else term)
+        if phrase.strip():
+            terms = [f'"{phrase}"']
+        else:
+            terms = [w for w in WORD.findall(word) if w.lower() != "or"]
+        (unwanted if (minus_phrase or minus_word) else wanted).extend(terms)
     return wanted[:MAX_TERMS], unwanted[:MAX_TERMS]
 
 
