@@ -1,6 +1,7 @@
 """A real PostgreSQL server on 127.0.0.1 for the timeline tests: Debian's PostgreSQL (initdb, pg_ctl) in a
-temporary folder, on a free loopback port, one per test session (`postgres_server`), with a fresh database
-per test (`postgres_target`). Logins over TCP need a password (scram-sha-256), as on a real site.
+temporary folder, on a free loopback port, one per test session (`postgres_server`), with one database whose
+contents are dropped before each test (`postgres_target`). Logins over TCP need a password (scram-sha-256),
+as on a real site.
 
 `initdb` refuses root, so as root the server runs as the `postgres` user (`runuser`) in a folder given to it.
 It is always stopped (`pg_ctl stop -m immediate`) and its folder removed; every step is bounded in time.
@@ -111,11 +112,11 @@ class PostgresServer:
             self.running = False
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "-t", "30", "stop")
 
-    def admin(self, sql: str) -> None:
+    def admin(self, sql: str, dbname: str = "postgres") -> None:
         """Runs `sql` as the superuser over the server's Unix socket."""
         import psycopg
 
-        with psycopg.connect(host=str(self.folder), port=self.port, user="postgres", dbname="postgres",
+        with psycopg.connect(host=str(self.folder), port=self.port, user="postgres", dbname=dbname,
                              autocommit=True, connect_timeout=10) as conn:  # fmt: skip
             conn.execute(sql)
 
@@ -155,11 +156,15 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def postgres_database(postgres_server: PostgresServer) -> PostgresTarget:
+    return postgres_server.create_database("suite")  # once: CREATE DATABASE takes a second on a busy machine
+
+
 @pytest.fixture
-def postgres_target(postgres_server: PostgresServer) -> Iterator[PostgresTarget]:
-    """A fresh database for one test, dropped after it."""
+def postgres_target(postgres_server: PostgresServer, postgres_database: PostgresTarget) -> PostgresTarget:
+    """An empty database for one test: the session's, with everything the last test made in it dropped."""
     if not postgres_server.running:  # a test that stopped it failed before starting it again
         postgres_server.start()
-    target = postgres_server.create_database()
-    yield target
-    postgres_server.drop_database(target.dbname)
+    postgres_server.admin(f"DROP OWNED BY {USER}", dbname=postgres_database.dbname)
+    return postgres_database
