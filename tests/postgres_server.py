@@ -92,8 +92,7 @@ class PostgresServer:
             "listen_addresses = '127.0.0.1'",
             f"port = {self.port}",
             f"unix_socket_directories = '{self.folder}'",
-            "fsync = off",  # a test server: speed over durability
-            "synchronous_commit = off",
+            "fsync = off",  # a test server: speed over surviving a power cut (commits still survive a killed server)
             "full_page_writes = off",
             "max_connections = 40",
             "shared_buffers = 16MB",

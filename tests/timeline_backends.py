@@ -39,11 +39,14 @@ def query(location: Path | PostgresTarget, sql: str, params: tuple = ()) -> list
         from psycopg.rows import dict_row
 
         with psycopg.connect(**location.connect_kwargs(), row_factory=dict_row) as conn:
-            return [dict(row) for row in conn.execute(sql.replace("?", "%s"), params).fetchall()]
+            cursor = conn.execute(sql.replace("?", "%s"), params)
+            return [dict(row) for row in cursor.fetchall()] if cursor.description else []
     conn = sqlite3.connect(location)
     conn.row_factory = sqlite3.Row
     try:
-        return [dict(row) for row in conn.execute(sql, params).fetchall()]
+        rows = [dict(row) for row in conn.execute(sql, params).fetchall()]
+        conn.commit()
+        return rows
     finally:
         conn.close()
 
