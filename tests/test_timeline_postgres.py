@@ -207,3 +207,22 @@ def test_psycopg_is_imported_only_for_a_postgresql_timeline(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-1500:]
+
+
+def test_closing_while_the_server_is_away_ends_within_its_timeout(postgres_server, postgres_target):
+    errors: list[str] = []
+    writer = TimelineWriter(TimelineConfig(postgres_target), on_error=errors.append)
+    writer.start()
+    writer(answer("door", 1.0, "kept"))
+    wait_for(lambda: writer.written == 1, "the first row")
+    postgres_server.stop()
+    try:
+        writer(answer("door", 2.0, "never written"))
+        wait_for(lambda: errors, "the error")
+        writer.close(timeout=2.0)
+        writer._thread.join(10.0)
+        assert not writer._thread.is_alive()  # gave up at the timeout instead of reconnecting forever
+    finally:
+        postgres_server.start()
+    assert len(errors) == 1 and not writer.failed
+    assert texts(postgres_target) == ["kept"]

@@ -113,7 +113,7 @@ class TimelineWriter:
 
     def close(self, timeout: float = 5.0) -> None:
         """Writes what is queued (for up to `timeout` seconds), then closes the file. Joins the thread."""
-        self._give_up_at = time.monotonic() + timeout
+        self._give_up_at = time.monotonic() + 0.8 * timeout  # the rest of it to close the connection
         self._events.close()
         self._wake.set()
         if self._thread.ident is not None:  # started: the thread closes the file when it ends
@@ -159,10 +159,12 @@ class TimelineWriter:
                 self._recovered()
                 return
             while True:  # reconnect
-                if self._give_up_at is not None and time.monotonic() >= self._give_up_at:
+                wait = delay if self._give_up_at is None else min(delay, self._give_up_at - time.monotonic())
+                if wait <= 0:
                     lost = len(rows) + self._events.qsize()
                     raise _GiveUp(f"closed while the database was away: {lost} rows not written")
-                self._wake.wait(delay)
+                if self._wake.wait(wait):
+                    self._wake.clear()  # woken by close: the waits from now on end at its deadline
                 delay = min(delay * 2, RECONNECT_MAX_S)
                 try:
                     self.store.reconnect()
