@@ -226,3 +226,14 @@ def test_closing_while_the_server_is_away_ends_within_its_timeout(postgres_serve
         postgres_server.start()
     assert len(errors) == 1 and not writer.failed
     assert texts(postgres_target) == ["kept"]
+
+
+def test_the_page_searches_it_and_shows_its_thumbnails(postgres_target):
+    from app.web import TimelineHistory
+
+    store = TimelineStore(TimelineConfig(postgres_target))
+    store.write([Row("answer", time.time(), "door", 0, 4, "truck?", "a truck", "person", thumbnail=b"\xff\xd8jpeg")])
+    store.close()
+    page = TimelineHistory(postgres_target)
+    (found,) = page.search("truck", since_s=3600, stream="door", limit=5)
+    assert found.has_thumbnail and page.thumbnails([found.id, found.id + 1]) == {found.id: b"\xff\xd8jpeg"}
