@@ -108,8 +108,8 @@ def test_corrupt_file_exits_2_with_advice(tmp_path):
 
 
 @pytest.mark.parametrize("since", ["2x", "yesterday", "-1h", "0m", "1.5"])
-def test_bad_since_exits_2_naming_the_forms(timeline, since):
-    result = history_of(timeline, "truck", f"--since={since}")
+def test_bad_since_exits_2_naming_the_forms(tmp_path, since):
+    result = history("truck", f"--since={since}", "--timeline", str(tmp_path / "timeline.sqlite"))
     assert result.returncode == 2
     assert "90s, 30m, 2h, 1d" in result.stderr
 
