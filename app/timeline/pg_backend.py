@@ -68,7 +68,8 @@ class PgWriter:
     lost: tuple[type[BaseException], ...] = (psycopg.OperationalError, psycopg.InterfaceError)
 
     def __init__(self, config: TimelineConfig) -> None:
-        assert isinstance(config.path, PostgresTarget)
+        if not isinstance(config.path, PostgresTarget):
+            raise TypeError(f"PgWriter needs a PostgresTarget, got {type(config.path).__name__}")
         self.target = config.path
         self.conn = open_for_writing(self.target)
 
