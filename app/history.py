@@ -58,7 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
         'PostgreSQL, websearch syntax too: "red car" -blue); without, the newest moments come first. '
         "The timeline is only read, never created or changed.",
     )
-    parser.add_argument("text", nargs="*", metavar="TEXT", help="words to look for (any of them; stopwords ignored)")
+    parser.add_argument(
+        "text",
+        nargs="*",
+        metavar="TEXT",
+        help="words to look for (any of them; stopwords ignored; before a TEXT starting with -, put --)",
+    )
     parser.add_argument(
         "--since", type=_since, metavar="AGE", help=f"only moments of the last AGE: {SINCE_FORMS} (default: all)"
     )

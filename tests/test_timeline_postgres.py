@@ -237,3 +237,24 @@ def test_the_page_searches_it_and_shows_its_thumbnails(postgres_target):
     page = TimelineHistory(postgres_target)
     (found,) = page.search("truck", since_s=3600, stream="door", limit=5)
     assert found.has_thumbnail and page.thumbnails([found.id, found.id + 1]) == {found.id: b"\xff\xd8jpeg"}
+
+
+def test_a_config_file_gets_the_same_checks(tmp_path, capsys):
+    from app.cli import main
+
+    loose = tmp_path / "loose-password"
+    loose.write_text(SECRET + "\n")
+    loose.chmod(0o640)
+    url = f"postgresql://assistant@127.0.0.1:{free_port()}/timeline"
+    for body, message in [
+        (f'timeline = "postgresql://assistant:{SECRET}@127.0.0.1/timeline"', "password inside the --timeline URL"),
+        (f'timeline = "{url}"\ntimeline_password_file = "{loose}"', f"chmod 600 {loose}"),
+        (f'timeline = "{tmp_path}/t.sqlite"\ntimeline_password_file = "{loose}"', "is for a postgresql:// --timeline"),
+    ]:
+        config = tmp_path / "site.toml"
+        config.write_text(body + "\n", encoding="utf-8")
+        with pytest.raises(SystemExit) as exited:
+            main(["--config", str(config), "--video", str(video(8)), "--model", str(tmp_path / "no-model")])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and message in err, err
+        assert SECRET not in err and "loading" not in err
