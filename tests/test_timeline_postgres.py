@@ -258,3 +258,22 @@ def test_a_config_file_gets_the_same_checks(tmp_path, capsys):
         err = capsys.readouterr().err
         assert exited.value.code == 2 and message in err, err
         assert SECRET not in err and "loading" not in err
+
+
+def test_a_locked_table_never_blocks_the_publisher(postgres_target):
+    """Another box holds a lock on `moments`: the writer's thread waits in the server, and `__call__` keeps
+    returning at once, dropping the oldest events (it only puts into a drop-oldest queue)."""
+    import psycopg
+
+    queue_size = 8
+    writer = TimelineWriter(TimelineConfig(postgres_target, queue_size=queue_size))
+    with psycopg.connect(**postgres_target.connect_kwargs()) as blocker:
+        blocker.execute("LOCK TABLE moments IN ACCESS EXCLUSIVE MODE")  # held until the block's commit
+        writer.start()
+        writer(answer("door", 1.0, "first"))
+        wait_for(lambda: writer._events.qsize() == 0, "the writer to take the first event")
+        for i in range(1000):
+            writer(answer("door", 2.0 + i, f"later {i}"))
+        assert writer.dropped >= 1000 - 2 * queue_size
+    writer.close(timeout=60.0)
+    assert not writer.failed and writer.written == 1001 - writer.dropped == count(postgres_target)
