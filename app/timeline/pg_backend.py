@@ -88,10 +88,11 @@ class PgWriter:
 
     def used_bytes(self) -> int:
         """Bytes of the rows and thumbnails kept (what retention bounds; indexes and free space not counted:
-        PostgreSQL reuses the space of deleted rows rather than giving it back)."""
+        PostgreSQL reuses the space of deleted rows rather than giving it back). A JPEG's size is read from its
+        TOAST pointer (`pg_column_size` of the column, not of the whole row, which would fetch it)."""
         sql = (
             "SELECT (SELECT coalesce(sum(pg_column_size(m.*)), 0) FROM moments m)"
-            " + (SELECT coalesce(sum(pg_column_size(t.*)), 0) FROM thumbnails t)"
+            " + (SELECT coalesce(sum(pg_column_size(t.jpeg) + 16), 0) FROM thumbnails t)"
         )
         return int(self.conn.execute(sql).fetchone()[0])
 
