@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     tl = p.add_argument_group("timeline: every answer and alert on disk, searchable (python -m app history)")
     tl.add_argument(
         "--timeline",
-        metavar="PATH",
+        metavar="PATH|URL",
         default=None,
         help="SQLite file of the timeline (default: timeline.sqlite in $EDGE_ASSISTANT_DATA or "
         '~/.cache/edge-stream-assistant; "" turns it off), or one PostgreSQL database for several boxes: '
