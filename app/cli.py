@@ -223,10 +223,18 @@ def build_parser() -> argparse.ArgumentParser:
     tl = p.add_argument_group("timeline: every answer and alert on disk, searchable (python -m app history)")
     tl.add_argument(
         "--timeline",
-        metavar="PATH",
+        metavar="PATH|URL",
         default=None,
         help="SQLite file of the timeline (default: timeline.sqlite in $EDGE_ASSISTANT_DATA or "
-        '~/.cache/edge-stream-assistant; "" turns it off)',
+        '~/.cache/edge-stream-assistant; "" turns it off), or one PostgreSQL database for several boxes: '
+        "postgresql://[user@]host[:port]/dbname (password: $EDGE_ASSISTANT_TIMELINE_PASSWORD, $PGPASSWORD or "
+        "--timeline-password-file, never in the URL)",
+    )
+    tl.add_argument(
+        "--timeline-password-file",
+        type=Path,
+        metavar="FILE",
+        help="the PostgreSQL password in this file's first line (mode 600: refused when others may read it)",
     )
     tl.add_argument("--timeline-days", type=float, default=7.0, help="keep this many days")
     tl.add_argument("--timeline-mb", type=float, default=256.0, help="keep the file under this many MiB")

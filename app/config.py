@@ -23,7 +23,7 @@ from app.streams import (
     unique,
     with_credentials_files,
 )
-from app.timeline import TimelineConfig, default_timeline_path
+from app.timeline import TimelineConfig, timeline_location
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
 from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
@@ -245,7 +245,7 @@ def _change(args: argparse.Namespace) -> ChangeConfig:
 def _timeline(args: argparse.Namespace) -> TimelineConfig | None:
     if args.timeline == "":
         return None
-    path = Path(args.timeline).expanduser() if args.timeline else default_timeline_path()
+    path = timeline_location(args.timeline, getattr(args, "timeline_password_file", None))
     return TimelineConfig(path, days=args.timeline_days, max_bytes=int(args.timeline_mb * 2**20))
 
 

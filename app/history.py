@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.text_safety import printable
-from app.timeline.config import DATA_ENV, TimelineError, default_timeline_path
+from app.timeline.config import DATA_ENV, TimelineError, default_timeline_path, timeline_location
 from app.timeline.reader import Moment, TimelineReader
+from capture.redact import redact_source
 
 SINCE_FORMS = "a number with s, m, h or d: 90s, 30m, 2h, 1d"
 SINCE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -53,10 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m app history",
         description="Search what the assistant saw: its answers, alerts and stream events (the timeline). "
-        "With TEXT, moments matching any of its words come first (FTS5 bm25, recent ones boosted); without, "
-        "the newest moments come first. The timeline is only read, never created or changed.",
+        "With TEXT, moments matching any of its words come first (FTS5 bm25, recent ones boosted; on "
+        'PostgreSQL, websearch syntax too: "red car" -blue); without, the newest moments come first. '
+        "The timeline is only read, never created or changed.",
     )
-    parser.add_argument("text", nargs="*", metavar="TEXT", help="words to look for (any of them; stopwords ignored)")
+    parser.add_argument(
+        "text",
+        nargs="*",
+        metavar="TEXT",
+        help="words to look for (any of them; stopwords ignored; before a TEXT starting with -, put --)",
+    )
     parser.add_argument(
         "--since", type=_since, metavar="AGE", help=f"only moments of the last AGE: {SINCE_FORMS} (default: all)"
     )
@@ -64,11 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
     default = default_timeline_path()
     parser.add_argument(
         "--timeline",
-        type=Path,
-        default=default,
-        metavar="PATH",
+        default=str(default),
+        metavar="PATH|URL",
         help=f"the timeline file (default: {default}; ${DATA_ENV}/timeline.sqlite when {DATA_ENV} is set, "
-        "else ~/.cache/edge-stream-assistant/timeline.sqlite)",
+        "else ~/.cache/edge-stream-assistant/timeline.sqlite), or the PostgreSQL database the boxes write: "
+        "postgresql://[user@]host[:port]/dbname (password: $EDGE_ASSISTANT_TIMELINE_PASSWORD, $PGPASSWORD or "
+        "--timeline-password-file)",
+    )
+    parser.add_argument(
+        "--timeline-password-file",
+        type=Path,
+        metavar="FILE",
+        help="the PostgreSQL password in this file's first line (mode 600)",
     )
     parser.add_argument("--limit", type=_positive, default=20, metavar="N", help="at most N moments (default: 20)")
     parser.add_argument("--json", action="store_true", help="one JSON object per moment and line instead of text")
@@ -104,13 +118,18 @@ def format_moment(moment: Moment) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     text = " ".join(args.text) or None
     try:
-        with TimelineReader(args.timeline) as reader:
+        location = timeline_location(args.timeline, args.timeline_password_file)
+    except ValueError as err:
+        parser.error(redact_source(str(err)))
+    try:
+        with TimelineReader(location) as reader:
             moments = reader.search(text, since_s=args.since, stream=args.stream, limit=args.limit)
     except TimelineError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {redact_source(str(err))}", file=sys.stderr)
         return 2
     for moment in moments:
         if args.json:

@@ -215,13 +215,16 @@ def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> 
     def report(message: str) -> None:
         bus.publish(make_event("error", stream=None, where="timeline", message=message))
 
+    def recovered(message: str) -> None:
+        bus.publish(make_event("status", stream=None, message=message))
+
     try:
-        writer = TimelineWriter(config.timeline, on_error=report)
+        writer = TimelineWriter(config.timeline, on_error=report, on_recover=recovered)
     except TimelineError as err:
         if log is not None:
             log.close()
         raise StartupError(str(err)) from err
-    print(f"timeline: {config.timeline.path} (python -m app history TEXT searches it)", file=sys.stderr)
+    print(f"timeline: {config.timeline.where} (python -m app history TEXT searches it)", file=sys.stderr)
     bus.subscribe(writer)
     writer.start()
     return writer

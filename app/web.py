@@ -21,7 +21,8 @@ from starlette.middleware import Middleware
 from app.config import AppConfig, UIConfig
 from app.signals import SignalStop, StopRequested, stop_on_signals
 from app.startup import StartupError, build_assistant, fail, start_session
-from app.timeline import Moment, TimelineError, TimelineReader
+from app.timeline import Moment, PostgresTarget, TimelineError, TimelineReader
+from app.timeline.config import Location
 from app.web_access import PageLogin, open_warning, page_login, ready_lines
 from app.web_files import private_upload_folder
 from capture import SourceError
@@ -39,11 +40,11 @@ from ui.state import LiveState, MemoryPoint
 
 
 class TimelineHistory:
-    """The History tab's `HistorySource`: each call opens the timeline read-only (WAL: it never blocks the
-    writer) on the calling thread (a Gradio handler's), and closes it."""
+    """The History tab's `HistorySource`: each call opens the timeline (a file or a `PostgresTarget`) read-only
+    (it never blocks the writer) on the calling thread (a Gradio handler's), and closes it."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Location) -> None:
+        self.path = path if isinstance(path, PostgresTarget) else Path(path)
 
     def search(self, text: str | None, since_s: float | None, stream: str | None, limit: int) -> Sequence[Moment]:
         try:

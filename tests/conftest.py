@@ -13,3 +13,8 @@ torch.set_num_threads(min(2, os.cpu_count() or 1))
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+# PostgreSQL for the timeline suite: one server per session (started only when a test asks for it)
+from tests.postgres_server import postgres_database, postgres_server, postgres_target  # noqa: E402, F401
+from tests.timeline_backends import timeline_location  # noqa: E402, F401

@@ -1,32 +1,41 @@
-"""The timeline through the app: every answer lands in SQLite and `python -m app history` finds it; a person's
-question gets earlier moments as notes (cited as `timeline` evidence); bad files exit 2 and are never touched."""
+"""The timeline through the app: every answer lands in the timeline (SQLite, and PostgreSQL: the tests taking
+`timeline_location` run against both) and `python -m app history` finds it; a person's question gets earlier
+moments as notes (cited as `timeline` evidence); bad files exit 2 and are never touched."""
 
 import json
 import sqlite3
 
 from tests.app_helpers import REPO, of_type, read_log, run_app, video
+from tests.timeline_backends import cli_args, is_postgres
 
 COMMON = ("--model", "tiny", "--no-realtime", "--budget", "256", "--window", "16", "--max-new-tokens", "8",
           "--quiet")  # fmt: skip
 
 
-def _history(*args):
+def _history(*args, env=None):
+    import os
     import subprocess
     import sys
 
     return subprocess.run(
-        [sys.executable, "-m", "app", "history", *args], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+        [sys.executable, "-m", "app", "history", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
 
 
-def test_answers_land_in_the_timeline_and_history_finds_them(tmp_path):
-    timeline, log = tmp_path / "timeline.sqlite", tmp_path / "events.jsonl"
-    done = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", "--timeline", str(timeline),
-                   "--log-jsonl", str(log))  # fmt: skip
+def test_answers_land_in_the_timeline_and_history_finds_them(tmp_path, timeline_location):
+    timeline, log = timeline_location, tmp_path / "events.jsonl"
+    where, env = cli_args(timeline)
+    done = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", *where, "--log-jsonl", str(log),
+                   env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"timeline: {timeline}" in done.stderr
-    assert oct(timeline.stat().st_mode & 0o777) == "0o600"
-    found = _history("happening", "--since", "1d", "--timeline", str(timeline), "--json")
+    if is_postgres(timeline):
+        assert "timeline: postgresql://***@127.0.0.1:" in done.stderr  # the login is not shown
+        assert timeline.password not in done.stderr + log.read_text()
+    else:
+        assert oct(timeline.stat().st_mode & 0o777) == "0o600"
+    found = _history("happening", "--since", "1d", *where, "--json", env=env)
     assert found.returncode == 0, found.stderr
     moments = [json.loads(line) for line in found.stdout.splitlines()]
     answers = [m for m in moments if m["kind"] == "answer"]
@@ -34,19 +43,20 @@ def test_answers_land_in_the_timeline_and_history_finds_them(tmp_path):
     assert all(m["stream"] == "door" and m["who"] == "standing" for m in answers)
     said = {a["answer"] for a in of_type(read_log(log), "answer")}
     assert {m["text"] for m in answers} == said
-    assert sqlite3.connect(timeline).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    if not is_postgres(timeline):
+        assert sqlite3.connect(timeline).execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
-def test_a_person_question_gets_earlier_moments_as_cited_notes(tmp_path):
-    timeline = tmp_path / "timeline.sqlite"
-    first = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", "--timeline", str(timeline))
+def test_a_person_question_gets_earlier_moments_as_cited_notes(tmp_path, timeline_location):
+    where, env = cli_args(timeline_location)
+    first = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", *where, env=env)
     assert first.returncode == 0, first.stderr[-2000:]
     runs = {}
     for notes in ("--timeline-notes", "--no-timeline-notes"):
         log = tmp_path / f"{notes}.jsonl"
         done = run_app(
-            "--stream", f"door={video(60)}", *COMMON, "--every", "0", "--timeline", str(timeline), notes,
-            "--log-jsonl", str(log), stdin="What is happening now?\n",
+            "--stream", f"door={video(60)}", *COMMON, "--every", "0", *where, notes,
+            "--log-jsonl", str(log), stdin="What is happening now?\n", env=env,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]
         runs[notes] = of_type(read_log(log), "answer")

@@ -1,7 +1,9 @@
-"""A writer killed with SIGKILL in the middle of its writes leaves a timeline that opens and is sound."""
+"""A writer killed with SIGKILL in the middle of its writes leaves a timeline that opens and is sound (SQLite and
+PostgreSQL)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
@@ -10,19 +12,19 @@ from pathlib import Path
 
 from app.timeline import TimelineConfig
 from app.timeline.store import TimelineStore
+from tests.timeline_backends import cli_args, is_postgres, query
 
 REPO = Path(__file__).resolve().parents[1]
 WRITE_FOREVER = """
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 from app.events import EventBus, make_event
-from app.timeline import TimelineConfig, TimelineWriter
+from app.timeline import TimelineConfig, TimelineWriter, timeline_location
 
-writer = TimelineWriter(TimelineConfig(Path(sys.argv[1]), check_every=16, max_bytes=1024 * 1024))
+writer = TimelineWriter(TimelineConfig(timeline_location(sys.argv[1]), check_every=16, max_bytes=1024 * 1024))
 bus = EventBus()
 bus.subscribe(writer)
 writer.start()
@@ -40,11 +42,13 @@ while True:
 """
 
 
-def test_sigkill_during_writes_leaves_a_sound_database(tmp_path):
-    path = tmp_path / "timeline.sqlite"
+def test_sigkill_during_writes_leaves_a_sound_database(timeline_location):
+    path = timeline_location
+    (_, where), env = cli_args(path)
     child = subprocess.Popen(
-        [sys.executable, "-c", WRITE_FOREVER, str(path)], cwd=REPO, stdout=subprocess.PIPE, text=True
-    )
+        [sys.executable, "-c", WRITE_FOREVER, where], cwd=REPO, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, **env},
+    )  # fmt: skip
     try:
         written = 0
         for line in child.stdout:  # wait until retention has run a few times, then kill mid-write
@@ -59,6 +63,10 @@ def test_sigkill_during_writes_leaves_a_sound_database(tmp_path):
     assert child.returncode == -signal.SIGKILL
     store = TimelineStore(TimelineConfig(path))  # opens: quick_check passes, the WAL is recovered
     store.close()
+    if is_postgres(path):
+        kept = query(path, "SELECT (SELECT count(*) FROM moments) AS n, (SELECT count(*) FROM thumbnails) AS t")[0]
+        assert kept["n"] > 0 and kept["t"] == kept["n"]  # every committed batch is whole
+        return
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

@@ -1,4 +1,5 @@
-"""`python -m app history`: the timeline searched from the terminal."""
+"""`python -m app history`: the timeline searched from the terminal (the `timeline` fixture: SQLite and
+PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from app.history import clock, parse_since
 from app.timeline import TimelineConfig, default_timeline_path
 from app.timeline.store import Row, TimelineStore
+from tests.timeline_backends import cli_args
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,9 +31,15 @@ def history(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     )
 
 
+def history_of(location, *args: str) -> subprocess.CompletedProcess:
+    """`history ARGS --timeline LOCATION` (a PostgreSQL password through the environment)."""
+    timeline, env = cli_args(location)
+    return history(*args, *timeline, env=env)
+
+
 @pytest.fixture
-def timeline(tmp_path) -> Path:
-    path = tmp_path / "timeline.sqlite"
+def timeline(timeline_location):
+    path = timeline_location
     now = time.time()
     store = TimelineStore(TimelineConfig(path))
     store.write(
@@ -68,7 +76,7 @@ def timeline(tmp_path) -> Path:
 
 
 def test_prints_the_matching_moment(timeline):
-    result = history("truck", "--since", "1d", "--timeline", str(timeline))
+    result = history_of(timeline, "truck", "--since", "1d")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 1  # the 3-day-old truck is older than --since
@@ -77,7 +85,7 @@ def test_prints_the_matching_moment(timeline):
 
 
 def test_json_lines_parse(timeline):
-    result = history("--json", "--timeline", str(timeline), "--stream", "yard")
+    result = history_of(timeline, "--json", "--stream", "yard")
     assert result.returncode == 0, result.stderr
     (moment,) = [json.loads(line) for line in result.stdout.splitlines()]
     assert moment["kind"] == "alert" and moment["alert"] == "fox" and moment["who"] == "watch"
@@ -100,8 +108,8 @@ def test_corrupt_file_exits_2_with_advice(tmp_path):
 
 
 @pytest.mark.parametrize("since", ["2x", "yesterday", "-1h", "0m", "1.5"])
-def test_bad_since_exits_2_naming_the_forms(timeline, since):
-    result = history("truck", f"--since={since}", "--timeline", str(timeline))
+def test_bad_since_exits_2_naming_the_forms(tmp_path, since):
+    result = history("truck", f"--since={since}", "--timeline", str(tmp_path / "timeline.sqlite"))
     assert result.returncode == 2
     assert "90s, 30m, 2h, 1d" in result.stderr
 
@@ -128,19 +136,19 @@ def test_default_path_follows_the_data_folder(monkeypatch, tmp_path):
     assert default_timeline_path() == Path.home() / ".cache" / "edge-stream-assistant" / "timeline.sqlite"
 
 
-def test_stored_escape_sequences_never_reach_the_terminal(tmp_path):
+def test_stored_escape_sequences_never_reach_the_terminal(timeline_location):
     hostile = (
         "A: \x1b]0;owned\x07\x1b[2J\x1b[31mred\x1b[0m \x9b1;1H"
         "\x1b]8;;http://x.example/\x1b\\link\x1b]8;;\x1b\\ ok\x08\x7f"
     )
-    path = tmp_path / "timeline.sqlite"
+    path = timeline_location
     store = TimelineStore(TimelineConfig(path))
     store.write([Row("answer", time.time(), "door", 1.0, 2.0, "what\x1b[1A?", hostile, "person")])
     store.close()
-    result = history("--timeline", str(path))
+    result = history_of(path)
     assert result.returncode == 0, result.stderr
     assert not any(ch in result.stdout for ch in "\x1b\x9b\x07\x08\x7f"), repr(result.stdout)
     assert "red" in result.stdout and "link ok" in result.stdout and "what?" in result.stdout
-    as_json = history("--json", "--timeline", str(path))
+    as_json = history_of(path, "--json")
     assert not any(ch in as_json.stdout for ch in "\x1b\x9b\x07\x08\x7f"), repr(as_json.stdout)
     assert json.loads(as_json.stdout)["text"] == hostile  # the data itself is kept, escaped

@@ -1,4 +1,5 @@
-"""The timeline's file and writer: schema, WAL, privacy, what each event becomes, retention, faults."""
+"""The timeline's file and writer: schema, WAL, privacy, what each event becomes, retention, faults. The tests
+that take `timeline_location` run against SQLite and PostgreSQL; the others are about the SQLite file."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from PIL import Image
 from app.events import EventBus, make_event
 from app.timeline import TimelineConfig, TimelineError, TimelineWriter
 from app.timeline.store import Row, TimelineStore
+from tests.timeline_backends import count, is_postgres, query
 
 
 def frame(value: int = 90, width: int = 640, height: int = 360) -> np.ndarray:
@@ -77,8 +79,8 @@ def test_new_timeline_is_private_wal_with_schema(tmp_path):
     TimelineStore(TimelineConfig(path)).close()  # opens again
 
 
-def test_writer_records_answers_alerts_and_stream_events(tmp_path):
-    path = tmp_path / "timeline.sqlite"
+def test_writer_records_answers_alerts_and_stream_events(timeline_location):
+    path = timeline_location
     evidence = [{"stream": "yard", "start": 120.0, "end": 124.0, "source": "recall"},
                 {"stream": "yard", "start": 130.0, "end": 131.0, "source": "attention"},
                 {"stream": "yard", "start": 3.0, "end": 4.0, "source": "timeline", "row_id": 1}]  # fmt: skip
@@ -102,7 +104,7 @@ def test_writer_records_answers_alerts_and_stream_events(tmp_path):
     ]  # fmt: skip
     writer = run_writer(TimelineConfig(path), events)
     assert writer.written == 8 and writer.dropped == 0 and not writer.failed
-    found = rows(path)
+    found = query(path, "SELECT * FROM moments ORDER BY id")
     by_kind = [(r["kind"], r["stream"], r["state"], r["who"]) for r in found]
     assert by_kind == [
         ("stream", "door", "start", None),
@@ -123,7 +125,7 @@ def test_writer_records_answers_alerts_and_stream_events(tmp_path):
     assert (begin["alert"], begin["alert_id"], begin["p_yes"]) == ("truck", "door-truck", 0.93)
     assert (end["start_s"], end["end_s"], end["duration_s"]) == (16.0, 40.0, 24.0)
     assert found[6]["text"] == "capture: door.mp4 is down"
-    thumbs = dict(rows(path, "SELECT moment_id, jpeg FROM thumbnails"))
+    thumbs = {r["moment_id"]: bytes(r["jpeg"]) for r in query(path, "SELECT moment_id, jpeg FROM thumbnails")}
     assert set(thumbs) == {first["id"], second["id"], begin["id"], end["id"]}  # yard had no clip
     pictures = {key: Image.open(io.BytesIO(value)) for key, value in thumbs.items()}
     assert all(p.format == "JPEG" and p.width == 160 and p.height == 90 for p in pictures.values())
@@ -131,8 +133,8 @@ def test_writer_records_answers_alerts_and_stream_events(tmp_path):
     assert np.asarray(pictures[first["id"]]).mean() > np.asarray(pictures[second["id"]]).mean() + 50
 
 
-def test_retention_by_days_deletes_rows_and_thumbnails(tmp_path):
-    path = tmp_path / "timeline.sqlite"
+def test_retention_by_days_deletes_rows_and_thumbnails(timeline_location):
+    path = timeline_location
     now = 1_700_000_000.0
     store = TimelineStore(TimelineConfig(path, days=2))
     ages_days = [5, 3, 2.5, 1, 0.1]
@@ -140,15 +142,19 @@ def test_retention_by_days_deletes_rows_and_thumbnails(tmp_path):
                      thumbnail=b"\xff\xd8jpeg") for age in ages_days])  # fmt: skip
     assert store.enforce_retention(now) == 3
     store.close()
-    kept = rows(path)
+    kept = query(path, "SELECT * FROM moments ORDER BY id")
     assert [r["text"] for r in kept] == ["truck 1", "truck 0.1"]
-    assert sorted(r[0] for r in rows(path, "SELECT moment_id FROM thumbnails")) == sorted(r["id"] for r in kept)
-    matches = rows(path, "SELECT rowid FROM moments_fts WHERE moments_fts MATCH 'truck'")
-    assert sorted(r[0] for r in matches) == sorted(r["id"] for r in kept)
+    thumbs = query(path, "SELECT moment_id FROM thumbnails")
+    assert sorted(r["moment_id"] for r in thumbs) == sorted(r["id"] for r in kept)
+    if is_postgres(path):
+        matches = query(path, "SELECT id FROM moments WHERE search @@ to_tsquery('english', 'truck')")
+    else:
+        matches = query(path, "SELECT rowid AS id FROM moments_fts WHERE moments_fts MATCH 'truck'")
+    assert sorted(r["id"] for r in matches) == sorted(r["id"] for r in kept)
 
 
-def test_size_bound_holds_after_many_writes(tmp_path):
-    path = tmp_path / "timeline.sqlite"
+def test_size_bound_holds_after_many_writes(timeline_location):
+    path = timeline_location
     config = TimelineConfig(path, max_bytes=1024 * 1024, check_every=16, wal_bytes=256 * 1024)
     store = TimelineStore(config)
     rng = np.random.default_rng(0)
@@ -162,11 +168,12 @@ def test_size_bound_holds_after_many_writes(tmp_path):
     store.close()
     slack = config.check_every * (thumb_size + 2048)  # rows written since the last check
     assert used <= config.max_bytes + slack
-    assert path.stat().st_size <= config.max_bytes + slack  # the file shrank back at the checkpoint
-    kept = rows(path, "SELECT min(id), max(id), count(*) FROM moments")[0]
-    assert kept[1] == total and kept[0] > 1 and 100 < kept[2] < total  # the newest kept, the oldest gone
-    assert rows(path, "SELECT count(*) FROM thumbnails")[0][0] == kept[2]
-    assert rows(path, "PRAGMA integrity_check")[0][0] == "ok"
+    kept = query(path, "SELECT min(id) AS first, max(id) AS last, count(*) AS n FROM moments")[0]
+    assert kept["last"] == total and kept["first"] > 1 and 100 < kept["n"] < total  # the newest kept, the oldest gone
+    assert count(path, "thumbnails") == kept["n"]
+    if not is_postgres(path):
+        assert path.stat().st_size <= config.max_bytes + slack  # the file shrank back at the checkpoint
+        assert rows(path, "PRAGMA integrity_check")[0][0] == "ok"
 
 
 def test_unwritable_path_is_a_timeline_error(tmp_path):
@@ -293,3 +300,22 @@ def test_a_stuck_disk_never_blocks_the_publisher(tmp_path):
     assert not writer.failed
     assert writer.written == 1001 - writer.dropped
     assert rows(path, "SELECT count(*) FROM moments")[0][0] == writer.written
+
+
+def test_an_alert_is_written_once_and_a_row_once(timeline_location):
+    """The fleet's rule: an alert's begin (or end) published twice, or a row written again after a lost commit,
+    is kept once."""
+    begin = make_event("alert", stream="door", id="door-truck-1", alert="truck", state="begin", p_yes=0.9,
+                       stream_time=16.0, question="Is a truck visible?")  # fmt: skip
+    end = {**begin, "state": "end", "duration_s": 4.0, "stream_time": 20.0}
+    writer = run_writer(TimelineConfig(timeline_location), [begin, begin, end, {**begin, "t_wall": 1.0}, end])
+    assert writer.written == 2 and not writer.failed
+    states = [r["state"] for r in query(timeline_location, "SELECT state FROM moments ORDER BY id")]
+    assert states == ["begin", "end"]
+    store = TimelineStore(TimelineConfig(timeline_location))
+    row = Row("answer", 5.0, "door", 0, 1, "truck?", "a truck", "person")
+    assert store.write([row]) == 1
+    again = 0 if is_postgres(timeline_location) else 1  # only PostgreSQL keeps the row's uid
+    assert store.write([row]) == again
+    store.close()
+    assert count(timeline_location) == 3 + again

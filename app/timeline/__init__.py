@@ -1,15 +1,19 @@
 """Tier 3 of the assistant's memory: a timeline of every answer, alert and stream event in SQLite (WAL,
-FTS5), with thumbnails, kept for `days` and under `max_bytes`, searchable by words, time and stream."""
+FTS5; one box) or PostgreSQL (tsvector; several boxes, one database), with thumbnails, kept for `days` and under
+`max_bytes`, searchable by words, time and stream."""
 
-from app.timeline.config import TimelineConfig, TimelineError, default_timeline_path
+from app.timeline.config import TimelineConfig, TimelineError, default_timeline_path, timeline_location
+from app.timeline.postgres_target import PostgresTarget
 from app.timeline.reader import Moment, TimelineReader
 from app.timeline.writer import TimelineWriter
 
 __all__ = [
     "Moment",
+    "PostgresTarget",
     "TimelineConfig",
     "TimelineError",
     "TimelineReader",
     "TimelineWriter",
     "default_timeline_path",
+    "timeline_location",
 ]

@@ -1,4 +1,5 @@
-"""Where the timeline lives and how much of it is kept (days, bytes); the error its users see."""
+"""Where the timeline lives (an SQLite file, or a PostgreSQL database) and how much of it is kept (days,
+bytes); the error its users see."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.timeline.postgres_target import PostgresTarget, is_postgres_url
+
 DATA_ENV = "EDGE_ASSISTANT_DATA"  # a folder; the timeline is `timeline.sqlite` in it
 MIB = 1024 * 1024
+
+
+Location = Path | PostgresTarget  # an SQLite file, or a PostgreSQL database shared by several boxes
 
 
 class TimelineError(Exception):
@@ -21,15 +27,28 @@ def default_timeline_path() -> Path:
     return base / "timeline.sqlite"
 
 
+def timeline_location(text: str | None, password_file: Path | None = None) -> Location:
+    """`--timeline`'s value as a location: a `PostgresTarget` for `postgresql://...` (password from
+    `password_file` or the environment), else a file (`default_timeline_path()` when None). ValueError naming
+    the flag (and never quoting a password) otherwise."""
+    if is_postgres_url(text):
+        return PostgresTarget.from_url(str(text), password_file=password_file)
+    if password_file is not None:
+        raise ValueError("--timeline-password-file is for a postgresql:// --timeline")
+    return Path(text).expanduser() if text else default_timeline_path()
+
+
 @dataclass(frozen=True)
 class TimelineConfig:
     """The timeline's settings.
 
     Args:
-        path: the SQLite file (created with mode 0600, its folder with 0700, when missing).
+        path: the SQLite file (created with mode 0600, its folder with 0700, when missing), or a
+            `PostgresTarget` (its tables are created when missing; see docs/timeline-postgres.md).
         days: rows older than this (wall time) are deleted.
         max_bytes: the database's pages in use are kept under this; the oldest rows go first. The WAL file
-            comes on top of it, at most about `wal_bytes` after a checkpoint.
+            comes on top of it, at most about `wal_bytes` after a checkpoint. PostgreSQL: the bytes of the rows
+            and thumbnails kept (its indexes and not yet reused space come on top).
         wal_bytes: the write-ahead log is truncated back to this size after each checkpoint.
         check_every: retention (days, then bytes) runs after this many rows written.
         busy_timeout_s: how long a connection waits for a lock held by another writer before failing.
@@ -38,7 +57,7 @@ class TimelineConfig:
         thumbnail_width: thumbnails are at most this wide (pixels), JPEG.
     """
 
-    path: Path
+    path: Location
     days: float = 7.0
     max_bytes: int = 256 * MIB
     wal_bytes: int = 4 * MIB
@@ -58,3 +77,8 @@ class TimelineConfig:
                 raise ValueError(f"timeline {name} must be >= 1, got {getattr(self, name)}")
         if self.busy_timeout_s < 0 or self.wal_bytes < 0:
             raise ValueError("timeline busy_timeout_s and wal_bytes must be >= 0")
+
+    @property
+    def where(self) -> str:
+        """The file, or the database's URL with its user redacted: safe to show and log."""
+        return str(self.path)

@@ -9,6 +9,7 @@ block the writer, and a killed writer leaves the file consistent (each batch is 
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from pathlib import Path
@@ -16,11 +17,18 @@ from pathlib import Path
 from app.private_paths import make_private_dir, make_private_file
 from app.timeline.config import TimelineError, default_timeline_path
 
+logger = logging.getLogger(__name__)
+
 APPLICATION_ID = 0x45534154  # "ESAT": edge stream assistant timeline
 SCHEMA_VERSION = 1
 KINDS = ("answer", "alert", "stream")
 WHO = ("person", "standing", "watch")
 
+# an alert's begin and its end are kept once each, whoever writes them again (ids: "<stream>-<alert>-<ms>")
+ALERT_ONCE = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS moments_alert_once ON moments (alert_id, state) "
+    "WHERE kind = 'alert' AND alert_id IS NOT NULL;"
+)
 SCHEMA = f"""
 CREATE TABLE moments (
     id INTEGER PRIMARY KEY,
@@ -42,6 +50,7 @@ CREATE TABLE moments (
 );
 CREATE INDEX moments_t_wall ON moments (t_wall);
 CREATE INDEX moments_stream_t_wall ON moments (stream, t_wall);
+{ALERT_ONCE}
 CREATE TABLE thumbnails (moment_id INTEGER PRIMARY KEY, jpeg BLOB NOT NULL);
 CREATE VIRTUAL TABLE moments_fts USING fts5 (
     question, text, alert, content='moments', content_rowid='id', tokenize='porter unicode61'
@@ -75,6 +84,7 @@ def open_for_writing(path: Path, busy_timeout_s: float, wal_bytes: int) -> sqlit
         _check(conn, path, allow_empty=True)
         if _table_count(conn) == 0:
             _create_schema(conn)
+        _add_alert_once(conn, path)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # safe against a killed process in WAL mode
         conn.execute(f"PRAGMA journal_size_limit = {int(wal_bytes)}")
@@ -162,6 +172,14 @@ def _check(conn: sqlite3.Connection, path: Path, allow_empty: bool, quick: bool 
             f"{path} is a timeline of another version ({version}, expected {SCHEMA_VERSION}); "
             f"{MOVE_ASIDE.format(path=path)}"
         )
+
+
+def _add_alert_once(conn: sqlite3.Connection, path: Path) -> None:
+    """The alert-once index on a timeline written before it existed (a file holding repeats goes on without)."""
+    try:
+        conn.execute(ALERT_ONCE)
+    except sqlite3.IntegrityError:
+        logger.warning("timeline %s holds repeated alerts: repeats are not refused in it", path)
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:

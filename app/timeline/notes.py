@@ -11,12 +11,11 @@ be read gives no notes: the question goes as it is.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.timeline.config import TimelineError
+from app.timeline.config import Location, TimelineError
 from app.timeline.reader import Moment, TimelineReader
 
 logger = logging.getLogger(__name__)
@@ -25,10 +24,12 @@ HEADER = "Notes from earlier on this stream (when, stream time: what was seen):"
 
 
 class TimelineNotes:
-    """Reads the timeline at `path` (read-only; WAL: never waits on the writer) for a question's notes."""
+    """Reads the timeline at `path` (a file or a `PostgresTarget`; read-only: never waits on the writer) for a
+    question's notes. A connection that failed is opened again at the next question."""
 
-    def __init__(self, path: Path, limit: int = 3, max_chars: int = 600) -> None:
-        self.path, self.limit, self.max_chars = Path(path), limit, max_chars
+    def __init__(self, path: Location, limit: int = 3, max_chars: int = 600) -> None:
+        self.path = path if not isinstance(path, str) else Path(path)
+        self.limit, self.max_chars = limit, max_chars
         self._reader: TimelineReader | None = None
 
     def prompt(
@@ -62,8 +63,9 @@ class TimelineNotes:
             if self._reader is None:
                 self._reader = TimelineReader(self.path)
             found = self._reader.search(question, stream=stream, limit=self.limit * 3)
-        except (TimelineError, sqlite3.Error) as err:
+        except TimelineError as err:
             logger.warning("timeline notes unavailable: %s", err)
+            self.close()
             return []
         return [m for m in found if m.kind in ("answer", "alert") and m.text][: self.limit]
 

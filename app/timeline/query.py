@@ -1,4 +1,4 @@
-"""A person's words as a safe FTS5 MATCH expression.
+"""A person's words as a safe FTS5 MATCH expression (SQLite), and the ranking every backend shares.
 
 Words are taken with a Unicode-aware `\\w+` (so quotes, `*`, `(`, `:`, `^`, `-` and every other FTS5 operator
 character are separators and never reach FTS5), lower-cased, stopwords dropped, and each is written as a quoted
@@ -30,3 +30,13 @@ def fts_query(text: str) -> str | None:
         return None
     terms = [word for word in words if word not in STOPWORDS] or words
     return " OR ".join(f'"{term}"' for term in terms[:MAX_TERMS])
+
+
+# Ranking, the same for every backend: a text match's relevance (negative; lower is better) times a recency boost.
+RECENCY_WEIGHT = 1.0
+RECENCY_HALF_LIFE_S = 86400.0
+
+
+def recency_boost(age_s: float) -> float:
+    """`1 + RECENCY_WEIGHT * 0.5 ** (age / RECENCY_HALF_LIFE_S)`: up to 2 for a row written now, 1.5 a day old."""
+    return 1.0 + RECENCY_WEIGHT * 0.5 ** (max(age_s, 0.0) / RECENCY_HALF_LIFE_S)

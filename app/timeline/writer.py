@@ -1,10 +1,13 @@
-"""The timeline's bus subscriber: answers, alerts and stream events written to SQLite on its own thread.
+"""The timeline's bus subscriber: answers, alerts and stream events written (SQLite or PostgreSQL) on its own thread.
 
 The bus calls `TimelineWriter.__call__` on the model worker's thread, so it only puts the event into a bounded
 queue (the oldest dropped and counted when full) and returns; it never touches the disk. Clip previews go to a
 second small queue of their own (frames are large) and become thumbnails on the writer's thread. `check`
 events are not kept (one per watch every few seconds). When writing fails (disk full, the file removed or made
 read-only, I/O errors), `on_error` is called once and the writer stops; the assistant goes on without it.
+When a database server goes away (PostgreSQL), `on_error` is called once, the rows in hand and the bounded queue
+are kept (the oldest dropped and counted when full), and the writer reconnects with a growing delay; once it
+writes again, `on_recover` is called. A row written twice around a lost commit is refused by its `uid`.
 
 Wiring::
 
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +35,7 @@ from app.timeline.records import STREAM_EVENT_TYPES, alert_row, answer_row, stre
 from app.timeline.store import Row, TimelineStore
 from app.timeline.thumbnails import PreviewRings, thumbnail_jpeg
 from capture import DropOldestQueue
+from capture.redact import redact_source
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +45,11 @@ POLL_S = 0.1  # how often an idle writer takes previews and looks for the end
 BATCH = 32  # rows per transaction at most
 DROP_LOG_EVERY_S = 60.0
 PREVIEW_QUEUE = 16  # clip previews waiting for the writer (full frames: kept few)
+RECONNECT_MIN_S, RECONNECT_MAX_S = 0.5, 10.0  # delays between tries while a database server is away
+
+
+class _GiveUp(Exception):
+    """Closed while the database was away, and the close's timeout passed."""
 
 
 class TimelineWriter:
@@ -49,19 +57,29 @@ class TimelineWriter:
 
     Args:
         config: where and how much; opening happens here and raises `TimelineError` with advice.
-        on_error: called once, from the writer's thread, with a one-line message when writing fails for good;
-            the caller typically publishes it as an `error` event with where="timeline".
+        on_error: called from the writer's thread with a one-line message when writing fails for good (once),
+            or when a database server went away (once per outage); the caller typically publishes it as an
+            `error` event with where="timeline".
+        on_recover: called from the writer's thread with a one-line message when it writes again after an
+            outage (e.g. a `status` event).
     """
 
-    def __init__(self, config: TimelineConfig, on_error: ErrorCallback | None = None) -> None:
+    def __init__(
+        self, config: TimelineConfig, on_error: ErrorCallback | None = None, on_recover: ErrorCallback | None = None
+    ) -> None:
         self.config = config
         self.on_error = on_error
+        self.on_recover = on_recover
         self.store = TimelineStore(config)
         self.written = 0  # rows
         self.error: str | None = None
         self._events: DropOldestQueue[Event] = DropOldestQueue(config.queue_size)
         self._previews: DropOldestQueue[tuple[str, float, np.ndarray]] = DropOldestQueue(PREVIEW_QUEUE)
         self._failed = threading.Event()
+        self._wake = threading.Event()  # set by close: a reconnect delay ends early
+        self._give_up_at: float | None = None  # monotonic; set by close
+        self.outages = 0  # times the database went away
+        self._lost_at_drops: int | None = None  # `dropped` when the current outage began; None while connected
         self._rings = PreviewRings(config.previews_per_stream)
         self._last_answer_time: dict[str, float] = {}
         self._logged_drops, self._last_drop_log = 0, float("-inf")
@@ -95,7 +113,9 @@ class TimelineWriter:
 
     def close(self, timeout: float = 5.0) -> None:
         """Writes what is queued (for up to `timeout` seconds), then closes the file. Joins the thread."""
+        self._give_up_at = time.monotonic() + 0.8 * timeout  # the rest of it to close the connection
         self._events.close()
+        self._wake.set()
         if self._thread.ident is not None:  # started: the thread closes the file when it ends
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -118,13 +138,69 @@ class TimelineWriter:
                 for start in range(0, len(events), BATCH):
                     rows = [row for row in map(self._row, events[start : start + BATCH]) if row is not None]
                     if rows:
-                        self.store.write(rows)
-                        self.written += len(rows)
+                        self._write(rows)
                 self._log_drops()
-        except (sqlite3.Error, TimelineError, OSError) as err:
+        except _GiveUp as err:
+            logger.warning("timeline %s: %s", self.config.where, err)
+        except (*self.store.errors, TimelineError, OSError) as err:
             self._fail(str(err))
         finally:
             self._close_store()
+
+    def _write(self, rows: list[Row]) -> None:
+        """Writes `rows`; while the database is away, keeps them and reconnects (see the module)."""
+        delay = RECONNECT_MIN_S
+        while True:
+            try:
+                self.written += self.store.write(rows)
+            except self.store.lost as err:
+                self._lost(err)
+            else:
+                self._recovered()
+                return
+            while True:  # reconnect
+                wait = delay if self._give_up_at is None else min(delay, self._give_up_at - time.monotonic())
+                if wait <= 0:
+                    lost = len(rows) + self._events.qsize()
+                    raise _GiveUp(f"closed while the database was away: {lost} rows not written")
+                if self._wake.wait(wait):
+                    self._wake.clear()  # woken by close: the waits from now on end at its deadline
+                delay = min(delay * 2, RECONNECT_MAX_S)
+                try:
+                    self.store.reconnect()
+                except (*self.store.lost, TimelineError) as err:
+                    logger.debug("timeline: reconnecting failed: %s", err)
+                    continue
+                break
+
+    def _lost(self, err: BaseException) -> None:
+        if self._lost_at_drops is not None:
+            return
+        self.outages += 1
+        self._lost_at_drops = self.dropped
+        reason = " ".join(str(err).split()) or type(err).__name__
+        self.error = (
+            f"timeline {self.config.where}: the database went away ({redact_source(reason)}); keeping up to "
+            f"{self.config.queue_size} events and reconnecting"
+        )
+        logger.error("%s", self.error)
+        self._call(self.on_error, self.error)
+
+    def _recovered(self) -> None:
+        if self._lost_at_drops is None:
+            return
+        dropped, self._lost_at_drops = self.dropped - self._lost_at_drops, None
+        self.error = None
+        message = f"timeline {self.config.where}: writing again ({dropped} events dropped meanwhile)"
+        logger.info("%s", message)
+        self._call(self.on_recover, message)
+
+    def _call(self, callback: ErrorCallback | None, message: str) -> None:
+        if callback is not None:
+            try:
+                callback(message)
+            except Exception:
+                logger.exception("the timeline's callback failed")
 
     def _row(self, event: Event) -> Row | None:
         stream, kind = event.get("stream"), event["type"]
@@ -156,16 +232,13 @@ class TimelineWriter:
             return None
 
     def _fail(self, reason: str) -> None:
-        self.error = f"timeline {self.config.path}: writing stopped ({reason}); the assistant goes on without it"
+        reason = redact_source(" ".join(reason.split()))
+        self.error = f"timeline {self.config.where}: writing stopped ({reason}); the assistant goes on without it"
         self._failed.set()
         self._events.drain()
         self._previews.drain()
         logger.error("%s", self.error)
-        if self.on_error is not None:
-            try:
-                self.on_error(self.error)
-            except Exception:
-                logger.exception("the timeline's error callback failed")
+        self._call(self.on_error, self.error)
 
     def _log_drops(self) -> None:
         dropped, now = self.dropped, time.monotonic()
@@ -176,5 +249,5 @@ class TimelineWriter:
     def _close_store(self) -> None:
         try:
             self.store.close()
-        except sqlite3.Error as err:
+        except self.store.errors as err:
             logger.warning("timeline: closing failed: %s", err)

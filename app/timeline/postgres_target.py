@@ -1,0 +1,143 @@
+"""Where a PostgreSQL timeline lives: `postgresql://[user@]host[:port]/dbname`, and its password.
+
+The password never travels in the URL (a command line is visible to every user of the machine, and URLs end up
+in logs): it comes from `--timeline-password-file` (its first line; refused when others may read it), else from
+$EDGE_ASSISTANT_TIMELINE_PASSWORD, else from $PGPASSWORD (or libpq's own ~/.pgpass when none is set). Showing a
+target always goes through `capture.redact.redact_source`. psycopg is not imported here.
+
+    target = PostgresTarget.from_url("postgresql://assistant@db.lan/timeline", password_file=None)
+    str(target)  # 'postgresql://***@db.lan:5432/timeline'
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from capture.redact import redact_source
+
+SCHEMES = ("postgresql", "postgres")
+DEFAULT_PORT = 5432
+PASSWORD_ENV = "EDGE_ASSISTANT_TIMELINE_PASSWORD"
+LIBPQ_PASSWORD_ENV = "PGPASSWORD"
+SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+FORM = "postgresql://[user@]host[:port]/dbname"
+NO_PASSWORD_IN_URL = (
+    "a password inside the --timeline URL is refused (command lines and logs are readable by others): "
+    f"give it in ${PASSWORD_ENV}, ${LIBPQ_PASSWORD_ENV} or --timeline-password-file"
+)
+
+
+def is_postgres_url(text: object) -> bool:
+    """True for `postgresql://...` and `postgres://...` (any case)."""
+    return isinstance(text, str) and text.split("://", 1)[0].lower() in SCHEMES and "://" in text
+
+
+@dataclass(frozen=True)
+class PostgresTarget:
+    """A PostgreSQL database to keep the timeline in. `user` None: libpq's default ($PGUSER, else the login
+    name). `password` is never shown (repr, str) nor compared."""
+
+    host: str
+    dbname: str
+    port: int = DEFAULT_PORT
+    user: str | None = None
+    password: str | None = field(default=None, repr=False, compare=False)
+    sslmode: str | None = None
+    connect_timeout_s: int = 5
+
+    def __post_init__(self) -> None:
+        if not self.host or not self.dbname:
+            raise ValueError(f"--timeline needs a host and a database name: {FORM}")
+        if not 1 <= self.port <= 65535:
+            raise ValueError(f"--timeline port must be 1..65535, got {self.port}")
+        if self.sslmode is not None and self.sslmode not in SSLMODES:
+            raise ValueError(f"--timeline sslmode must be one of {', '.join(SSLMODES)}, got {self.sslmode!r}")
+        if self.connect_timeout_s < 1:
+            raise ValueError(f"connect_timeout_s must be >= 1, got {self.connect_timeout_s}")
+
+    @classmethod
+    def from_url(
+        cls, url: str, password_file: str | Path | None = None, env: Mapping[str, str] | None = None
+    ) -> PostgresTarget:
+        """Parses `url` and reads the password (see the module). ValueError (never quoting a password) for a
+        password in the URL, a malformed URL, or a password file that is unreadable, empty or not private."""
+        try:
+            parts = urlsplit(url.strip())
+            port = parts.port or DEFAULT_PORT
+        except ValueError:
+            raise ValueError(f"invalid --timeline URL {redact_source(url)!r}: expected {FORM}") from None
+        if parts.password is not None:
+            raise ValueError(NO_PASSWORD_IN_URL)
+        if parts.scheme.lower() not in SCHEMES:
+            raise ValueError(f"invalid --timeline URL: expected {FORM}")
+        dbname = unquote(parts.path.lstrip("/"))
+        if not parts.hostname or not dbname or "/" in dbname or parts.fragment:
+            raise ValueError(f"invalid --timeline URL {redact_source(url)!r}: expected {FORM}")
+        options = dict(parse_qsl(parts.query, keep_blank_values=True))
+        unknown = set(options) - {"sslmode"}
+        if unknown:
+            raise ValueError(f"--timeline URL: only the sslmode option is taken, not {', '.join(sorted(unknown))}")
+        user = unquote(parts.username) if parts.username else None
+        env = os.environ if env is None else env
+        if password_file is not None:
+            password: str | None = read_password_file(Path(password_file))
+        else:
+            password = env.get(PASSWORD_ENV) or env.get(LIBPQ_PASSWORD_ENV) or None
+        return cls(parts.hostname, dbname, port, user, password, options.get("sslmode"))
+
+    @property
+    def url(self) -> str:
+        """The URL without a password (still pass it through `redact_source` to show it: it names the user)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        user = f"{self.user}@" if self.user else ""
+        return f"postgresql://{user}{host}:{self.port}/{self.dbname}"
+
+    def __str__(self) -> str:
+        return redact_source(self.url)
+
+    def connect_kwargs(self) -> dict[str, object]:
+        """Keyword arguments for `psycopg.connect` (password included; never log them)."""
+        kwargs: dict[str, object] = {
+            "host": self.host,
+            "port": self.port,
+            "dbname": self.dbname,
+            "connect_timeout": self.connect_timeout_s,
+            "application_name": "edge-stream-assistant",
+            # a server that vanishes without closing the connection is noticed within about half a minute
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+            "tcp_user_timeout": 30_000,
+        }
+        for name in ("user", "password", "sslmode"):
+            if getattr(self, name) is not None:
+                kwargs[name] = getattr(self, name)
+        return kwargs
+
+
+def read_password_file(path: Path) -> str:
+    """The first line of `path`. ValueError (naming the file, never its content) unless it is a regular file
+    that only its owner may read or write (libpq's rule for ~/.pgpass) and its first line is not empty."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8") if stat.S_ISREG(mode) else ""
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise ValueError(f"--timeline-password-file: cannot read {path}: {reason}") from None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"--timeline-password-file: {path} is not a regular file")
+    if mode & 0o077:
+        raise ValueError(
+            f"--timeline-password-file: {path} may be read or written by group or others "
+            f"(mode {stat.S_IMODE(mode):04o}); chmod 600 {path}"
+        )
+    lines = text.splitlines()
+    if not lines or not lines[0]:
+        raise ValueError(f"--timeline-password-file: {path} is empty: its first line must hold the password")
+    return lines[0]
