@@ -8,12 +8,12 @@ header, failed logins) is ui.guard.
 from __future__ import annotations
 
 import ipaddress
-import os
 import secrets
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from capture.private_file import read_private_line
 
 AUTH_ENV = "EDGE_ASSISTANT_AUTH"
 GENERATED_USER = "admin"
@@ -47,25 +47,9 @@ def parse_login(text: str, where: str) -> tuple[str, str]:
 
 
 def read_login_file(path: Path) -> tuple[str, str]:
-    """The login in `path`: refused unless the file is owned by the user running the app and not readable by
-    group or others (chmod 600), since anyone who can read it can use the page."""
-    try:
-        info = os.stat(path)
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ValueError(f"--auth-file {path}: {err.strerror or err}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"--auth-file {path}: not a regular file")
-    if info.st_uid != os.geteuid():
-        raise ValueError(f"--auth-file {path}: owned by uid {info.st_uid}, not by the user running the app")
-    if info.st_mode & (stat.S_IRGRP | stat.S_IROTH):
-        raise ValueError(
-            f"--auth-file {path}: readable by others (mode {stat.S_IMODE(info.st_mode):03o}); chmod 600 {path}"
-        )
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) != 1:
-        raise ValueError(f"--auth-file {path} must hold exactly one line user:password")
-    return parse_login(lines[0], f"--auth-file {path}")
+    """The login in `path`: refused unless the file is the running user's and closed to group and others
+    (chmod 600: capture.private_file's rule), since anyone who can read it can use the page."""
+    return parse_login(read_private_line(path, "--auth-file"), f"--auth-file {path}")
 
 
 def given_login(auth_file: Path | None, environ: Mapping[str, str]) -> tuple[str, str] | None:

@@ -8,12 +8,10 @@ no one else may read it (mode 0600 or 0400), as ssh does with its keys.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from urllib.parse import quote
 
-MAX_FILE_BYTES = 4096
+from capture.private_file import read_private_line
 
 
 def parse_credentials(text: str, where: str) -> tuple[str, str]:
@@ -28,31 +26,8 @@ def parse_credentials(text: str, where: str) -> tuple[str, str]:
 
 def read_credentials_file(path: str | Path) -> tuple[str, str]:
     """(user, password) from the file's first line. ValueError (with what to do) when it is missing, not a
-    regular file, not the running user's, readable by others, or malformed."""
-    path = Path(path).expanduser()
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as err:
-        raise ValueError(f"credentials file {path}: {err.strerror or err}") from None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"credentials file {path}: not a regular file")
-        if info.st_uid != os.geteuid():
-            raise ValueError(f"credentials file {path}: refused, it belongs to another user (uid {info.st_uid})")
-        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise ValueError(
-                f"credentials file {path}: refused, other users may read it (mode {stat.S_IMODE(info.st_mode):o}); "
-                f"chmod 600 {path}"
-            )
-        data = file.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise ValueError(f"credentials file {path}: longer than {MAX_FILE_BYTES} bytes; expected one line")
-    try:
-        first = data.decode("utf-8").splitlines()[0] if data.strip() else ""
-    except UnicodeDecodeError:
-        raise ValueError(f"credentials file {path}: not UTF-8 text") from None
-    return parse_credentials(first, f"credentials file {path}")
+    regular file, not the running user's, readable by others, or malformed (capture.private_file's rule)."""
+    return parse_credentials(read_private_line(path, "credentials file"), f"credentials file {path}")
 
 
 def has_userinfo(url: str) -> bool:

@@ -40,6 +40,7 @@ def outputs(tmp_path):
 def _run(tmp_path, broker, receiver, *extra):
     (tmp_path / "alerts.toml").write_text(ALERTS)
     (tmp_path / "secret").write_text(SECRET + "\n")
+    (tmp_path / "secret").chmod(0o600)
     log = tmp_path / "events.jsonl"
     done = run_app(
         "--stream", f"door={video(16)}", "--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256",

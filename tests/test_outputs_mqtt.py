@@ -104,6 +104,7 @@ def test_credentials_come_from_the_environment_or_a_file_and_stay_out_of_reprs(t
     assert PASSWORD not in repr(config) and PASSWORD not in str(config)
     password_file = tmp_path / "mqtt-password"
     password_file.write_text("from-file\n")
+    password_file.chmod(0o600)
     assert MqttConfig.from_environment("mqtt://h", password_file, env=env).password == "from-file"
     assert MqttConfig.from_environment("mqtt://h", env={}).password is None
 
@@ -366,6 +367,7 @@ def test_credentials_reach_the_broker_and_never_a_log(tmp_path, closing, caplog)
     closing.append(live)
     password_file = tmp_path / "mqtt-password"
     password_file.write_text(PASSWORD + "\n")
+    password_file.chmod(0o600)
     errors: list[str] = []
     env = {"EDGE_ASSISTANT_MQTT_USERNAME": "cam"}
     good = MqttSink(MqttConfig.from_environment(broker.url, password_file, env=env, prefix="auth"), ["door"])

@@ -79,11 +79,14 @@ def test_config_rejects_bad_urls_and_hides_the_url_path_and_secret(tmp_path):
     assert "TOKEN123" not in repr(config) and SECRET not in repr(config) and "hooks.example.com:8443" in repr(config)
     secret_file = tmp_path / "secret"
     secret_file.write_text("from-file\n")
+    with pytest.raises(ValueError, match=f"other users may read it .*chmod 600 {secret_file}"):
+        WebhookConfig.from_environment("http://h/x", secret_file, env={})
+    secret_file.chmod(0o600)
     assert WebhookConfig.from_environment("http://h/x", secret_file, env={}).secret == "from-file"
     env = {"EDGE_ASSISTANT_WEBHOOK_SECRET": "from-env"}
     assert WebhookConfig.from_environment("http://h/x", env=env).secret == "from-env"
     assert WebhookConfig.from_environment("http://h/x", env={}).secret is None
-    with pytest.raises(ValueError, match="cannot read"):
+    with pytest.raises(ValueError, match="No such file"):
         WebhookConfig.from_environment("http://h/x", tmp_path / "missing", env={})
 
 

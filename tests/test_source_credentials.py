@@ -50,7 +50,7 @@ def test_read_a_private_file(tmp_path):
         ("no colon here\n", 0o600, "user:password"),
         (":pw\n", 0o600, "user:password"),
         ("viewer:\n", 0o600, "user:password"),
-        ("", 0o600, "user:password"),
+        ("", 0o600, "empty"),
     ],
 )
 def test_unusable_files_are_refused_without_quoting_them(tmp_path, text, mode, says):

@@ -73,7 +73,7 @@ def test_the_password_file_must_be_private(tmp_path, postgres_target):
     assert "no matching moments" in found.stderr
     empty = tmp_path / "empty"
     empty.touch(mode=0o600)
-    with pytest.raises(ValueError, match="is empty"):
+    with pytest.raises(ValueError, match="empty"):
         read_password_file(empty)
 
 

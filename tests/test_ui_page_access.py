@@ -54,11 +54,11 @@ def test_a_login_file_only_its_owner_can_read_is_used(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("text", "mode", "owner", "expected"),
     [
-        ("ann:pw\n", 0o644, None, "readable by others"),
-        ("ann:pw\n", 0o640, None, "readable by others"),
-        ("ann:pw\n", 0o600, 65534, "not by the user running the app"),
+        ("ann:pw\n", 0o644, None, "other users may read it"),
+        ("ann:pw\n", 0o640, None, "other users may read it"),
+        ("ann:pw\n", 0o600, 65534, "belongs to another user"),
         ("ann\n", 0o600, None, "user:password"),
-        ("ann:pw\nbob:pw\n", 0o600, None, "exactly one line"),
+        ("", 0o600, None, "empty"),
         (":pw\n", 0o600, None, "user:password"),
     ],
 )

@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from capture.private_file import read_private_line
+
 MQTT_USERNAME_ENV = "EDGE_ASSISTANT_MQTT_USERNAME"
 MQTT_PASSWORD_ENV = "EDGE_ASSISTANT_MQTT_PASSWORD"
 WEBHOOK_SECRET_ENV = "EDGE_ASSISTANT_WEBHOOK_SECRET"
@@ -14,17 +16,9 @@ WEBHOOK_SECRET_ENV = "EDGE_ASSISTANT_WEBHOOK_SECRET"
 
 def read_secret(path: str | Path | None, env_name: str, env: Mapping[str, str] | None = None) -> str | None:
     """The secret in the file `path` (its first line, without the line break) if given, else the value of
-    the environment variable `env_name`, else None. An unreadable or empty file raises ValueError (the
-    message names the file, never its content)."""
+    the environment variable `env_name`, else None. A file that is unreadable, empty or open to other users
+    raises ValueError (capture.private_file's rule; the message names the file, never its content)."""
     if path is not None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"cannot read the secret file {path}: {exc.strerror or exc}") from None
-        lines = text.splitlines()
-        secret = lines[0] if lines else ""
-        if not secret:
-            raise ValueError(f"the secret file {path} is empty: its first line must hold the secret")
-        return secret
+        return read_private_line(path, "secret file")
     value = (os.environ if env is None else env).get(env_name)
     return value or None

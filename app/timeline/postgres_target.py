@@ -12,12 +12,12 @@ target always goes through `capture.redact.redact_source`. psycopg is not import
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from capture.private_file import read_private_line
 from capture.redact import redact_source
 
 SCHEMES = ("postgresql", "postgres")
@@ -123,21 +123,6 @@ class PostgresTarget:
 
 def read_password_file(path: Path) -> str:
     """The first line of `path`. ValueError (naming the file, never its content) unless it is a regular file
-    that only its owner may read or write (libpq's rule for ~/.pgpass) and its first line is not empty."""
-    try:
-        mode = path.stat().st_mode
-        text = path.read_text(encoding="utf-8") if stat.S_ISREG(mode) else ""
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise ValueError(f"--timeline-password-file: cannot read {path}: {reason}") from None
-    if not stat.S_ISREG(mode):
-        raise ValueError(f"--timeline-password-file: {path} is not a regular file")
-    if mode & 0o077:
-        raise ValueError(
-            f"--timeline-password-file: {path} may be read or written by group or others "
-            f"(mode {stat.S_IMODE(mode):04o}); chmod 600 {path}"
-        )
-    lines = text.splitlines()
-    if not lines or not lines[0]:
-        raise ValueError(f"--timeline-password-file: {path} is empty: its first line must hold the password")
-    return lines[0]
+    that only its owner may read or write (libpq's rule for ~/.pgpass: capture.private_file) and its first line
+    is not empty."""
+    return read_private_line(path, "--timeline-password-file")

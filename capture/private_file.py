@@ -1,0 +1,44 @@
+"""One rule for every secret kept in a file (a camera's login, the page's login, the MQTT password, the webhook
+key, the timeline's password): the file must be a regular file (not a link), belong to the user running the app
+and be closed to group and others (chmod 600 or 400, ssh's and libpq's rule), since anyone who can read it can use
+the secret. Messages name the file, never its content."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+MAX_SECRET_FILE_BYTES = 4096
+
+
+def read_private_line(path: str | Path, what: str) -> str:
+    """The first line of the private file `path` (without its line break), non-empty. ValueError starting with
+    `what` (e.g. "--auth-file") and saying what to do, when the file is missing, a link, not a regular file,
+    another user's, open to others, longer than a secret, not UTF-8 or empty."""
+    path = Path(path).expanduser()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as err:
+        raise ValueError(f"{what} {path}: {err.strerror or err}") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{what} {path}: not a regular file")
+        if info.st_uid != os.geteuid():
+            raise ValueError(f"{what} {path}: refused, it belongs to another user (uid {info.st_uid})")
+        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ValueError(
+                f"{what} {path}: refused, other users may read it (mode {stat.S_IMODE(info.st_mode):o}); "
+                f"chmod 600 {path}"
+            )
+        data = file.read(MAX_SECRET_FILE_BYTES + 1)
+    if len(data) > MAX_SECRET_FILE_BYTES:
+        raise ValueError(f"{what} {path}: longer than {MAX_SECRET_FILE_BYTES} bytes; expected one line")
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {path}: not UTF-8 text") from None
+    if not lines or not lines[0]:
+        raise ValueError(f"{what} {path}: empty; its first line must hold the secret")
+    return lines[0]
