@@ -14,13 +14,14 @@ import torch
 from app.admission import AdmissionError, CaptureShape
 from app.assistant import Assistant
 from app.config import AppConfig
-from app.events import EventBus, JsonlLog, Subscriber, make_event
+from app.events import JsonlLog, redacted
 from app.outputs import MqttSink, OutputPublisher, WebhookSink
 from app.stream import Stream
 from app.stream_factory import StreamFactory
 from app.streams import DEFAULT_STREAM
 from app.timeline import TimelineError, TimelineWriter
 from app.timeline.notes import TimelineNotes
+from bus import ErrorEvent, EventBus, Status, StatusKind, Subscriber
 from cache.attention import register_attention
 from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts
@@ -190,7 +191,9 @@ def build_assistant(
     log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
     if log is not None:
         bus.subscribe(log)
-    bus.publish(make_event("status", stream=None, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
+    bus.publish(
+        redacted(Status(kind=StatusKind.MEMORY_MONITOR, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
+    )
     publisher = _publisher(config, streams, bus)
     timeline = _timeline_writer(config, bus, log)
     notes = TimelineNotes(config.timeline.path) if config.timeline is not None and config.timeline_notes else None
@@ -213,7 +216,7 @@ def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> 
         return None
 
     def report(message: str) -> None:
-        bus.publish(make_event("error", stream=None, where="timeline", message=message))
+        bus.publish(redacted(ErrorEvent(where="timeline", message=message)))
 
     try:
         writer = TimelineWriter(config.timeline, on_error=report)
@@ -234,7 +237,7 @@ def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> Outpu
         return None
 
     def report(message: str) -> None:
-        bus.publish(make_event("error", stream=None, where="outputs", message=message))
+        bus.publish(redacted(ErrorEvent(where="outputs", message=message)))
 
     sinks = [WebhookSink(webhook, on_error=report) for webhook in config.webhooks]
     if config.mqtt is not None:

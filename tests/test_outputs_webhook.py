@@ -14,9 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.events import EventBus, make_event
+from app.events import EventBus
 from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
 from app.outputs.webhook import SIGNATURE_HEADER, backoff_delay
+from tests.event_helpers import make_event
 from tests.webhook_receiver import Receiver
 
 WAIT_S = 10.0

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from app.events import EventBus, make_event
+from app.events import EventBus
+from tests.event_helpers import make_event
 from app.timeline import TimelineConfig, TimelineWriter
 
 writer = TimelineWriter(TimelineConfig(Path(sys.argv[1]), check_every=16, max_bytes=1024 * 1024))
@@ -30,7 +31,7 @@ preview = np.random.default_rng(0).integers(0, 256, (120, 200, 3), np.uint8)
 index, reported = 0, 0
 while True:
     index += 1
-    bus.publish(make_event("clip", stream="door", stream_time=4.0 * index, preview=preview))
+    bus.publish(make_event("clip", stream="door", index=index, stream_time=4.0 * index, preview=preview))
     bus.publish(make_event("answer", stream="door", stream_time=4.0 * index, question="Is a truck there?",
                            answer="A truck parks. " * 20, auto=True, round=index))
     if writer.written > reported:

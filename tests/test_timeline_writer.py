@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.events import EventBus, make_event
+from app.events import EventBus
 from app.timeline import TimelineConfig, TimelineError, TimelineWriter
 from app.timeline.store import Row, TimelineStore
+from bus import ClipEvent
+from tests.event_helpers import make_event
 
 
 def frame(value: int = 90, width: int = 640, height: int = 360) -> np.ndarray:
@@ -36,8 +38,15 @@ def answer(stream: str, stream_time: float, question: str, text: str, auto: bool
                       round=1, **extra)  # fmt: skip
 
 
-def clip(stream: str, stream_time: float, value: int = 90) -> dict:
-    return make_event("clip", stream=stream, stream_time=stream_time, t_start=stream_time - 4, preview=frame(value))
+def clip(stream: str, stream_time: float, value: int = 90) -> ClipEvent:
+    return make_event(
+        "clip",
+        stream=stream,
+        index=int(stream_time // 4),
+        stream_time=stream_time,
+        t_start=stream_time - 4,
+        preview=frame(value),
+    )
 
 
 def rows(path: Path, sql: str = "SELECT * FROM moments ORDER BY id") -> list[sqlite3.Row]:

@@ -25,14 +25,14 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from app.events import Event
 from app.outputs.reporting import ErrorCallback, call_reporter
 from app.outputs.supervisor import run_supervised
-from capture import DropOldestQueue
+from bus import Alert, Answer, Event, Status
+from bus.drop_queue import DropOldestQueue
 
 logger = logging.getLogger(__name__)
 
-OUTPUT_TYPES = frozenset({"answer", "alert", "status"})  # the event types any sink acts on
+OUTPUT_TYPES = (Answer, Alert, Status)  # the event types any sink acts on
 POLL_S = 0.1  # how often an idle worker looks at its stop event
 
 
@@ -91,7 +91,7 @@ class OutputPublisher:
 
     def __call__(self, event: Event) -> None:
         """The bus subscriber: queues the event if a sink may act on it; never blocks."""
-        if event.get("type") in OUTPUT_TYPES:
+        if isinstance(event, OUTPUT_TYPES):
             self._queue.put(event)
 
     def start(self) -> None:
@@ -130,8 +130,8 @@ class OutputPublisher:
                 try:
                     sink.handle(event)
                 except Exception as exc:  # reported by type: an exception's text may hold a payload or a secret
-                    logger.debug("output %s failed on a %s event", sink.name, event.get("type"), exc_info=True)
-                    message = f"output {sink.name} failed on a {event.get('type')} event ({type(exc).__name__})"
+                    logger.debug("output %s failed on a %s event", sink.name, event.TYPE, exc_info=True)
+                    message = f"output {sink.name} failed on a {event.TYPE} event ({type(exc).__name__})"
                     call_reporter(self.on_error, message)
             self._report_drops()
 

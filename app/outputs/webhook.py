@@ -24,14 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app.events import Event
 from app.outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
 from app.outputs.http_post import PostError, post
 from app.outputs.payloads import alert_payload, answer_payload, to_json
 from app.outputs.publisher import POLL_S
 from app.outputs.reporting import ErrorCallback, call_reporter
 from app.outputs.supervisor import RestartPolicy, run_supervised
-from capture import DropOldestQueue
+from bus import Alert, Answer, Event
+from bus.drop_queue import DropOldestQueue
 
 logger = logging.getLogger(__name__)
 
@@ -132,9 +132,9 @@ def backoff_delay(config: WebhookConfig, retry: int) -> float:
 
 def webhook_body(event: Event) -> bytes | None:
     """The JSON POSTed for an event, or None for events webhooks do not carry."""
-    if event.get("type") == "alert":
+    if isinstance(event, Alert):
         return to_json(alert_payload(event, with_snapshot=True))
-    if event.get("type") == "answer":
+    if isinstance(event, Answer):
         return to_json(answer_payload(event))
     return None
 
