@@ -16,13 +16,12 @@ from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.cli import parse_args
 from app.config import AppConfig
-from app.events import EventBus
 from app.printer import TerminalPrinter
 from app.stdin_questions import StdinQuestions
 from app.stream_factory import FreeMemory, StreamFactory
 from app.terminal import stream_adder, stream_remover
 from app.watches.spec import WatchSpec
-from bus import StatusKind
+from bus import EventBus, StatusKind
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
 from model.session import SessionConfig

@@ -5,8 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from app.events import EventBus, JsonlLog
+from app.events import JsonlLog
 from app.scheduler import StandingQuestion
+from bus import EventBus
 from tests.event_helpers import make_event
 
 

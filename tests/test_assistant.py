@@ -5,9 +5,9 @@ import threading
 import pytest
 
 from app.assistant import Assistant, RunLimits
-from app.events import EventBus
 from app.scheduler import StandingQuestion
 from app.stream import Stream
+from bus import EventBus
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
 from model.session import SessionConfig, StreamingSession

@@ -7,10 +7,10 @@ import time
 import pytest
 
 from app.assistant import Assistant, RunLimits
-from app.events import EventBus
 from app.input_limits import AssistantBusy, InputLimits
 from app.scheduler import StandingQuestion
 from app.stream import Stream
+from bus import EventBus
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.session import SessionConfig, StreamingSession

@@ -72,9 +72,9 @@ def test_the_first_clip_after_a_capture_reconnect_enters_whole():
     import numpy as np
 
     from app.assistant import Assistant, RunLimits
-    from app.events import EventBus
     from app.scheduler import StandingQuestion
     from app.stream import Stream
+    from bus import EventBus
     from cache.config import CacheConfig
     from capture.types import CaptureStats, Clip
     from model.session import SessionConfig, StreamingSession

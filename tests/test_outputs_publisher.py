@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from app.events import EventBus
 from app.outputs import OutputPublisher
 from app.outputs.publisher import report_due
+from bus import EventBus
 from tests.event_helpers import make_event
 
 WAIT_S = 10.0

@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from app.events import EventBus
 from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
 from app.outputs.supervisor import RestartPolicy, run_supervised
+from bus import EventBus
 from tests.event_helpers import make_event
 from tests.test_outputs_publisher import RecordingSink
 from tests.webhook_receiver import Receiver

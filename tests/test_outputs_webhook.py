@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.events import EventBus
 from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
 from app.outputs.webhook import SIGNATURE_HEADER, backoff_delay
+from bus import EventBus
 from tests.event_helpers import make_event
 from tests.webhook_receiver import Receiver
 

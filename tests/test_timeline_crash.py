@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.events import EventBus
+from bus import EventBus
 from tests.event_helpers import make_event
 from app.timeline import TimelineConfig, TimelineWriter
 

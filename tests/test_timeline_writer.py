@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.events import EventBus
 from app.timeline import TimelineConfig, TimelineError, TimelineWriter
 from app.timeline.store import Row, TimelineStore
-from bus import ClipEvent
+from bus import ClipEvent, EventBus
 from tests.event_helpers import make_event
 
 
