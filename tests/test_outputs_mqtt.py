@@ -21,7 +21,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from app.outputs import MqttConfig, MqttSink, OutputPublisher
 from app.outputs.mqtt_config import parse_mqtt_url
-from app.outputs.supervisor import RestartPolicy
+from app.supervisor import RestartPolicy
 from bus import EventBus
 from tests.event_helpers import make_event
 from tests.mqtt_broker import MosquittoBroker

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from app.outputs import OutputPublisher
-from app.outputs.publisher import report_due
+from app.worker import report_due
 from bus import EventBus
 from tests.event_helpers import make_event
 
@@ -94,4 +94,4 @@ def test_close_delivers_what_is_queued_and_joins():
     publisher.start()
     publisher.close(timeout=5.0)
     assert len(sink.events) == 10
-    assert not publisher._thread.is_alive()
+    assert not publisher.worker._thread.is_alive()

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
-from app.outputs.supervisor import RestartPolicy, run_supervised
+from app.supervisor import RestartPolicy, run_supervised
 from bus import EventBus
 from tests.event_helpers import make_event
 from tests.test_outputs_publisher import RecordingSink
@@ -81,7 +81,7 @@ def test_a_crashed_publisher_thread_is_reported_once_and_restarts(monkeypatch):
     sink, errors = RecordingSink(), []
     bus = EventBus()
     publisher = OutputPublisher([sink], on_error=errors.append)
-    monkeypatch.setattr(publisher, "_report_drops", crash_once(publisher._report_drops))
+    monkeypatch.setattr(publisher.worker, "_report_drops", crash_once(publisher.worker._report_drops))
     bus.subscribe(publisher)
     publisher.start()
     try:

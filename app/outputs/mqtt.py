@@ -34,8 +34,8 @@ from app.outputs import discovery as topics
 from app.outputs.mqtt_client import SupervisedClient
 from app.outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
 from app.outputs.payloads import alert_payload, answer_payload, to_json
-from app.outputs.reporting import ErrorCallback, call_reporter
-from app.outputs.supervisor import RestartPolicy
+from app.reporting import ErrorCallback, call_reporter
+from app.supervisor import RestartPolicy
 from bus import Alert, Answer, Event, Status, StatusKind
 
 __all__ = ["URL_FORMS", "MqttConfig", "MqttSink", "parse_mqtt_url"]
