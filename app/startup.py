@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import psutil
 import torch
@@ -21,6 +22,7 @@ from app.stream_factory import StreamFactory
 from app.streams import DEFAULT_STREAM
 from app.timeline import TimelineError, TimelineWriter
 from app.timeline.notes import TimelineNotes
+from app.worker import QueuedSubscriber
 from bus import ErrorEvent, EventBus, Status, StatusKind, Subscriber
 from cache.attention import register_attention
 from cache.cpu.kernels import build_in_background, kernels_ready
@@ -150,6 +152,7 @@ class Running:
     log: JsonlLog | None
     publisher: OutputPublisher | None = None
     timeline: TimelineWriter | None = None
+    writers: list[QueuedSubscriber] = field(default_factory=list)  # the log and the terminal, off the model thread
 
     def watch_configured_sources(self, config: AppConfig, loaded: LoadedModel) -> None:
         """Starts watching every configured stream, resized for the model (SourceError if a file or camera
@@ -170,6 +173,9 @@ class Running:
             self.bus.unsubscribe(self.timeline)
             self.timeline.close(timeout=5.0)
         self.monitor.close()
+        for writer in self.writers:  # after the outputs and the timeline: their last errors are written too
+            self.bus.unsubscribe(writer)
+            writer.close(timeout=5.0)
         if self.log is not None:
             self.log.close()
         if not stopped:
@@ -182,15 +188,20 @@ def build_assistant(
     monitor: MemoryMonitor,
     displays: list[Subscriber],
     factory: StreamFactory | None = None,
+    writers: Sequence[Subscriber] = (),
 ) -> Running:
-    """The assistant (not started yet), its event bus with `displays` and the --log-jsonl file subscribed.
-    factory: how streams added while it runs are built (None: it cannot add streams)."""
+    """The assistant (not started yet), its event bus with `displays` (called on the publishing thread),
+    `writers` (the terminal printer: each on its own `app.worker` thread) and the --log-jsonl file (the same)
+    subscribed. factory: how streams added while it runs are built (None: it cannot add streams)."""
     bus = EventBus()
     for display in displays:
         bus.subscribe(display)
     log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
-    if log is not None:
-        bus.subscribe(log)
+    # what writes to a terminal or a file runs behind its own bounded queue and thread, never on the model's
+    queued = [QueuedSubscriber("terminal", writer) for writer in writers]
+    queued += [QueuedSubscriber("event log", log)] if log is not None else []
+    for writer in queued:
+        bus.subscribe(writer)
     bus.publish(
         redacted(Status(kind=StatusKind.MEMORY_MONITOR, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
     )
@@ -206,7 +217,9 @@ def build_assistant(
         factory=factory,
         input_limits=config.input_limits,
     )
-    return Running(assistant, bus, monitor, log, publisher, timeline)
+    for writer in queued:
+        writer.start()
+    return Running(assistant, bus, monitor, log, publisher, timeline, queued)
 
 
 def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> TimelineWriter | None:
