@@ -16,7 +16,9 @@ from app.admission import AdmissionError, CaptureShape
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.events import JsonlLog, redacted
-from app.outputs import MqttSink, OutputPublisher, WebhookSink
+from app.outputs import MqttSink, OutputPublisher, Sink, WebhookSink
+from app.outputs.ntfy import NtfySink
+from app.outputs.queued_sink import QueuedSink
 from app.stream import Stream
 from app.stream_factory import StreamFactory
 from app.streams import DEFAULT_STREAM
@@ -246,13 +248,14 @@ def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> 
 def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> OutputPublisher | None:
     """MQTT and webhooks behind one bounded queue off the model worker (app/outputs); None when neither is set.
     What they cannot deliver is reported as `error` events (where: outputs), never raised."""
-    if config.mqtt is None and not config.webhooks:
+    if config.mqtt is None and not config.webhooks and not config.ntfy:
         return None
 
     def report(message: str) -> None:
         bus.publish(redacted(ErrorEvent(where="outputs", message=message)))
 
-    sinks = [WebhookSink(webhook, on_error=report) for webhook in config.webhooks]
+    sinks: list[Sink] = [WebhookSink(webhook, on_error=report) for webhook in config.webhooks]
+    sinks += [QueuedSink(NtfySink(ntfy), on_error=report) for ntfy in config.ntfy]
     if config.mqtt is not None:
         alerts = {s.name: [w.spec.name for w in s.watches] for s in streams}
         sinks.append(MqttSink(config.mqtt, streams=[s.name for s in streams], alerts=alerts, on_error=report))

@@ -13,6 +13,7 @@ from app.outputs import OutputPublisher
 from app.outputs.ntfy import NtfyConfig, NtfySink
 from app.outputs.queued_sink import QueuedSink
 from bus import Alert, Answer, EventBus
+from tests.app_helpers import run_app
 
 WAIT_S = 20.0
 
@@ -98,5 +99,8 @@ def test_alert_begins_become_ntfy_posts_and_a_failing_topic_is_reported_by_type(
 def test_a_bad_ntfy_config_says_what_is_allowed():
     with pytest.raises(ValueError, match="priority must be one of 1, 2, 3, 4, 5"):
         NtfyConfig("https://ntfy.sh/x", priority=9)
-    with pytest.raises(ValueError, match="must not hold credentials"):
+    with pytest.raises(ValueError, match="ntfy URL 'https://ntfy.sh/…' must not hold credentials") as refused:
         NtfyConfig("https://me:pw@ntfy.sh/x")
+    assert "pw" not in str(refused.value) and "webhook" not in str(refused.value)
+    done = run_app("--video", "x.mp4", "--ntfy", "ftp://ntfy.sh/x")
+    assert done.returncode == 2 and "ntfy URL must be http://HOST[:PORT]/PATH" in done.stderr

@@ -28,7 +28,10 @@ class NtfyConfig:
     priority: int = 4
 
     def __post_init__(self) -> None:
-        WebhookConfig(self.url, timeout_s=self.timeout_s)  # the same URL and timeout rules (ValueError)
+        try:
+            WebhookConfig(self.url, timeout_s=self.timeout_s)  # the same URL and timeout rules
+        except ValueError as err:
+            raise ValueError(str(err).replace("webhook", "ntfy").split(". To prove")[0]) from None
         if self.priority not in range(1, 6):
             raise ValueError(f"ntfy priority must be one of 1, 2, 3, 4, 5, got {self.priority}")
 
