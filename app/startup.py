@@ -34,7 +34,7 @@ from capture import SourceError, open_source
 from capture.redact import redact_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
-from ui.memory_monitor import MemoryMonitor
+from monitor.memory_monitor import MemoryMonitor
 
 logger = logging.getLogger(__name__)
 

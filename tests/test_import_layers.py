@@ -11,15 +11,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("app", "ui", "capture", "model", "cache", "quality", "bus")
+PACKAGES = ("app", "ui", "capture", "model", "cache", "quality", "bus", "monitor")
 ALLOWED = {  # package -> the project's packages it may import
-    "app": {"ui", "capture", "model", "cache", "quality", "bus"},
+    "app": {"ui", "capture", "model", "cache", "quality", "bus", "monitor"},
     "ui": {"capture", "model", "cache", "bus"},
     "capture": {"bus"},
     "model": {"cache"},
     "cache": set(),
     "quality": {"model", "cache"},
     "bus": set(),  # the bottom floor
+    "monitor": set(),  # memory readings: a room of their own
 }
 TIER_ONE = {"cache.bounded_cache", "cache.static_layer", "cache.runner", "cache.decode"}  # the cache and its driving
 
@@ -90,6 +91,14 @@ def test_outputs_and_timeline_take_nothing_from_capture():
     # the names this test checks exist, and take from bus/ what they took from capture/ before
     for module in ("app.outputs.publisher", "app.outputs.webhook", "app.timeline.writer"):
         assert any(target.split(".")[0] == "bus" for target in IMPORTS[module]), module
+
+
+def test_memory_readings_live_in_monitor_only():
+    """The memory monitor left ui/ (only app/, jetson/ and scripts/ use it): nothing is left of it there."""
+    assert "monitor.memory_monitor" in MODULES and "monitor.backends.nvml" in MODULES
+    assert not [name for name in MODULES if name.startswith(("ui.memory_monitor", "ui.memory_backends"))]
+    users = [module for module, targets in IMPORTS.items() if "monitor.memory_monitor" in targets]
+    assert users and all(module.split(".")[0] in ("app", "monitor") for module in users), users
 
 
 def test_the_store_and_the_cpu_kernels_never_import_tier_one():
