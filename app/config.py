@@ -16,7 +16,6 @@ from app.scheduler import StandingQuestion
 from app.sizes import check_sizes
 from app.source_credentials import stream_credentials
 from app.streams import (
-    DEFAULT_STREAM,
     StreamSpec,
     derived_name,
     parse_stream_flag,
@@ -28,6 +27,7 @@ from app.timeline import TimelineConfig, default_timeline_path
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
 from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
+from bus import DEFAULT_STREAM
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from capture.gst_pipeline import check_camera_pipeline

@@ -21,11 +21,10 @@ from app.outputs.ntfy import NtfySink
 from app.outputs.queued_sink import QueuedSink
 from app.stream import Stream
 from app.stream_factory import StreamFactory
-from app.streams import DEFAULT_STREAM
 from app.timeline import TimelineError, TimelineWriter
 from app.timeline.notes import TimelineNotes
 from app.worker import QueuedSubscriber
-from bus import ErrorEvent, EventBus, Status, StatusKind, Subscriber
+from bus import DEFAULT_STREAM, ErrorEvent, EventBus, Status, StatusKind, Subscriber
 from cache.attention import register_attention
 from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts

@@ -4,6 +4,7 @@ drop-oldest queue and stream-time clocks. Imports nothing of the project's other
 from bus.bus import EventBus, Subscriber
 from bus.drop_queue import DropOldestQueue
 from bus.events import (
+    DEFAULT_STREAM,
     EVENT_TYPES,
     Alert,
     Answer,
@@ -22,6 +23,7 @@ from bus.events import (
 from bus.records import RECORD_VERSION, from_record, read_log, to_json, to_record
 
 __all__ = [
+    "DEFAULT_STREAM",
     "EVENT_TYPES",
     "RECORD_VERSION",
     "Alert",

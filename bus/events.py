@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+DEFAULT_STREAM = "main"  # the name of the one stream of a run or page started without a named source
+
 
 def now() -> float:
     """The wall clock as events carry it: seconds since the epoch, to the millisecond."""

@@ -20,9 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from bus import (
-    Alert as AlertEvent,
-)
-from bus import (
+    DEFAULT_STREAM,
     Answer,
     AnswerPiece,
     AnswerStart,
@@ -36,6 +34,9 @@ from bus import (
     StatusKind,
     WarningEvent,
 )
+from bus import (
+    Alert as AlertEvent,
+)
 from ui import stream_view
 from ui.alerts import Alert, AlertBook
 from ui.stream_view import StreamView
@@ -45,7 +46,6 @@ MAX_POINTS = 7200  # plot points kept per series: 8 hours of 4-second clips
 MAX_LOG = 50  # activity lines kept
 ANSWER_METRICS = ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "cache_tokens_after", "cache_tokens_end")
 ANSWER_METRICS += ("evict_ms", "kv_bytes", "answer_tokens", "cut_off", "recalled_tokens", "recall_ms")
-DEFAULT_STREAM = "main"  # the name of the one stream of a page started without sources
 
 
 @dataclass(frozen=True)
