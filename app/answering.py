@@ -11,6 +11,7 @@ from typing import Protocol
 
 from app.stream import Stream
 from app.stream_events import StreamEvents
+from bus import Answer, AnswerPiece, AnswerStart
 from model.answer_together import AnsweringTogether
 
 logger = logging.getLogger(__name__)
@@ -89,7 +90,7 @@ class Answerer:
             self._started(question, round_index, batch=len(questions))
         try:
             for row, piece in pieces:
-                self.events.publish("answer_piece", streams[row], round=rounds[row], text=piece)
+                self.events.publish(AnswerPiece, streams[row], round=rounds[row], text=piece)
         except Exception as err:
             logger.exception("answers of %s failed", ", ".join(s.name for s in streams))
             for stream, round_index in zip(streams, rounds, strict=True):
@@ -111,7 +112,7 @@ class Answerer:
         self._started(question, round_index)
         try:
             for piece in pieces:
-                self.events.publish("answer_piece", stream, round=round_index, text=piece)
+                self.events.publish(AnswerPiece, stream, round=round_index, text=piece)
         except Exception as err:
             logger.exception("%s: round %d failed", stream.name, round_index)
             self.events.error(stream, "answer", f"round {round_index} failed: {err}")
@@ -122,7 +123,7 @@ class Answerer:
     def _started(self, question: Question, round_index: int, batch: int = 1) -> None:
         stream_time = round(question.stream.stream_time, 3)
         fields = {"round": round_index, "question": question.text, "auto": question.auto, "stream_time": stream_time}
-        self.events.publish("answer_start", question.stream, **fields, **({"batch": batch} if batch > 1 else {}))
+        self.events.publish(AnswerStart, question.stream, **fields, batch=batch)
 
     def _answered(self, question: Question, batch: int = 1) -> None:
         """The `answer` event of a finished round (batch: how many streams' answers were decoded together)."""
@@ -133,6 +134,6 @@ class Answerer:
         extra = self.memory_sample() if self.memory_sample else {}
         stream_time = round(stream.stream_time, 3)
         self.events.publish(
-            "answer", stream, auto=question.auto, stream_time=stream_time, batch=batch, **metrics, **extra
+            Answer, stream, auto=question.auto, stream_time=stream_time, batch=batch, **metrics, **extra
         )
         stream.answers += 1

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 
 from app.admission import ingest_warning
 from app.answering import Answerer, Notes, Question
-from app.events import EventBus
 from app.input_limits import AssistantBusy, InputLimits
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
 from app.watches.checks import run_checks
 from app.watches.gate import clip_changed
+from bus import CaptureChange, ClipEvent, End, Event, EventBus, Status, StatusKind, WarningEvent
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
 
@@ -153,7 +153,7 @@ class Assistant:
 
     def remove_stream(self, name: str, timeout: float = 30.0) -> None:
         """Stops and forgets the stream named `name` (any thread): its capture thread is joined, its session (cache
-        and host store) dropped, a `status` event with `removed: true` published, and its room (--max-streams,
+        and host store) dropped, a `status` event of kind STREAM_REMOVED published, and its room (--max-streams,
         admission) returned. Returns once that is done (or after `timeout` seconds, the worker busy with a long
         answer: it is done then at the worker's next command). ValueError for an unknown name or the first stream
         (the default of the page's buttons and standing question; stop it instead)."""
@@ -223,7 +223,7 @@ class Assistant:
     # -- the model worker ---------------------------------------------------------------------------
 
     def _work(self) -> None:
-        self._publish("status", None, message="assistant ready")
+        self._status(None, StatusKind.READY, "assistant ready")
         try:
             while not self._ending():
                 self._handle_commands(questions=0)
@@ -237,7 +237,7 @@ class Assistant:
             for stream in self.streams.values():
                 stream.close_capture()
             self._close_unstarted()
-            self._publish("status", None, message="assistant stopped")
+            self._status(None, StatusKind.STOPPED, "assistant stopped")
 
     def _close_unstarted(self) -> None:
         """Closes the sources of new captures that were still queued when the worker ended."""
@@ -308,19 +308,19 @@ class Assistant:
             self._start_capture(stream, *payload)
         elif name == "add":
             capture, down, admission = payload
-            self._publish("status", stream, message=f"stream added; memory: {admission}")
+            self._status(stream, StatusKind.STREAM_ADDED, f"stream added; memory: {admission}")
             self._start_capture(stream, capture, down)
         elif name == "remove":
             self._remove(stream, payload)
         elif name == "stop_stream":
             stream.close_capture()
             stream.state = "idle"
-            self._publish("status", stream, message="stream stopped")
+            self._status(stream, StatusKind.STREAM_STOPPED, "stream stopped")
         elif name == "reset":
             stream.session.reset()
             stream.schedule.reset()
             stream.stream_time = 0.0
-            self._publish("status", stream, message="memory reset: the cache is empty")
+            self._status(stream, StatusKind.MEMORY_RESET, "memory reset: the cache is empty")
 
     def _remove(self, stream: Stream, done: threading.Event) -> None:
         """Joins the removed stream's capture, empties its session and forgets every reference to it."""
@@ -331,7 +331,7 @@ class Assistant:
             stream.session.reset()  # its host store's blocks (and files) go now; its buffers with the session
             self._answerer.forget(stream.name)
             stream.state, stream.finished = "removed", True
-            self._publish("status", stream, message="stream removed", removed=True)
+            self._status(stream, StatusKind.STREAM_REMOVED, "stream removed")
             done.set()
 
     def _start_capture(self, stream: Stream, capture: CaptureThread, down: str | None) -> None:
@@ -339,11 +339,11 @@ class Assistant:
         stream.capture, stream.finished = capture, False
         stream.state = "reconnecting" if down else "watching"
         capture.start()
-        self._publish("status", stream, message=f"watching {capture.description}")
+        self._status(stream, StatusKind.STREAM_WATCHING, f"watching {capture.description}")
         if down:
             message = f"{capture.description} is down ({down}); reconnecting"
             self._error(stream, "capture", message)
-            self._publish("capture", stream, kind="reconnect", message=message, state=stream.state)
+            self._publish(CaptureChange, stream, kind="reconnect", message=message, state=stream.state)
 
     def _on_clip(self, stream: Stream, clip: Clip) -> str | None:
         """Ingests a clip; returns the standing question if it fell due."""
@@ -353,7 +353,7 @@ class Assistant:
             stream.reconnects_seen = clip.stats.reconnects
             metrics = stream.session.ingest_clip(clip.frames, clip.t_start, clip.t_end, whole=whole)
         except PrefillInterrupted as stop:
-            self._publish("status", stream, message=f"clip {clip.index} cut off by the stop ({stop})")
+            self._status(stream, StatusKind.CLIP_CUT_OFF, f"clip {clip.index} cut off by the stop ({stop})")
             return None
         except Exception as err:  # one bad clip must not end the stream
             logger.exception("%s: clip %d failed", stream.name, clip.index)
@@ -364,7 +364,7 @@ class Assistant:
         self._report_store_errors(stream)
         self._check_ingest_rate(metrics.prefill_s, stream)
         self._publish(
-            "clip",
+            ClipEvent,
             stream,
             index=clip.index,
             stream_time=round(clip.t_end, 3),
@@ -394,7 +394,9 @@ class Assistant:
         if self.limits.duration_s and clip.t_end >= self.limits.duration_s - 1e-6:
             stream.finished = True
             stream.close_capture()
-            self._publish("status", stream, message=f"reached --duration {self.limits.duration_s:g}s of stream time")
+            self._status(
+                stream, StatusKind.DURATION_REACHED, f"reached --duration {self.limits.duration_s:g}s of stream time"
+            )
         return stream.schedule.due(clip.t_end)
 
     def _check_ingest_rate(self, prefill_s: float, stream: Stream) -> None:
@@ -408,13 +410,13 @@ class Assistant:
         warning = ingest_warning(list(self._prefill_s), len(live), clip_seconds)
         if warning is not None:
             self._warned_ingest = True
-            self._publish("warning", None, where="ingest", message=warning)
+            self._publish(WarningEvent, None, where="ingest", message=warning)
 
     def _on_end(self, stream: Stream, end: EndOfStream) -> None:
         self._forward_capture_events(stream)
         stream.close_capture()
         stream.state, stream.finished = "ended", True
-        self._publish("end", stream, reason=end.reason, message=end.message, stream_time=stream.stream_time)
+        self._publish(End, stream, reason=end.reason, message=end.message, stream_time=stream.stream_time)
         if self.limits.end_with_stream and self._all_finished():
             self._handle_commands(questions=None)  # questions already asked still get their answers
 
@@ -437,7 +439,7 @@ class Assistant:
             elif event.type != "end":
                 if event.type == "reconnect":
                     stream.state = "watching" if event.message.startswith("reconnected") else "reconnecting"
-                self._publish("capture", stream, kind=event.type, message=event.message, state=stream.state)
+                self._publish(CaptureChange, stream, kind=event.type, message=event.message, state=stream.state)
 
     def _answer_all(self, questions: list[Question]) -> None:
         """Answers them (one per stream; several at once as one batch) and applies --max-rounds."""
@@ -454,11 +456,14 @@ class Assistant:
     def _error(self, stream: Stream | None, where: str, message: str) -> None:
         self._events.error(stream, where, message)
 
-    def _publish(self, type_: str, stream: Stream | None, **fields) -> None:
-        self._events.publish(type_, stream, **fields)
+    def _publish(self, event_type: type[Event], stream: Stream | None, /, **fields) -> None:
+        self._events.publish(event_type, stream, **fields)
+
+    def _status(self, stream: Stream | None, kind: StatusKind, message: str) -> None:
+        self._events.publish(Status, stream, kind=kind, message=message)
 
     def _finish(self, reason: str) -> None:
-        self._publish("status", None, message=f"run finished: {reason}")
+        self._status(None, StatusKind.RUN_FINISHED, f"run finished: {reason}")
         self.done.set()
 
 

@@ -265,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     out.add_argument("--mqtt-ca-file", type=Path, help="CA certificate for mqtts:// (none: the system's certificates)")
     out.add_argument("--webhook", action="append", metavar="URL", help="POST every alert and answer as JSON here")
+    out.add_argument("--ntfy", action="append", metavar="URL", help="an ntfy topic URL: a notification per alert begin")
     out.add_argument(
         "--webhook-secret-file",
         type=Path,

@@ -11,11 +11,11 @@ from pathlib import Path
 from app.assistant import RunLimits
 from app.input_limits import InputLimits
 from app.outputs import MqttConfig, WebhookConfig
+from app.outputs.ntfy import NtfyConfig
 from app.scheduler import StandingQuestion
 from app.sizes import check_sizes
 from app.source_credentials import stream_credentials
 from app.streams import (
-    DEFAULT_STREAM,
     StreamSpec,
     derived_name,
     parse_stream_flag,
@@ -27,6 +27,7 @@ from app.timeline import TimelineConfig, timeline_location
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
 from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
+from bus import DEFAULT_STREAM
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from capture.gst_pipeline import check_camera_pipeline
@@ -92,6 +93,7 @@ class AppConfig:
     timeline: TimelineConfig | None = None  # None: --timeline ""
     timeline_notes: bool = True
     webhooks: list[WebhookConfig] = field(default_factory=list)
+    ntfy: list[NtfyConfig] = field(default_factory=list)
     ui: UIConfig | None = None  # None: terminal mode
     log_jsonl: Path | None = None
     show_clips: bool = True
@@ -195,6 +197,7 @@ class AppConfig:
             timeline=_timeline(args),
             timeline_notes=args.timeline_notes,
             webhooks=[_webhook(url, args.webhook_secret_file) for url in args.webhook or []],
+            ntfy=[NtfyConfig(url) for url in getattr(args, "ntfy", None) or []],
             ui=_ui(args) if args.ui else None,
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,

@@ -13,6 +13,7 @@ from pathlib import Path
 from app.text_safety import printable
 from app.timeline.config import DATA_ENV, TimelineError, default_timeline_path, timeline_location
 from app.timeline.reader import Moment, TimelineReader
+from bus.clock import clock
 from capture.redact import redact_source
 
 SINCE_FORMS = "a number with s, m, h or d: 90s, 30m, 2h, 1d"
@@ -87,14 +88,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=_positive, default=20, metavar="N", help="at most N moments (default: 20)")
     parser.add_argument("--json", action="store_true", help="one JSON object per moment and line instead of text")
     return parser
-
-
-def clock(seconds: float | None) -> str:
-    """Stream time as HH:MM:SS (hours may pass 24)."""
-    if seconds is None:
-        return "--:--:--"
-    whole = int(max(seconds, 0.0))
-    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 def what(moment: Moment) -> str:

@@ -5,8 +5,21 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from app.events import Event
 from app.text_safety import printable
+from bus import (
+    Alert,
+    Answer,
+    AnswerPiece,
+    AnswerStart,
+    CaptureChange,
+    ClipEvent,
+    End,
+    ErrorEvent,
+    Event,
+    Status,
+    WarningEvent,
+)
+from bus.clock import merge_evidence
 
 
 def _mib(n: int | None) -> str:
@@ -15,34 +28,19 @@ def _mib(n: int | None) -> str:
     return f"{n / 2**10:.0f} KiB" if n < 2**20 else f"{n / 2**20:.0f} MiB"
 
 
-def _clock(seconds: float) -> str:
-    """Stream seconds as HH:MM:SS."""
-    whole = int(seconds)
-    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
-
-
 def _moments(evidence: list[dict]) -> str:
     """Evidence as stream-time spans per source, adjacent clips merged: 00:00:16-00:00:32 (recall), ..."""
-    parts = []
-    for source in dict.fromkeys(e["source"] for e in evidence):
-        spans: list[list[float]] = []
-        for e in sorted((e for e in evidence if e["source"] == source), key=lambda e: e["start"]):
-            if spans and e["start"] <= spans[-1][1] + 1e-6:
-                spans[-1][1] = max(spans[-1][1], e["end"])
-            else:
-                spans.append([e["start"], e["end"]])
-        parts += [f"{_clock(start)}-{_clock(end)} ({source})" for start, end in spans]
-    return ", ".join(parts)
+    return ", ".join(span.label for span in merge_evidence(evidence))
 
 
-def kept_share(event: Event) -> str:
+def kept_share(event: ClipEvent) -> str:
     """`kept 12% (61/512)`: the share of a clip's visual tokens that entered the cache (dropping unchanged ones);
     empty when the event does not say (dropping off in an older log)."""
-    full, kept = event.get("visual_tokens"), event.get("visual_tokens_kept")
+    full, kept = event.visual_tokens, event.visual_tokens_kept
     if full is None or kept is None:
         return ""
     share = f"{100 * kept / full:.0f}%" if full else "-"
-    return f"kept {share} ({kept}/{full})" + (", key frame" if event.get("keyframe") else "")
+    return f"kept {share} ({kept}/{full})" + (", key frame" if event.keyframe else "")
 
 
 class TerminalPrinter:
@@ -66,58 +64,65 @@ class TerminalPrinter:
         self._prefix = ""
 
     def __call__(self, event: Event) -> None:
-        kind = event["type"]
-        self._prefix = f"[{event['stream']}] " if self.prefix_streams and event.get("stream") else ""
-        if kind == "answer_start":
-            tag = "auto" if event["auto"] else "you"
-            when = f"t={event['stream_time']:.1f}s"
-            self._print(f"\n{self._prefix}── round {event['round']} · {when} · {tag}: {event['question']}")
-        elif kind == "answer_piece" and not self.prefix_streams:
-            self.out.write(printable(event["text"]))
-            self.out.flush()
-        elif kind == "answer":
-            if self.prefix_streams:
-                self._print(self._prefix + event["answer"].replace("\n", "\n" + self._prefix))
-            memory = _mib(event.get("device_mem_bytes")) if event.get("device_mem_bytes") is not None else None
-            memory = memory or f"RSS {_mib(event.get('process_rss_bytes'))}"
-            cut = "\n   (cut off: the assistant is stopping)" if event.get("cut_off") else ""
-            if event.get("store_tokens"):
-                cut += (
-                    f"\n   recalled {event['recalled_tokens']} tokens in {event['recall_ms']:.0f} ms from the host "
-                    f"store ({event['store_tokens']} tokens, {_mib(event['store_bytes'])})"
-                )
-            if event.get("evidence"):
-                cut += f"\n   seen at {_moments(event['evidence'])}"
-            self._print(
-                f"{cut}\n   ttft {event['ttft_s']:.2f}s · {event['decode_tokens_per_s']:.1f} tok/s · "
-                f"cache {event['cache_tokens_before']} -> {event['cache_tokens_after']} tokens "
-                f"(evict {event['evict_ms']:.1f} ms) · KV {_mib(event['kv_bytes'])} · memory {memory}"
+        self._prefix = f"[{event.stream}] " if self.prefix_streams and event.stream else ""
+        match event:
+            case AnswerStart():
+                tag = "auto" if event.auto else "you"
+                when = f"t={event.stream_time:.1f}s"
+                self._print(f"\n{self._prefix}── round {event.round} · {when} · {tag}: {event.question}")
+            case AnswerPiece() if not self.prefix_streams:
+                self.out.write(printable(event.text))
+                self.out.flush()
+            case Answer():
+                self._answer(event)
+            case ClipEvent() if self.show_clips:
+                self._clip(event)
+            case ErrorEvent():
+                self._status(f"! error ({event.where}): {event.message}")
+            case Alert():
+                if event.began:
+                    line = f"▲ ALERT {event.alert} began at t={event.stream_time:.1f}s (p_yes {event.p_yes:.2f})"
+                else:
+                    duration = event.duration_s or 0.0
+                    line = f"▼ alert {event.alert} ended at t={event.stream_time:.1f}s after {duration:.1f}s"
+                self._print(self._prefix + line)
+            case WarningEvent():
+                self._status(f"! warning ({event.where}): {event.message}")
+            case Status() | CaptureChange():
+                self._status(f"· {event.message}")
+            case End():
+                self._status(f"· end of stream: {event.message}")
+
+    def _answer(self, event: Answer) -> None:
+        if self.prefix_streams:
+            self._print(self._prefix + event.answer.replace("\n", "\n" + self._prefix))
+        if event.device_mem_bytes is not None:
+            memory = _mib(event.device_mem_bytes)
+        else:
+            memory = f"RSS {_mib(event.process_rss_bytes)}"
+        cut = "\n   (cut off: the assistant is stopping)" if event.cut_off else ""
+        if event.store_tokens:
+            cut += (
+                f"\n   recalled {event.recalled_tokens} tokens in {event.recall_ms:.0f} ms from the host "
+                f"store ({event.store_tokens} tokens, {_mib(event.store_bytes)})"
             )
-        elif kind == "clip" and self.show_clips:
-            dropped = f", {event['dropped_clips']} clips dropped" if event["dropped_clips"] else ""
-            lag = f", {event['lag_s']:.1f} s behind" if event.get("lag_s", 0) >= 1.0 else ""
-            kept = kept_share(event)
-            kept = f", {kept}" if kept else ""
-            self._status(
-                f"· clip {event['index']} [{event['t_start']:.1f}-{event['stream_time']:.1f}s] "
-                f"{event['frames']} frames{kept}, cache {event['cache_tokens']}/{event['budget']} tokens{dropped}{lag}"
-            )
-        elif kind == "error":
-            self._status(f"! error ({event['where']}): {event['message']}")
-        elif kind == "alert":
-            if event["state"] == "begin":
-                line = f"▲ ALERT {event['alert']} began at t={event['stream_time']:.1f}s (p_yes {event['p_yes']:.2f})"
-            else:
-                line = (
-                    f"▼ alert {event['alert']} ended at t={event['stream_time']:.1f}s after {event['duration_s']:.1f}s"
-                )
-            self._print(self._prefix + line)
-        elif kind == "warning":
-            self._status(f"! warning ({event['where']}): {event['message']}")
-        elif kind in ("status", "capture"):
-            self._status(f"· {event['message']}")
-        elif kind == "end":
-            self._status(f"· end of stream: {event['message']}")
+        if event.evidence:
+            cut += f"\n   seen at {_moments(event.evidence)}"
+        self._print(
+            f"{cut}\n   ttft {event.ttft_s:.2f}s · {event.decode_tokens_per_s:.1f} tok/s · "
+            f"cache {event.cache_tokens_before} -> {event.cache_tokens_after} tokens "
+            f"(evict {event.evict_ms:.1f} ms) · KV {_mib(event.kv_bytes)} · memory {memory}"
+        )
+
+    def _clip(self, event: ClipEvent) -> None:
+        dropped = f", {event.dropped_clips} clips dropped" if event.dropped_clips else ""
+        lag = f", {event.lag_s:.1f} s behind" if event.lag_s >= 1.0 else ""
+        kept = kept_share(event)
+        kept = f", {kept}" if kept else ""
+        self._status(
+            f"· clip {event.index} [{event.t_start:.1f}-{event.stream_time:.1f}s] "
+            f"{event.frames} frames{kept}, cache {event.cache_tokens}/{event.budget} tokens{dropped}{lag}"
+        )
 
     def _print(self, line: str) -> None:
         print(printable(line), file=self.out, flush=True)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import psutil
 import torch
@@ -14,13 +15,16 @@ import torch
 from app.admission import AdmissionError, CaptureShape
 from app.assistant import Assistant
 from app.config import AppConfig
-from app.events import EventBus, JsonlLog, Subscriber, make_event
-from app.outputs import MqttSink, OutputPublisher, WebhookSink
+from app.events import JsonlLog, redacted
+from app.outputs import MqttSink, OutputPublisher, Sink, WebhookSink
+from app.outputs.ntfy import NtfySink
+from app.outputs.queued_sink import QueuedSink
 from app.stream import Stream
 from app.stream_factory import StreamFactory
-from app.streams import DEFAULT_STREAM
 from app.timeline import TimelineError, TimelineWriter
 from app.timeline.notes import TimelineNotes
+from app.worker import QueuedSubscriber
+from bus import DEFAULT_STREAM, ErrorEvent, EventBus, Status, StatusKind, Subscriber
 from cache.attention import register_attention
 from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts
@@ -29,7 +33,7 @@ from capture import SourceError, open_source
 from capture.redact import redact_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
-from ui.memory_monitor import MemoryMonitor
+from monitor.memory_monitor import MemoryMonitor
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +153,7 @@ class Running:
     log: JsonlLog | None
     publisher: OutputPublisher | None = None
     timeline: TimelineWriter | None = None
+    writers: list[QueuedSubscriber] = field(default_factory=list)  # the log and the terminal, off the model thread
 
     def watch_configured_sources(self, config: AppConfig, loaded: LoadedModel) -> None:
         """Starts watching every configured stream, resized for the model (SourceError if a file or camera
@@ -169,6 +174,9 @@ class Running:
             self.bus.unsubscribe(self.timeline)
             self.timeline.close(timeout=5.0)
         self.monitor.close()
+        for writer in self.writers:  # after the outputs and the timeline: their last errors are written too
+            self.bus.unsubscribe(writer)
+            writer.close(timeout=5.0)
         if self.log is not None:
             self.log.close()
         if not stopped:
@@ -181,16 +189,23 @@ def build_assistant(
     monitor: MemoryMonitor,
     displays: list[Subscriber],
     factory: StreamFactory | None = None,
+    writers: Sequence[Subscriber] = (),
 ) -> Running:
-    """The assistant (not started yet), its event bus with `displays` and the --log-jsonl file subscribed.
-    factory: how streams added while it runs are built (None: it cannot add streams)."""
+    """The assistant (not started yet), its event bus with `displays` (called on the publishing thread),
+    `writers` (the terminal printer: each on its own `app.worker` thread) and the --log-jsonl file (the same)
+    subscribed. factory: how streams added while it runs are built (None: it cannot add streams)."""
     bus = EventBus()
     for display in displays:
         bus.subscribe(display)
     log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
-    if log is not None:
-        bus.subscribe(log)
-    bus.publish(make_event("status", stream=None, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
+    # what writes to a terminal or a file runs behind its own bounded queue and thread, never on the model's
+    queued = [QueuedSubscriber("terminal", writer) for writer in writers]
+    queued += [QueuedSubscriber("event log", log)] if log is not None else []
+    for writer in queued:
+        bus.subscribe(writer)
+    bus.publish(
+        redacted(Status(kind=StatusKind.MEMORY_MONITOR, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
+    )
     publisher = _publisher(config, streams, bus)
     timeline = _timeline_writer(config, bus, log)
     notes = TimelineNotes(config.timeline.path) if config.timeline is not None and config.timeline_notes else None
@@ -203,7 +218,9 @@ def build_assistant(
         factory=factory,
         input_limits=config.input_limits,
     )
-    return Running(assistant, bus, monitor, log, publisher, timeline)
+    for writer in queued:
+        writer.start()
+    return Running(assistant, bus, monitor, log, publisher, timeline, queued)
 
 
 def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> TimelineWriter | None:
@@ -213,10 +230,10 @@ def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> 
         return None
 
     def report(message: str) -> None:
-        bus.publish(make_event("error", stream=None, where="timeline", message=message))
+        bus.publish(redacted(ErrorEvent(where="timeline", message=message)))
 
     def recovered(message: str) -> None:
-        bus.publish(make_event("status", stream=None, message=message))
+        bus.publish(redacted(Status(kind=StatusKind.INFO, message=message)))
 
     try:
         writer = TimelineWriter(config.timeline, on_error=report, on_recover=recovered)
@@ -233,13 +250,14 @@ def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> 
 def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> OutputPublisher | None:
     """MQTT and webhooks behind one bounded queue off the model worker (app/outputs); None when neither is set.
     What they cannot deliver is reported as `error` events (where: outputs), never raised."""
-    if config.mqtt is None and not config.webhooks:
+    if config.mqtt is None and not config.webhooks and not config.ntfy:
         return None
 
     def report(message: str) -> None:
-        bus.publish(make_event("error", stream=None, where="outputs", message=message))
+        bus.publish(redacted(ErrorEvent(where="outputs", message=message)))
 
-    sinks = [WebhookSink(webhook, on_error=report) for webhook in config.webhooks]
+    sinks: list[Sink] = [WebhookSink(webhook, on_error=report) for webhook in config.webhooks]
+    sinks += [QueuedSink(NtfySink(ntfy), on_error=report) for ntfy in config.ntfy]
     if config.mqtt is not None:
         alerts = {s.name: [w.spec.name for w in s.watches] for s in streams}
         sinks.append(MqttSink(config.mqtt, streams=[s.name for s in streams], alerts=alerts, on_error=report))

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-from app.events import EventBus, make_event
+from app.events import redacted
 from app.stream import Stream
+from bus import ErrorEvent, Event, EventBus
 
 
 class StreamEvents:
-    """Publishes on `bus` with the `stream` field filled in."""
+    """Publishes on `bus` with the `stream` field filled in and logins redacted from the text."""
 
     def __init__(self, bus: EventBus) -> None:
         self.bus = bus
 
-    def publish(self, type_: str, stream: Stream | None, **fields) -> None:
-        self.bus.publish(make_event(type_, stream=stream.name if stream is not None else None, **fields))
+    def publish(self, event_type: type[Event], stream: Stream | None, /, **fields) -> None:
+        """An event of `event_type` (a `bus.events` class) of `stream`, with `fields`."""
+        self.bus.publish(redacted(event_type(stream=stream.name if stream is not None else None, **fields)))
 
     def error(self, stream: Stream | None, where: str, message: str) -> None:
         stream_time = stream.stream_time if stream is not None else None
-        self.publish("error", stream, where=where, message=message, stream_time=stream_time)
+        self.publish(ErrorEvent, stream, where=where, message=message, stream_time=stream_time)
 
     def store_errors(self, stream: Stream) -> None:
         """Problems of the stream's host-store folder since the last call, as error events."""

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 from capture.redact import redact_source
 
-DEFAULT_STREAM = "main"  # the stream of a page started without a source
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 NAME_RULE = "lowercase letters, digits, '_' and '-', starting with a letter or digit, at most 32 characters"
 TABLE_KEYS = ("source", "question", "every", "credentials_file")

@@ -14,8 +14,8 @@ from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
 from app.text_safety import printable
 from capture import SourceError
+from monitor.memory_monitor import MemoryMonitor
 from ui.controls import CaptureOptions
-from ui.memory_monitor import MemoryMonitor
 
 
 def run_terminal(config: AppConfig) -> int:
@@ -35,7 +35,7 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
     names = [stream.name for stream in streams]
     printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=len(names) > 1)
     try:
-        running = build_assistant(config, streams, MemoryMonitor(), [printer], factory)
+        running = build_assistant(config, streams, MemoryMonitor(), [], factory, writers=[printer])
     except StartupError as err:
         return fail(str(err))
     try:

@@ -28,11 +28,11 @@ from app.web_files import private_upload_folder
 from capture import SourceError
 from capture.redact import redact_source
 from model.loading import LoadedModel
+from monitor.memory_monitor import MemoryMonitor
 from ui.controls import CaptureOptions, Controls
 from ui.guard import HostRule, PageGuard
 from ui.history import HistoryUnavailable
 from ui.login_throttle import LoginThrottle
-from ui.memory_monitor import MemoryMonitor
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
 from ui.render import PageInfo

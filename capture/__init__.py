@@ -4,9 +4,9 @@ samples them at a requested fps into clips, and a bounded drop-oldest queue to t
 Knows nothing about models. See ``capture.thread`` for a usage example.
 """
 
+from bus.drop_queue import DropOldestQueue
 from capture.backends import open_source
 from capture.config import CaptureConfig, SourceSpec, parse_source
-from capture.drop_queue import DropOldestQueue
 from capture.errors import SourceError, StreamDropped
 from capture.reconnect import ReconnectDecision, ReconnectPolicy
 from capture.sampling import ClipAssembler, FrameSampler, StreamClock, fit_size

@@ -29,9 +29,9 @@ from dataclasses import asdict
 
 import numpy as np
 
+from bus.drop_queue import DropOldestQueue
 from capture.backends import open_source
 from capture.config import CaptureConfig
-from capture.drop_queue import DropOldestQueue
 from capture.errors import SourceError, StreamDropped
 from capture.redact import redact_source
 from capture.sampling import ClipAssembler, FrameSampler, PendingClip, StreamClock, fit_size, pacing_delay

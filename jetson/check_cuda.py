@@ -7,7 +7,7 @@ import sys
 
 import torch
 
-from ui.memory_monitor import MemoryMonitor
+from monitor.memory_monitor import MemoryMonitor
 
 
 def main() -> int:

@@ -24,11 +24,11 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.events import make_event  # noqa: E402
 from app.timeline.config import TimelineConfig  # noqa: E402
 from app.timeline.records import alert_row, answer_row  # noqa: E402
 from app.timeline.store import TimelineStore  # noqa: E402
 from app.timeline.thumbnails import thumbnail_jpeg  # noqa: E402
+from bus import Alert, Answer  # noqa: E402
 
 ANSWER = "A person in a dark jacket walks to the door, leaves a parcel on the step and goes back to a white van."
 
@@ -60,18 +60,16 @@ def main(argv: list[str] | None = None) -> None:
     times, alerts, largest = [], 0, 0
     for i in tqdm(range(answers), desc="writing", unit="answer"):
         t = 30.0 * (i + 1)
-        event = make_event("answer", stream="door", stream_time=t, question="What is happening at the door?",
-                           answer=f"{ANSWER} ({i})", auto=True, round=i + 1)  # fmt: skip
-        event["t_wall"] = origin + t
+        event = Answer(stream="door", stream_time=t, question="What is happening at the door?",
+                       answer=f"{ANSWER} ({i})", auto=True, round=i + 1, t_wall=origin + t)  # fmt: skip
         began = time.perf_counter()
         store.write([answer_row(event, t - 30.0, thumbs[i % len(thumbs)])], now=origin + t)
         times.append((time.perf_counter() - began) * 1000)
         if i % 30 == 0:  # 4 alerts an hour
             for state in ("begin", "end"):
-                alert = make_event("alert", stream="door", id=f"door-person-{i}", alert="person", state=state,
-                                   p_yes=0.9, stream_time=t, question="Is a person at the door?",
-                                   duration_s=20.0 if state == "end" else None)  # fmt: skip
-                alert["t_wall"] = origin + t
+                alert = Alert(stream="door", id=f"door-person-{i}", alert="person", state=state,
+                              p_yes=0.9, stream_time=t, question="Is a person at the door?",
+                              duration_s=20.0 if state == "end" else None, t_wall=origin + t)  # fmt: skip
                 store.write([alert_row(alert, thumbs[i % len(thumbs)])], now=origin + t)
                 alerts += 1
         wal = path.with_name(path.name + "-wal")

@@ -149,7 +149,7 @@ def check_device(ctx: Context) -> Result:
 def check_nvml(ctx: Context) -> Result:
     if not ctx.cuda:
         return Result("SKIP", "skipped (CPU)")
-    from ui.memory_monitor import MemoryMonitor, is_jetson
+    from monitor.memory_monitor import MemoryMonitor, is_jetson
 
     if is_jetson():
         return Result("SKIP", "Jetson: no NVML there (the monitor reads tegrastats / /proc/meminfo)")

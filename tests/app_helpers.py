@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import bus
+from bus import Event
 from capture.synth import write_video
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,9 +56,10 @@ def run_app(
     )
 
 
-def read_log(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+def read_log(path: Path) -> list[Event]:
+    """The events of a --log-jsonl file, read back through `bus.records` (every line must be a known record)."""
+    return list(bus.read_log(path))
 
 
-def of_type(events: list[dict], kind: str) -> list[dict]:
-    return [e for e in events if e["type"] == kind]
+def of_type(events: list[Event], kind: str) -> list[Event]:
+    return [e for e in events if e.TYPE == kind]

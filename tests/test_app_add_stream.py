@@ -16,12 +16,12 @@ from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.cli import parse_args
 from app.config import AppConfig
-from app.events import EventBus
 from app.printer import TerminalPrinter
 from app.stdin_questions import StdinQuestions
 from app.stream_factory import FreeMemory, StreamFactory
 from app.terminal import stream_adder, stream_remover
 from app.watches.spec import WatchSpec
+from bus import EventBus, StatusKind
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
 from model.session import SessionConfig
@@ -46,13 +46,13 @@ class Recorder:
 
     def of(self, kind, stream="*"):
         with self.lock:
-            return [e for e in self.events if e["type"] == kind and (stream == "*" or e.get("stream") == stream)]
+            return [e for e in self.events if e.TYPE == kind and (stream == "*" or e.stream == stream)]
 
     def wait_for(self, kind, stream, count):
         """Blocks until `count` events of `kind` named `stream` arrived (a hang fails after HANG_S)."""
         with self.changed:
             arrived = self.changed.wait_for(
-                lambda: sum(e["type"] == kind and e.get("stream") == stream for e in self.events) >= count, HANG_S
+                lambda: sum(e.TYPE == kind and e.stream == stream for e in self.events) >= count, HANG_S
             )
         assert arrived, f"no {count} {kind} events of stream {stream!r}"
 
@@ -86,13 +86,13 @@ def test_an_added_stream_is_watched_and_answered_under_its_name(running):
     assert list(assistant.streams) == ["a", "b"]
     recorder.wait_for("answer", "b", 2)  # the run's standing question, every 4 s of b's own stream time
     answers = recorder.of("answer", "b")
-    assert [a["stream_time"] for a in answers[:2]] == [4.0, 8.0] and answers[0]["question"] == "What now?"
-    assert answers[0]["cache_tokens_end"] <= 192
-    added = [e["message"] for e in recorder.of("status", "b")]
+    assert [a.stream_time for a in answers[:2]] == [4.0, 8.0] and answers[0].question == "What now?"
+    assert answers[0].cache_tokens_end <= 192
+    added = [e.message for e in recorder.of("status", "b")]
     assert added[0] == f"stream added; memory: {admission}" and added[1].startswith("watching file")
     assistant.ask("what is on screen?", stream="b")
     recorder.wait_for("answer", "b", 3)
-    asked = [(a["stream"], a["question"]) for a in recorder.of("answer") if a["question"] == "what is on screen?"]
+    asked = [(a.stream, a.question) for a in recorder.of("answer") if a.question == "what is on screen?"]
     assert asked == [("b", "what is on screen?")]
     # the new stream has the watches of every stream, not the ones that name other streams
     assert [w.spec.name for w in assistant.streams["b"].watches] == ["anyone"]
@@ -124,9 +124,9 @@ def test_a_bad_stream_is_refused_and_the_running_one_goes_on(running, tmp_path, 
     answers = len(recorder.of("answer", "a"))
     recorder.wait_for("clip", "a", clips + 2)
     recorder.wait_for("answer", "a", answers + 1)
-    times = [c["stream_time"] for c in recorder.of("clip", "a")]
+    times = [c.stream_time for c in recorder.of("clip", "a")]
     assert times == sorted(times) and len(set(times)) == len(times)  # its stream went on, never restarted
-    assert not recorder.of("error") and not [e for e in recorder.of("status") if "added" in e["message"]]
+    assert not recorder.of("error") and not [e for e in recorder.of("status") if "added" in e.message]
 
 
 def test_a_stream_that_does_not_fit_is_refused_with_the_arithmetic(running, monkeypatch):
@@ -182,11 +182,11 @@ def test_a_stream_typed_as_plus_name_equals_source_in_the_terminal_is_added_and_
     assert "'tcp:' sources cannot be chosen while running" in done.stderr
     assert "stream b added; memory: 2 stream(s) x (" in done.stderr
     events = read_log(log)
-    answers = [(a["stream"], a["question"]) for a in of_type(events, "answer")]
+    answers = [(a.stream, a.question) for a in of_type(events, "answer")]
     assert answers.count(("b", "what is on screen?")) == 1 and ("a", "what is on screen?") not in answers
-    auto = [a["stream_time"] for a in of_type(events, "answer") if a["stream"] == "a" and a["auto"]]
+    auto = [a.stream_time for a in of_type(events, "answer") if a.stream == "a" and a.auto]
     assert auto == [8.0, 16.0, 24.0]  # the run's standing question, at a's own stream time
-    assert {e["stream"] for e in of_type(events, "end")} == {"a", "b"}  # b, served whole, ends too
+    assert {e.stream for e in of_type(events, "end")} == {"a", "b"}  # b, served whole, ends too
     assert "[b]" in done.stdout  # several streams now: lines name their stream
 
 
@@ -271,8 +271,8 @@ def test_junk_streams_can_be_removed_so_that_a_real_one_fits_again():
         assert list(assistant.streams) == ["a"]
         assert not any(capture.is_alive() for capture in captures)  # their capture threads were joined
         assert all(s.cache.get_seq_length() == 0 for s in sessions)  # their caches emptied, then dropped
-        removed = [e for e in recorder.of("status") if e.get("removed")]
-        assert [(e["stream"], e["message"]) for e in removed] == [(n, "stream removed") for n in ("x", "y", "z")]
+        removed = [e for e in recorder.of("status") if e.kind is StatusKind.STREAM_REMOVED]
+        assert [(e.stream, e.message) for e in removed] == [(n, "stream removed") for n in ("x", "y", "z")]
         seen = len(recorder.of("clip", "x"))
         assistant.add_stream("door", _looping(video(24, size=(64, 48), fps=3.0)))  # a real one fits again
         recorder.wait_for("answer", "door", 1)

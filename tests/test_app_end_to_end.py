@@ -22,26 +22,26 @@ def test_ten_minutes_every_20_seconds_gives_30_answers_on_time(ten_minute_run):
     done, events = ten_minute_run
     assert done.returncode == 0, done.stderr[-2000:]
     answers = of_type(events, "answer")
-    assert [a["stream_time"] for a in answers] == [20.0 * k for k in range(1, 31)]
-    assert all(a["auto"] and a["question"] == "What is happening now?" for a in answers)
-    assert [a["round"] for a in answers] == list(range(1, 31))
+    assert [a.stream_time for a in answers] == [20.0 * k for k in range(1, 31)]
+    assert all(a.auto and a.question == "What is happening now?" for a in answers)
+    assert [a.round for a in answers] == list(range(1, 31))
     # recall is on by default (256): a question may bring back that much, never more, and only for its answer
-    assert max(a["cache_tokens_end"] for a in answers) <= BUDGET + DEFAULT_RECALL
-    assert all(a["recalled_tokens"] > 0 and a["store_tokens"] > 0 for a in answers[3:])
+    assert max(a.cache_tokens_end for a in answers) <= BUDGET + DEFAULT_RECALL
+    assert all(a.recalled_tokens > 0 and a.store_tokens > 0 for a in answers[3:])
     for a in answers:  # every field the design promises
         for field in ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "evict_ms", "kv_bytes"):
-            assert a[field] is not None
-        assert a["process_rss_bytes"] > 0 and "t_wall" in a
+            assert getattr(a, field) is not None
+        assert a.process_rss_bytes > 0 and a.t_wall > 0
 
 
 def test_clip_events_cover_the_stream_in_order(ten_minute_run):
     _, events = ten_minute_run
     clips = of_type(events, "clip")
-    times = [c["stream_time"] for c in clips]
+    times = [c.stream_time for c in clips]
     assert times == sorted(times) and len(set(times)) == len(times)
     assert times[-1] == pytest.approx(600.0, abs=1.0)
-    assert clips[-1]["dropped_clips"] == 0  # no realtime: the capture waits for the model
-    assert max(c["cache_tokens"] for c in clips) <= BUDGET
+    assert clips[-1].dropped_clips == 0  # no realtime: the capture waits for the model
+    assert max(c.cache_tokens for c in clips) <= BUDGET
     assert of_type(events, "end") and not of_type(events, "error")
 
 
@@ -52,7 +52,7 @@ def test_full_policy_grows_past_the_budget(tmp_path):
         "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    sizes = [c["cache_tokens"] for c in of_type(read_log(log), "clip")]
+    sizes = [c.cache_tokens for c in of_type(read_log(log), "clip")]
     assert sizes == sorted(sizes) and sizes[-1] > 2 * BUDGET
 
 
@@ -65,8 +65,8 @@ def test_stdin_questions_are_answered_in_order(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     answers = of_type(read_log(log), "answer")
-    assert [a["question"] for a in answers] == ["What color is the square?", "How many shapes?", "What changed?"]
-    assert not any(a["auto"] for a in answers)
+    assert [a.question for a in answers] == ["What color is the square?", "How many shapes?", "What changed?"]
+    assert not any(a.auto for a in answers)
     assert "── round 1" in done.stdout and "ttft" in done.stdout  # the terminal shows each answer
 
 
@@ -85,8 +85,8 @@ def test_a_damaged_file_is_an_error_event_and_the_run_ends_cleanly(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
     errors = of_type(events, "error")
-    assert errors and all(e["where"] == "capture" and "damaged.ts" in e["message"] for e in errors)
-    assert of_type(events, "end") and of_type(events, "clip")[-1]["stream_time"] >= 25  # decoding went on
+    assert errors and all(e.where == "capture" and "damaged.ts" in e.message for e in errors)
+    assert of_type(events, "end") and of_type(events, "clip")[-1].stream_time >= 25  # decoding went on
     assert len(of_type(events, "answer")) >= 2
 
 
@@ -101,8 +101,8 @@ def test_compiled_decoding_gives_the_same_answers(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         assert f"decode: {'compiled' if flags else 'eager'}" in done.stderr
         events = of_type(read_log(log), "answer")
-        assert max(a["cache_tokens_before"] for a in events) > BUDGET  # later answers follow an eviction
-        answers[flags] = [a["answer"] for a in events]
+        assert max(a.cache_tokens_before for a in events) > BUDGET  # later answers follow an eviction
+        answers[flags] = [a.answer for a in events]
     assert len(answers[()]) == 3 and answers[("--compile",)] == answers[()]
 
 
@@ -118,5 +118,5 @@ def test_cpu_kernels_give_the_same_answers(tmp_path):
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]
         assert f"CPU kernels {'on' if switch == '1' else 'off'}" in done.stderr
-        answers[switch] = [a["answer"] for a in of_type(read_log(log), "answer")]
+        answers[switch] = [a.answer for a in of_type(read_log(log), "answer")]
     assert len(answers["1"]) == 3 and answers["1"] == answers["0"]

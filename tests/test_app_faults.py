@@ -57,7 +57,7 @@ def test_config_file_sets_options_and_flags_win(tmp_path):
     done = run_app("--config", str(config), "--video", str(video(60)), "--no-realtime", "--max-rounds", "1")
     assert done.returncode == 0, done.stderr[-2000:]
     answers = of_type(read_log(log), "answer")
-    assert [a["stream_time"] for a in answers] == [4.0]  # every=4 from the file, --max-rounds 1 from the flag
+    assert [a.stream_time for a in answers] == [4.0]  # every=4 from the file, --max-rounds 1 from the flag
     bad = tmp_path / "bad.toml"
     bad.write_text("bugdet = 12\n")
     done = run_app("--config", str(bad), "--video", str(video(8)))
@@ -117,5 +117,6 @@ def test_a_stop_signal_mid_run_exits_0_with_a_complete_log(tmp_path, stop_signal
     lines = log.read_text().splitlines()
     events = [json.loads(line) for line in lines]  # every line is whole JSON
     assert events[-1]["type"] == "status" and events[-1]["message"] == "assistant stopped"
+    assert events[-1]["kind"] == "stopped" and events[-1]["v"] == 1  # the kind says it, not the text
     assert "Traceback" not in err
     assert f"{signal.Signals(stop_signal).name}: stopping" in err

@@ -56,8 +56,8 @@ def test_a_megabyte_question_typed_in_the_terminal_is_refused_and_the_run_goes_o
     assert done.returncode == 0, done.stderr[-2000:]
     assert "question refused: the question is too long (1048576 characters; at most 2000" in done.stderr
     events = read_log(log)
-    assert [a["question"] for a in of_type(events, "answer")] == ["what now?"]
-    assert of_type(events, "clip")[-1]["stream_time"] == 20.0 and not of_type(events, "error")
+    assert [a.question for a in of_type(events, "answer")] == ["what now?"]
+    assert of_type(events, "clip")[-1].stream_time == 20.0 and not of_type(events, "error")
 
 
 def test_a_flood_of_typed_questions_never_starves_the_video(tmp_path):
@@ -73,8 +73,8 @@ def test_a_flood_of_typed_questions_never_starves_the_video(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
-    assert [c["stream_time"] for c in of_type(events, "clip")] == [4.0 * k for k in range(1, 7)]
-    assert any("reached --duration 24s" in e["message"] for e in of_type(events, "status"))
+    assert [c.stream_time for c in of_type(events, "clip")] == [4.0 * k for k in range(1, 7)]
+    assert any("reached --duration 24s" in e.message for e in of_type(events, "status"))
     answers = of_type(events, "answer")
     assert 0 < len(answers) < 10_000
     assert "question refused: busy: 16 questions are already waiting" in done.stderr

@@ -56,7 +56,7 @@ def test_alerts_and_answers_reach_the_broker_and_the_webhook(outputs, tmp_path):
     done, log = _run(tmp_path, broker, receiver)
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
-    assert [a["state"] for a in of_type(events, "alert")] == ["begin"]  # threshold 0: on at the first check
+    assert [a.state for a in of_type(events, "alert")] == ["begin"]  # threshold 0: on at the first check
     # Home Assistant discovery: the watch as a binary sensor wired to the availability topic
     config = watcher.wait_topic("homeassistant/binary_sensor/edge-assistant/door_person/config").json()
     assert config["state_topic"] == "edge-assistant/door/person/state"
@@ -67,12 +67,12 @@ def test_alerts_and_answers_reach_the_broker_and_the_webhook(outputs, tmp_path):
     watcher.wait_topic("edge-assistant/available", b"online")
     watcher.wait_topic("edge-assistant/door/person/state", b"ON")
     begin = watcher.wait_topic("edge-assistant/door/events").json()
-    assert begin["state"] == "begin" and begin["id"] == of_type(events, "alert")[0]["id"]
+    assert begin["state"] == "begin" and begin["id"] == of_type(events, "alert")[0].id
     assert watcher.wait_topic("edge-assistant/door/person/snapshot").payload[:2] == b"\xff\xd8"  # a JPEG
     answers = [m.json() for m in watcher.messages if m.topic == "edge-assistant/door/answer"]
     watcher.wait_for(lambda m: m.topic == "edge-assistant/door/answer" and m.json()["stream_time"] == 16.0, "answers")
     answers = [m.json() for m in watcher.messages if m.topic == "edge-assistant/door/answer"]
-    assert [a["stream_time"] for a in answers] == [8.0, 16.0]
+    assert [a.stream_time for a in answers] == [8.0, 16.0]
     watcher.wait_for(lambda m: m.topic == "edge-assistant/available" and m.payload == b"offline", "offline at exit")
     # the webhook: the same JSON, signed
     posts = receiver.wait_for(3)

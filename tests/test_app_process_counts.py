@@ -3,7 +3,7 @@
 import threading
 
 from app.startup import memory_fields
-from ui.memory_monitor import MemoryMonitor
+from monitor.memory_monitor import MemoryMonitor
 
 
 def test_answer_fields_follow_threads_and_file_descriptors(tmp_path):

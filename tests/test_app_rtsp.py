@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from bus import from_record
 from tests.app_helpers import REPO, app_command
 from tests.capture_helpers import Media
 from tests.rtsp_server import RtspServer, require_rtsp_server
@@ -33,7 +34,7 @@ def _events(log: Path) -> list[dict]:
     if not log.exists():
         return []
     lines = log.read_text().splitlines()
-    return [json.loads(line) for line in lines if line.endswith("}")]
+    return [from_record(json.loads(line)) for line in lines if line.endswith("}")]
 
 
 def _wait(log: Path, app: subprocess.Popen, done, what: str) -> list[dict]:
@@ -48,7 +49,7 @@ def _wait(log: Path, app: subprocess.Popen, done, what: str) -> list[dict]:
 
 
 def _clips(events: list[dict], stream: str) -> list[dict]:
-    return [e for e in events if e["type"] == "clip" and e["stream"] == stream]
+    return [e for e in events if e.TYPE == "clip" and e.stream == stream]
 
 
 def test_a_restarted_rtsp_server_is_reconnected_while_the_other_stream_goes_on(video, tmp_path):
@@ -70,7 +71,7 @@ def test_a_restarted_rtsp_server_is_reconnected_while_the_other_stream_goes_on(v
             events = _wait(
                 log,
                 app,
-                lambda ev: any(c["t_wall"] > restarted_at + 2.0 for c in _clips(ev, "door")),
+                lambda ev: any(c.t_wall > restarted_at + 2.0 for c in _clips(ev, "door")),
                 "clips of door after its server restarted",
             )
             app.send_signal(signal.SIGINT)
@@ -80,9 +81,9 @@ def test_a_restarted_rtsp_server_is_reconnected_while_the_other_stream_goes_on(v
                 os.killpg(app.pid, signal.SIGKILL)
                 app.wait()
     assert app.returncode == 0, stderr[-2000:]
-    door_events = [e for e in events if e["stream"] == "door" and e["type"] == "capture"]
-    assert [e["state"] for e in door_events if e["kind"] == "reconnect"][:2] == ["reconnecting", "watching"]
-    yard_times = [c["t_wall"] for c in _clips(events, "yard")]
+    door_events = [e for e in events if e.stream == "door" and e.TYPE == "capture"]
+    assert [e.state for e in door_events if e.kind == "reconnect"][:2] == ["reconnecting", "watching"]
+    yard_times = [c.t_wall for c in _clips(events, "yard")]
     during = [t for t in yard_times if restarted_at - 1.0 <= t <= restarted_at + 2.0]
     assert during, "the yard stream stopped while the door's server was down"
-    assert not [e for e in events if e["stream"] == "yard" and e["type"] in ("error", "capture")]
+    assert not [e for e in events if e.stream == "yard" and e.TYPE in ("error", "capture")]

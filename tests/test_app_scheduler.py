@@ -5,8 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from app.events import EventBus, JsonlLog, make_event
+from app.events import JsonlLog
 from app.scheduler import StandingQuestion
+from bus import EventBus
+from tests.event_helpers import make_event
 
 
 def test_question_due_at_each_multiple_of_the_interval():
@@ -66,4 +68,4 @@ def test_a_failing_subscriber_does_not_stop_the_others():
     bus.subscribe(broken)
     bus.subscribe(seen.append)
     bus.publish(make_event("status", message="hi"))
-    assert [e["message"] for e in seen] == ["hi"]
+    assert [e.message for e in seen] == ["hi"]

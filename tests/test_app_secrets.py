@@ -55,9 +55,9 @@ def test_a_password_in_a_source_url_appears_nowhere(ts_bytes, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert server.logins >= 1  # the capture logged in with the real password
     events = read_log(log)
-    assert [e for e in of_type(events, "clip") if e["stream"] == "cam"], "no clip of the stream behind the login"
-    assert [e for e in of_type(events, "capture") if e["stream"] == "door" and e["state"] == "reconnecting"]
-    watching = [e["message"] for e in of_type(events, "status") if e["message"].startswith("watching stream")]
+    assert [e for e in of_type(events, "clip") if e.stream == "cam"], "no clip of the stream behind the login"
+    assert [e for e in of_type(events, "capture") if e.stream == "door" and e.state == "reconnecting"]
+    watching = [e.message for e in of_type(events, "status") if e.message.startswith("watching stream")]
     assert any("http://***@127.0.0.1" in m for m in watching) and any("rtsp://***@127.0.0.1" in m for m in watching)
     for where, text in (("stdout", done.stdout), ("stderr", done.stderr), ("log", log.read_text())):
         assert SECRET not in text, f"the password is in {where}"

@@ -5,9 +5,9 @@ import shutil
 
 from app.assistant import Assistant, RunLimits
 from app.cli import main
-from app.events import EventBus
 from app.scheduler import StandingQuestion
 from app.stream import Stream
+from bus import EventBus
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.session import SessionConfig, StreamingSession
@@ -33,7 +33,7 @@ def test_a_store_folder_removed_mid_run_is_an_error_event_and_every_round_is_ans
     bus.subscribe(recorder)
 
     def remove_after_the_third_clip(event):  # runs in the model worker, between clips
-        if event["type"] == "clip" and event["index"] == 3:
+        if event.TYPE == "clip" and event.index == 3:
             assert any(folder.glob("kv-store-*/*.pt"))
             shutil.rmtree(folder)
 
@@ -44,14 +44,14 @@ def test_a_store_folder_removed_mid_run_is_an_error_event_and_every_round_is_ans
     assert assistant.done.wait(120)
     assistant.stop()
     errors = recorder.of("error")
-    assert errors and all(e["where"] == "store" for e in errors)
-    messages = [e["message"] for e in errors]
+    assert errors and all(e.where == "store" for e in errors)
+    messages = [e.message for e in errors]
     assert sum("cannot write" in m and "RAM only" in m for m in messages) == 1
     assert sum("could not be read back" in m for m in messages) <= 1  # once, however many blocks it held
     answers = recorder.of("answer")
-    assert [a["stream_time"] for a in answers] == [8.0, 16.0, 24.0, 32.0, 40.0]
+    assert [a.stream_time for a in answers] == [8.0, 16.0, 24.0, 32.0, 40.0]
     clips = recorder.of("clip")
-    assert clips[-1]["store_tokens"] > clips[3]["store_tokens"]  # still filling, in RAM
-    assert all(a["cache_tokens_end"] <= 192 + 64 for a in answers)
-    assert {c["store_oldest_time"] for c in clips[:3]} == {0.0}  # on disk, from the stream's start
-    assert clips[-1]["store_oldest_time"] == 12.0  # what was on disk is lost; RAM holds from clip 4 (12 s) on
+    assert clips[-1].store_tokens > clips[3].store_tokens  # still filling, in RAM
+    assert all(a.cache_tokens_end <= 192 + 64 for a in answers)
+    assert {c.store_oldest_time for c in clips[:3]} == {0.0}  # on disk, from the stream's start
+    assert clips[-1].store_oldest_time == 12.0  # what was on disk is lost; RAM holds from clip 4 (12 s) on

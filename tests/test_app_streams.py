@@ -3,6 +3,7 @@ stream, answers of one stream untouched by the others, a network stream that is 
 
 import pytest
 
+from bus import ErrorEvent, Status, WarningEvent
 from tests.app_helpers import of_type, read_log, run_app, video
 from tests.capture_helpers import closed_port_url
 
@@ -11,7 +12,7 @@ COMMON = ("--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256",
 
 
 def _answers(events, stream):
-    return [(a["stream_time"], a["question"], a["answer"]) for a in of_type(events, "answer") if a["stream"] == stream]
+    return [(a.stream_time, a.question, a.answer) for a in of_type(events, "answer") if a.stream == stream]
 
 
 @pytest.fixture(scope="module")
@@ -29,18 +30,19 @@ def two_streams(tmp_path_factory):
 def test_both_streams_are_watched_and_answered_in_one_process(two_streams):
     done, events, _ = two_streams
     for name in ("a", "b"):
-        clips = [c for c in of_type(events, "clip") if c["stream"] == name]
-        assert [c["stream_time"] for c in clips] == [4.0 * k for k in range(1, 7)]
-        assert all(c["lag_s"] >= 0 and c["cache_tokens"] <= 256 for c in clips)
+        clips = [c for c in of_type(events, "clip") if c.stream == name]
+        assert [c.stream_time for c in clips] == [4.0 * k for k in range(1, 7)]
+        assert all(c.lag_s >= 0 and c.cache_tokens <= 256 for c in clips)
         assert [t for t, _, _ in _answers(events, name)] == [8.0, 16.0, 24.0]
-    assert {e["stream"] for e in of_type(events, "end")} == {"a", "b"}
-    assert all("stream" in e for e in events)  # every event names its stream (None: the whole process)
+    assert {e.stream for e in of_type(events, "end")} == {"a", "b"}
+    # every event names its stream (None: the whole process): stream events never leave it out
+    assert all(e.stream in ("a", "b") for e in events if not isinstance(e, (Status, WarningEvent, ErrorEvent)))
     assert done.stderr.count("loading tiny") == 1  # one model for both
 
 
 def test_the_worker_serves_streams_in_turn(two_streams):
     _, events, _ = two_streams
-    order = [c["stream"] for c in of_type(events, "clip")][:6]
+    order = [c.stream for c in of_type(events, "clip")][:6]
     assert order.count("a") == order.count("b") == 3  # one clip of each stream per turn: neither is starved
     assert "aaa" not in "".join(order) and "bbb" not in "".join(order)
 
@@ -48,8 +50,8 @@ def test_the_worker_serves_streams_in_turn(two_streams):
 def test_a_stream_answers_the_same_whether_or_not_another_stream_shares_the_model(two_streams):
     _, together, alone = two_streams
     # due at the same stream second, the two streams' answers were decoded as one batch ...
-    assert {a["batch"] for a in of_type(together, "answer")} == {2}
-    assert {a["batch"] for a in of_type(alone, "answer")} == {1}
+    assert {a.batch for a in of_type(together, "answer")} == {2}
+    assert {a.batch for a in of_type(alone, "answer")} == {1}
     # ... and are token for token what the stream answers alone
     assert _answers(together, "b") == _answers(alone, "b")
     assert _answers(together, "a") != _answers(together, "b")  # other clips, other answers
@@ -62,7 +64,7 @@ def test_a_question_typed_for_one_stream_is_answered_by_that_stream_only(tmp_pat
         "--every", "0", "--log-jsonl", str(log), stdin="b: what is on screen?\nwhat now?\n",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    asked = [(a["stream"], a["question"]) for a in of_type(read_log(log), "answer")]
+    asked = [(a.stream, a.question) for a in of_type(read_log(log), "answer")]
     assert asked.count(("b", "what is on screen?")) == 1 and ("a", "what is on screen?") not in asked
     assert sorted(s for s, q in asked if q == "what now?") == ["a", "b"]
 
@@ -75,9 +77,9 @@ def test_a_network_stream_that_is_down_reconnects_while_the_others_answer(tmp_pa
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
-    assert [a["stream"] for a in of_type(events, "answer")] == ["a", "a", "a"]
-    down = [e for e in of_type(events, "error") if e["stream"] == "cam"]
-    assert down and "reconnecting" in down[0]["message"]
-    states = [e["state"] for e in of_type(events, "capture") if e["stream"] == "cam"]
+    assert [a.stream for a in of_type(events, "answer")] == ["a", "a", "a"]
+    down = [e for e in of_type(events, "error") if e.stream == "cam"]
+    assert down and "reconnecting" in down[0].message
+    states = [e.state for e in of_type(events, "capture") if e.stream == "cam"]
     assert states and set(states) == {"reconnecting"}  # the page and the log can show it as down
-    assert not [e for e in of_type(events, "error") if e["stream"] == "a"]
+    assert not [e for e in of_type(events, "error") if e.stream == "a"]

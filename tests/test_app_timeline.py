@@ -41,7 +41,7 @@ def test_answers_land_in_the_timeline_and_history_finds_them(tmp_path, timeline_
     answers = [m for m in moments if m["kind"] == "answer"]
     assert sorted(m["end_s"] for m in answers) == [8.0, 16.0, 24.0]
     assert all(m["stream"] == "door" and m["who"] == "standing" for m in answers)
-    said = {a["answer"] for a in of_type(read_log(log), "answer")}
+    said = {a.answer for a in of_type(read_log(log), "answer")}
     assert {m["text"] for m in answers} == said
     if not is_postgres(timeline):
         assert sqlite3.connect(timeline).execute("PRAGMA integrity_check").fetchone() == ("ok",)
@@ -61,11 +61,11 @@ def test_a_person_question_gets_earlier_moments_as_cited_notes(tmp_path, timelin
         assert done.returncode == 0, done.stderr[-2000:]
         runs[notes] = of_type(read_log(log), "answer")
     with_notes, without = runs["--timeline-notes"], runs["--no-timeline-notes"]
-    assert with_notes and with_notes[0]["question"] == "What is happening now?"  # recorded as asked
-    cited = [e for e in with_notes[0]["evidence"] if e["source"] == "timeline"]
+    assert with_notes and with_notes[0].question == "What is happening now?"  # recorded as asked
+    cited = [e for e in with_notes[0].evidence if e["source"] == "timeline"]
     assert cited and all(e["stream"] == "door" and e["row_id"] > 0 and e["end"] in (8.0, 16.0, 24.0) for e in cited)
-    assert with_notes[0]["prefill_tokens"] > without[0]["prefill_tokens"]  # the notes were in the prompt
-    assert not [e for e in without[0]["evidence"] if e["source"] == "timeline"]
+    assert with_notes[0].prefill_tokens > without[0].prefill_tokens  # the notes were in the prompt
+    assert not [e for e in without[0].evidence if e["source"] == "timeline"]
 
 
 def test_an_unusable_timeline_exits_2_and_a_corrupt_one_is_left_as_it_was(tmp_path):

@@ -5,9 +5,9 @@ import threading
 import pytest
 
 from app.assistant import Assistant, RunLimits
-from app.events import EventBus
 from app.scheduler import StandingQuestion
 from app.stream import Stream
+from bus import EventBus
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
 from model.session import SessionConfig, StreamingSession
@@ -26,7 +26,7 @@ class Recorder:
 
     def of(self, kind):
         with self.lock:
-            return [e for e in self.events if e["type"] == kind]
+            return [e for e in self.events if e.TYPE == kind]
 
 
 def _assistant(every=0.0, limits=None):
@@ -61,11 +61,11 @@ def test_a_failing_round_is_an_error_event_and_the_stream_goes_on():
     assert assistant.done.wait(120)
     assistant.stop()
     errors = recorder.of("error")
-    assert len(errors) == 1 and errors[0]["where"] == "answer" and "simulated device error" in errors[0]["message"]
+    assert len(errors) == 1 and errors[0].where == "answer" and "simulated device error" in errors[0].message
     answers = recorder.of("answer")
-    assert [a["stream_time"] for a in answers] == [16.0, 24.0, 32.0, 40.0]  # round at 8 s failed, the rest ran
-    assert answers[-1]["cache_tokens_end"] <= 192
-    assert recorder.of("clip")[-1]["stream_time"] == pytest.approx(40.0, abs=1)
+    assert [a.stream_time for a in answers] == [16.0, 24.0, 32.0, 40.0]  # round at 8 s failed, the rest ran
+    assert answers[-1].cache_tokens_end <= 192
+    assert recorder.of("clip")[-1].stream_time == pytest.approx(40.0, abs=1)
 
 
 def _wait_for(recorder, kind, count, seconds=60.0):
@@ -88,10 +88,10 @@ def test_questions_wait_their_turn_and_keep_their_order():
         t.join()
     _wait_for(recorder, "answer", len(asked) + 2)
     assistant.stop()
-    questions = [a["question"] for a in recorder.of("answer")]
+    questions = [a.question for a in recorder.of("answer")]
     assert questions[:4] == asked and sorted(questions[4:]) == ["tab 0?", "tab 1?"]
     # pieces of one answer are never interleaved with another's
-    rounds = [e["round"] for e in recorder.events if e["type"] in ("answer_start", "answer_piece", "answer")]
+    rounds = [e.round for e in recorder.events if e.TYPE in ("answer_start", "answer_piece", "answer")]
     assert rounds == sorted(rounds)
 
 
@@ -106,7 +106,7 @@ def test_bad_questions_and_sources_leave_the_state_alone(tmp_path):
         assistant.watch(CaptureConfig(str(tmp_path / "missing.mp4")))
     _wait_for(recorder, "end", 1)  # the stream keeps going after both
     assistant.stop()
-    assert recorder.of("end") and recorder.of("clip")[-1]["stream_time"] == pytest.approx(40.0, abs=1)
+    assert recorder.of("end") and recorder.of("clip")[-1].stream_time == pytest.approx(40.0, abs=1)
     assert not recorder.of("error")
 
 
@@ -127,11 +127,11 @@ def test_a_dropped_network_stream_is_reconnected_and_answers_go_on(tmp_path):
         )
         assert assistant.done.wait(120)
         assistant.stop()
-    reconnects = [e for e in recorder.of("capture") if e["kind"] == "reconnect"]
+    reconnects = [e for e in recorder.of("capture") if e.kind == "reconnect"]
     assert len(reconnects) >= 2  # "dropped, reconnecting" and "reconnected"
     answers = recorder.of("answer")
     clips = recorder.of("clip")
-    assert clips[-1]["stream_time"] >= 20.0  # frames from after the cut arrived
-    assert answers[-1]["stream_time"] >= 20.0 and len(answers) >= 5  # and the rounds went on
+    assert clips[-1].stream_time >= 20.0  # frames from after the cut arrived
+    assert answers[-1].stream_time >= 20.0 and len(answers) >= 5  # and the rounds went on
     # the server finally answers 404: the capture gives up, which is reported, and the run ends cleanly
-    assert recorder.of("error")[-1]["where"] == "capture" and recorder.of("end")
+    assert recorder.of("error")[-1].where == "capture" and recorder.of("end")

@@ -7,10 +7,10 @@ import time
 import pytest
 
 from app.assistant import Assistant, RunLimits
-from app.events import EventBus
 from app.input_limits import AssistantBusy, InputLimits
 from app.scheduler import StandingQuestion
 from app.stream import Stream
+from bus import EventBus
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.session import SessionConfig, StreamingSession
@@ -50,9 +50,9 @@ def test_a_megabyte_question_is_refused_before_it_is_queued_and_the_assistant_go
     assistant.ask("what is in the corner?")
     assert assistant.done.wait(120)
     assistant.stop()
-    asked = [e["question"] for e in recorder.of("answer_start")]
+    asked = [e.question for e in recorder.of("answer_start")]
     assert asked == ["x" * 40, "what is in the corner?"]  # the long one never reached the model
-    assert recorder.of("clip")[-1]["stream_time"] == pytest.approx(16.0, abs=1) and not recorder.of("error")
+    assert recorder.of("clip")[-1].stream_time == pytest.approx(16.0, abs=1) and not recorder.of("error")
 
 
 def test_pending_questions_are_bounded_and_one_more_is_busy():
@@ -66,7 +66,7 @@ def test_pending_questions_are_bounded_and_one_more_is_busy():
     assistant.ask("after the queue emptied?")  # room again once answers were given
     _wait_for(recorder, "answer", 4)
     assistant.stop()
-    assert [a["question"] for a in recorder.of("answer")] == [
+    assert [a.question for a in recorder.of("answer")] == [
         "question 0?", "question 1?", "question 2?", "after the queue emptied?"
     ]  # fmt: skip
 
@@ -101,10 +101,10 @@ def test_a_flood_of_questions_never_starves_the_video():
     assistant.stop()
     clips = recorder.of("clip")
     assert ended, f"the run did not end: {len(clips)} clips, {len(recorder.of('answer'))} answers"
-    assert [c["stream_time"] for c in clips] == [4.0 * k for k in range(1, 11)]
+    assert [c.stream_time for c in clips] == [4.0 * k for k in range(1, 11)]
     assert busy > 0 and len(accepted) < 10_000
     answers = recorder.of("answer")
-    assert answers and [a["question"] for a in answers] == [f"flood {i}?" for i in accepted[: len(answers)]]
+    assert answers and [a.question for a in answers] == [f"flood {i}?" for i in accepted[: len(answers)]]
 
 
 def test_the_page_says_busy_and_too_long_from_the_real_assistant():

@@ -1,4 +1,6 @@
-"""Imports point one way: `app -> ui, capture, model -> cache`, and inside `cache/` the two rooms below tier 1
+"""Imports point one way: `app -> ui, capture, model -> cache`; every room but model/ and cache/ may stand on
+`bus/` (the typed events, their records, the event bus, the drop-oldest queue, stream-time clocks), which stands
+on nothing; inside `cache/` the two rooms below tier 1
 (`cache/store/`, `cache/cpu/`) never reach back up into the cache, its layers, the runner or the decode step.
 
 Read from the source with `ast`, so a late import inside a function counts as much as one at the top. Imports
@@ -9,14 +11,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("app", "ui", "capture", "model", "cache", "quality")
+PACKAGES = ("app", "ui", "capture", "model", "cache", "quality", "bus", "monitor")
 ALLOWED = {  # package -> the project's packages it may import
-    "app": {"ui", "capture", "model", "cache", "quality"},
-    "ui": {"capture", "model", "cache"},
-    "capture": set(),
+    "app": {"ui", "capture", "model", "cache", "quality", "bus", "monitor"},
+    "ui": {"capture", "model", "cache", "bus"},
+    "capture": {"bus"},
     "model": {"cache"},
     "cache": set(),
     "quality": {"model", "cache"},
+    "bus": set(),  # the bottom floor
+    "monitor": set(),  # memory readings: a room of their own
 }
 TIER_ONE = {"cache.bounded_cache", "cache.static_layer", "cache.runner", "cache.decode"}  # the cache and its driving
 
@@ -72,6 +76,29 @@ def test_packages_import_only_the_layers_below_them():
         if (home := module.split(".")[0]) != (other := target.split(".")[0]) and other not in ALLOWED[home]
     ]
     assert not wrong, "imports against the layer order:\n" + "\n".join(sorted(wrong))
+
+
+def test_outputs_and_timeline_take_nothing_from_capture():
+    """The outputs and the timeline get their queue and their events from `bus/`, not from the capture room."""
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in IMPORTS.items()
+        if module.startswith(("app.outputs", "app.timeline"))
+        for target in targets
+        if target.split(".")[0] == "capture"
+    ]
+    assert not wrong, "\n".join(sorted(wrong))
+    # the names this test checks exist, and take from bus/ what they took from capture/ before
+    for module in ("app.outputs.publisher", "app.outputs.webhook", "app.timeline.writer"):
+        assert any(target.split(".")[0] == "bus" for target in IMPORTS[module]), module
+
+
+def test_memory_readings_live_in_monitor_only():
+    """The memory monitor left ui/ (only app/, jetson/ and scripts/ use it): nothing is left of it there."""
+    assert "monitor.memory_monitor" in MODULES and "monitor.backends.nvml" in MODULES
+    assert not [name for name in MODULES if name.startswith(("ui.memory_monitor", "ui.memory_backends"))]
+    users = [module for module, targets in IMPORTS.items() if "monitor.memory_monitor" in targets]
+    assert users and all(module.split(".")[0] in ("app", "monitor") for module in users), users
 
 
 def test_the_store_and_the_cpu_kernels_never_import_tier_one():

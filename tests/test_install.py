@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED = ("app", "cache", "capture", "model", "ui")
+SHIPPED = ("app", "bus", "cache", "capture", "model", "monitor", "ui")
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import io
 
-from app.events import make_event
 from app.printer import TerminalPrinter, kept_share
+from tests.event_helpers import make_event
 from ui import render, stream_slots
 from ui.state import LiveState
 

@@ -15,10 +15,10 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from ui.memory_backends.meminfo import MeminfoBackend, meminfo_reading, parse_meminfo
-from ui.memory_backends.nvml import process_bytes_from
-from ui.memory_backends.tegrastats import TegrastatsBackend, parse_tegrastats_line
-from ui.memory_monitor import MemoryMonitor, MemorySample, is_jetson, pick_backend
+from monitor.backends.meminfo import MeminfoBackend, meminfo_reading, parse_meminfo
+from monitor.backends.nvml import process_bytes_from
+from monitor.backends.tegrastats import TegrastatsBackend, parse_tegrastats_line
+from monitor.memory_monitor import MemoryMonitor, MemorySample, is_jetson, pick_backend
 
 DATA = Path(__file__).parent / "data" / "tegrastats"
 MIB = 1024**2

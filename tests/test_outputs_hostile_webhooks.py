@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from app.events import make_event
 from app.outputs import WebhookConfig, WebhookSink
 from app.outputs.http_post import RESPONSE_LIMIT, PostError, final_status, post, request_bytes
-from app.outputs.supervisor import RestartPolicy
+from app.supervisor import RestartPolicy
+from tests.event_helpers import make_event
 from tests.mqtt_broker import free_port
 from tests.webhook_receiver import Receiver, endless_body, endless_status_line, garbage, redirect, trickle
 

@@ -19,10 +19,11 @@ import paho.mqtt.client as paho
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from app.events import EventBus, make_event
 from app.outputs import MqttConfig, MqttSink, OutputPublisher
 from app.outputs.mqtt_config import parse_mqtt_url
-from app.outputs.supervisor import RestartPolicy
+from app.supervisor import RestartPolicy
+from bus import EventBus
+from tests.event_helpers import make_event
 from tests.mqtt_broker import MosquittoBroker
 from tests.mqtt_watcher import Watcher
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import threading
 
-from app.events import EventBus, make_event
 from app.outputs import OutputPublisher
-from app.outputs.publisher import report_due
+from app.worker import report_due
+from bus import EventBus
+from tests.event_helpers import make_event
 
 WAIT_S = 10.0
 
@@ -63,7 +64,7 @@ def test_full_queue_drops_the_oldest_counts_and_reports():
         got = sink.wait_for(3)
     finally:
         publisher.close(timeout=5.0)
-    assert [e["round"] for e in got] == [3, 4, 5]
+    assert [e.round for e in got] == [3, 4, 5]
     assert any("2 events dropped" in message for message in errors), errors
     assert sink.started and sink.closed
 
@@ -77,7 +78,7 @@ def test_a_failing_sink_is_reported_and_the_others_still_get_every_event():
     try:
         for i in range(3):
             bus.publish(answer(i))
-        assert [e["round"] for e in good.wait_for(3)] == [0, 1, 2]
+        assert [e.round for e in good.wait_for(3)] == [0, 1, 2]
     finally:
         bus.unsubscribe(publisher)
         publisher.close(timeout=5.0)
@@ -93,4 +94,4 @@ def test_close_delivers_what_is_queued_and_joins():
     publisher.start()
     publisher.close(timeout=5.0)
     assert len(sink.events) == 10
-    assert not publisher._thread.is_alive()
+    assert not publisher.worker._thread.is_alive()

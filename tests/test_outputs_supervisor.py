@@ -9,9 +9,10 @@ import threading
 
 import pytest
 
-from app.events import EventBus, make_event
 from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
-from app.outputs.supervisor import RestartPolicy, run_supervised
+from app.supervisor import RestartPolicy, run_supervised
+from bus import EventBus
+from tests.event_helpers import make_event
 from tests.test_outputs_publisher import RecordingSink
 from tests.webhook_receiver import Receiver
 
@@ -80,14 +81,14 @@ def test_a_crashed_publisher_thread_is_reported_once_and_restarts(monkeypatch):
     sink, errors = RecordingSink(), []
     bus = EventBus()
     publisher = OutputPublisher([sink], on_error=errors.append)
-    monkeypatch.setattr(publisher, "_report_drops", crash_once(publisher._report_drops))
+    monkeypatch.setattr(publisher.worker, "_report_drops", crash_once(publisher.worker._report_drops))
     bus.subscribe(publisher)
     publisher.start()
     try:
         bus.publish(answer(1))
         bus.publish(answer(2))
         bus.publish(answer(3))
-        rounds = [e["round"] for e in sink.wait_for(3)]
+        rounds = [e.round for e in sink.wait_for(3)]
     finally:
         bus.unsubscribe(publisher)
         publisher.close(timeout=WAIT_S)

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.events import EventBus, make_event
 from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
 from app.outputs.webhook import SIGNATURE_HEADER, backoff_delay
+from bus import EventBus
+from tests.event_helpers import make_event
 from tests.webhook_receiver import Receiver
 
 WAIT_S = 10.0
@@ -207,7 +208,7 @@ def test_slow_and_unreachable_webhooks_delay_neither_the_bus_nor_another_webhook
         bus.unsubscribe(publisher)
         publisher.close(timeout=1.5)
     assert len(slow.wait_for(6)) == 6
-    assert sinks[1].delivered == 0 and all(not s._thread.is_alive() for s in sinks)
+    assert sinks[1].delivered == 0 and all(not s.worker._thread.is_alive() for s in sinks)
 
 
 def test_credentials_in_the_url_and_unsafe_characters_are_refused_without_echoing_them():

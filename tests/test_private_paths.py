@@ -9,9 +9,11 @@ import logging
 import stat
 from pathlib import Path
 
-from app.events import JsonlLog, make_event
+from app.events import JsonlLog, redacted
 from app.timeline import TimelineConfig
 from app.timeline.store import TimelineStore
+from bus import to_record
+from tests.event_helpers import make_event
 
 
 def mode(path: Path) -> int:
@@ -56,7 +58,7 @@ def test_a_shared_folder_is_left_alone_with_a_warning_and_the_file_made_0600(tmp
 def test_the_event_log_is_created_0600_and_an_existing_one_made_0600(tmp_path):
     new = tmp_path / "logs" / "events.jsonl"
     log = JsonlLog(new)
-    log(make_event("status", stream=None, message="watching stream 'rtsp://u:SECRETPW@10.0.0.5/x'"))
+    log(redacted(make_event("status", stream=None, message="watching stream 'rtsp://u:SECRETPW@10.0.0.5/x'")))
     log.close()
     assert mode(new) == 0o600 and mode(new.parent) == 0o700
     record = json.loads(new.read_text())
@@ -70,13 +72,20 @@ def test_the_event_log_is_created_0600_and_an_existing_one_made_0600(tmp_path):
 
 
 def test_events_are_redacted_at_any_depth():
-    event = make_event(
-        "answer",
-        stream="cam",
-        answer="see http://a:SECRETPW@cam/x",
-        evidence=[{"source": "rtsp://u:SECRETPW@h/x", "start": 1.0}],
-        pair=("token", "https://h/x?token=SECRETPW"),
-        n=3,
+    event = redacted(
+        make_event(
+            "answer",
+            stream="cam",
+            round=1,
+            question="what is at rtsp://u:SECRETPW@h/y?",
+            answer="see http://a:SECRETPW@cam/x",
+            evidence=[
+                {"source": "rtsp://u:SECRETPW@h/x", "start": 1.0, "pair": ("token", "https://h/x?token=SECRETPW")}
+            ],
+            answer_tokens=3,
+        )
     )
-    assert "SECRETPW" not in json.dumps(event)
-    assert event["n"] == 3 and event["evidence"][0]["start"] == 1.0 and isinstance(event["pair"], tuple)
+    assert "SECRETPW" not in json.dumps(to_record(event))
+    assert "SECRETPW" not in event.question and "SECRETPW" not in event.answer
+    assert event.answer_tokens == 3 and event.evidence[0]["start"] == 1.0
+    assert isinstance(event.evidence[0]["pair"], tuple)

@@ -124,7 +124,7 @@ def test_the_app_takes_logins_from_a_file_and_the_environment(ts_bytes, tmp_path
     assert done.returncode == 0, done.stderr[-3000:]
     assert door.logins >= 1 and yard.logins >= 1
     events = read_log(log)
-    assert {e["stream"] for e in of_type(events, "clip")} == {"door", "back-yard"}
+    assert {e.stream for e in of_type(events, "clip")} == {"door", "back-yard"}
     for text in (done.stdout, done.stderr, log.read_text()):
         assert "SECRET" not in text
 

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from app.events import make_event
 from app.printer import TerminalPrinter
 from app.text_safety import printable
+from tests.event_helpers import make_event
 
 CLEAR = "\x1b[2J\x1b[H"
 LINK = "\x1b]8;;https://example.invalid/x\x1b\\click\x1b]8;;\x1b\\"
@@ -25,13 +25,15 @@ def hostile_events(stream: str) -> list[dict]:
     return [
         make_event("status", stream=stream, message=f"watching rtsp://cam{TITLE}/live"),
         make_event("answer_start", stream=stream, auto=False, round=1, stream_time=4.0, question=f"what{CLEAR}?"),
-        make_event("answer_piece", stream=stream, text="a door\x1b]8;;https://example.invalid/x\x1b\\"),
-        make_event("answer_piece", stream=stream, text="click\x1b]8;;\x1b\\ opened\x1b"),
-        make_event("answer_piece", stream=stream, text="[2J" + C1_CSI),
+        make_event("answer_piece", stream=stream, round=1, text="a door\x1b]8;;https://example.invalid/x\x1b\\"),
+        make_event("answer_piece", stream=stream, round=1, text="click\x1b]8;;\x1b\\ opened\x1b"),
+        make_event("answer_piece", stream=stream, round=1, text="[2J" + C1_CSI),
         make_event("answer", stream=stream, **answer),
         make_event("error", stream=stream, where="capture", message=f"cannot open {CLEAR}cam\r\x08\x08"),
         make_event("warning", stream=stream, where="ingest", message=f"slow{TITLE}"),
-        make_event("alert", stream=stream, alert=f"door{CLEAR}", state="begin", stream_time=8.0, p_yes=0.9),
+        make_event(
+            "alert", stream=stream, id="door-1", alert=f"door{CLEAR}", state="begin", stream_time=8.0, p_yes=0.9
+        ),
         make_event("capture", stream=stream, kind="reconnect", message=f"reconnected {LINK}", state="watching"),
         make_event("end", stream=stream, reason="eof", message=f"done{C1_CSI}", stream_time=8.0),
     ]

@@ -21,8 +21,9 @@ import time
 
 import numpy as np
 
-from app.events import EventBus, make_event
 from app.timeline import TimelineConfig, TimelineWriter, timeline_location
+from bus import EventBus
+from tests.event_helpers import make_event
 
 writer = TimelineWriter(TimelineConfig(timeline_location(sys.argv[1]), check_every=16, max_bytes=1024 * 1024))
 bus = EventBus()
@@ -32,7 +33,7 @@ preview = np.random.default_rng(0).integers(0, 256, (120, 200, 3), np.uint8)
 index, reported = 0, 0
 while True:
     index += 1
-    bus.publish(make_event("clip", stream="door", stream_time=4.0 * index, preview=preview))
+    bus.publish(make_event("clip", stream="door", index=index, stream_time=4.0 * index, preview=preview))
     bus.publish(make_event("answer", stream="door", stream_time=4.0 * index, question="Is a truck there?",
                            answer="A truck parks. " * 20, auto=True, round=index))
     if writer.written > reported:

@@ -11,12 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.events import EventBus, make_event
 from app.startup import _timeline_writer
 from app.timeline import PostgresTarget, TimelineConfig, TimelineError, TimelineReader, TimelineWriter
 from app.timeline.postgres_target import PASSWORD_ENV, read_password_file
 from app.timeline.store import Row, TimelineStore
+from bus import ErrorEvent, EventBus, Status
 from tests.app_helpers import REPO, run_app, video
+from tests.event_helpers import make_event
 from tests.mqtt_broker import free_port
 from tests.postgres_server import PASSWORD
 from tests.timeline_backends import count, query
@@ -109,24 +110,24 @@ def test_a_server_lost_and_back_is_an_error_event_then_writing_again(postgres_se
         postgres_server.stop()
         for i in range(40):  # never blocks: the oldest beyond the queue are dropped
             bus.publish(answer("door", 100.0 + i, f"during {i}"))
-        wait_for(lambda: any(e["type"] == "error" and e.get("where") == "timeline" for e in events), "the error")
+        wait_for(lambda: any(isinstance(e, ErrorEvent) and e.where == "timeline" for e in events), "the error")
         postgres_server.start()
-        wait_for(lambda: any(e["type"] == "status" and "writing again" in e["message"] for e in events), "recovery")
+        wait_for(lambda: any(isinstance(e, Status) and "writing again" in e.message for e in events), "recovery")
         bus.publish(answer("door", 500.0, "after"))
         wait_for(lambda: writer._events.qsize() == 0 and "after" in texts(postgres_target), "the row after")
     finally:
         bus.unsubscribe(writer)
         writer.close(timeout=30.0)
-    errors = [e for e in events if e["type"] == "error"]
-    assert len(errors) == 1 and "the database went away" in errors[0]["message"]
-    assert PASSWORD not in errors[0]["message"] and not writer.failed
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert len(errors) == 1 and "the database went away" in errors[0].message
+    assert PASSWORD not in errors[0].message and not writer.failed
     kept = texts(postgres_target)
     assert kept[:5] == [f"before {i}" for i in range(5)] and kept[-1] == "after"
     during = kept[5:-1]
     assert during and len(during) == len(set(during)) and during[-1] == "during 39"  # nothing twice, newest kept
     assert writer.dropped == 40 - len(during) and writer.written == len(kept)
-    recovered = next(e for e in events if e["type"] == "status")
-    assert "events dropped meanwhile" in recovered["message"] and PASSWORD not in recovered["message"]
+    recovered = next(e for e in events if isinstance(e, Status))
+    assert "events dropped meanwhile" in recovered.message and PASSWORD not in recovered.message
 
 
 def texts(target: PostgresTarget) -> list[str]:

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.events import EventBus, make_event
 from app.timeline import TimelineConfig, TimelineError, TimelineWriter
 from app.timeline.store import Row, TimelineStore
+from bus import ClipEvent, EventBus
+from tests.event_helpers import make_event
 from tests.timeline_backends import count, is_postgres, query
 
 
@@ -38,8 +39,15 @@ def answer(stream: str, stream_time: float, question: str, text: str, auto: bool
                       round=1, **extra)  # fmt: skip
 
 
-def clip(stream: str, stream_time: float, value: int = 90) -> dict:
-    return make_event("clip", stream=stream, stream_time=stream_time, t_start=stream_time - 4, preview=frame(value))
+def clip(stream: str, stream_time: float, value: int = 90) -> ClipEvent:
+    return make_event(
+        "clip",
+        stream=stream,
+        index=int(stream_time // 4),
+        stream_time=stream_time,
+        t_start=stream_time - 4,
+        preview=frame(value),
+    )
 
 
 def rows(path: Path, sql: str = "SELECT * FROM moments ORDER BY id") -> list[sqlite3.Row]:

@@ -1,15 +1,17 @@
 """Adding a stream from the page, without a browser: the "Add stream" command against a stand-in assistant, and
 how the timers show a stream the page was not built with (a spare panel, the selectors, the plots' switch)."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from app.admission import AdmissionError
-from app.events import make_event
 from app.scheduler import StandingQuestion
 from capture import SourceError
 from capture.policy import SourcePolicy
+from tests.event_helpers import make_event
 from ui import history, render, stream_slots
 from ui.controls import ALL_STREAMS, MAX_STREAMS, CaptureOptions, Controls
 from ui.page import live_updates, plot_updates
@@ -93,14 +95,11 @@ def _clip(stream, index, t, value):
         "clip", index=index, stream_time=t, t_start=t - 4, cache_tokens=50, kv_bytes=5000, budget=256,
         preview=np.full((8, 8, 3), value, np.uint8),
     )  # fmt: skip
-    event["stream"] = stream
-    return event
+    return dataclasses.replace(event, stream=stream)
 
 
 def _added(live, name):
-    event = make_event("status", message=f"stream added; memory: {ADMITTED}")
-    event["stream"] = name
-    live(event)
+    live(make_event("status", stream=name, kind="stream_added", message=f"stream added; memory: {ADMITTED}"))
 
 
 def test_a_one_stream_page_keeps_its_preview_and_shows_an_added_stream_in_a_spare_panel():
@@ -263,9 +262,7 @@ def test_remove_stream_removes_the_chosen_one_and_refuses_the_first():
 
 
 def _removed(live, name):
-    event = make_event("status", message="stream removed", removed=True)
-    event["stream"] = name
-    live(event)
+    live(make_event("status", stream=name, kind="stream_removed", message="stream removed"))
 
 
 def test_a_removed_stream_leaves_the_page_its_spare_panel_hidden_and_the_selectors_updated():

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from app.assistant import Assistant, RunLimits
-from app.events import EventBus
 from app.scheduler import StandingQuestion
 from app.stream import Stream
+from bus import EventBus
 from cache.attention import register_attention
 from cache.config import CacheConfig
 from capture.synth import write_video

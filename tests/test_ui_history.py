@@ -12,6 +12,8 @@ import numpy as np
 
 from app.timeline import TimelineConfig, TimelineWriter
 from app.web import TimelineHistory
+from bus import ClipEvent
+from tests.event_helpers import make_event
 from ui import evidence, history, render
 from ui.history import HistoryUnavailable
 from ui.state import LiveState
@@ -62,7 +64,7 @@ def test_spans_are_stream_time_hh_mm_ss():
     assert history.span(760.0, 764.9) == "00:12:40-00:12:44"
     assert history.span(3725.0, 3725.4) == "01:02:05"
     assert history.span(None, 8.0) == "00:00:08"
-    assert history.span(None, None) == "-"
+    assert history.span(None, None) == "--:--:--"  # one answer for "unknown" (bus.clock.UNKNOWN)
 
 
 def test_the_table_keeps_the_order_given_escapes_text_and_shows_thumbnails_by_row_id():
@@ -110,15 +112,17 @@ def test_evidence_merges_adjacent_spans_per_source_in_order_of_first_appearance(
     assert evidence.seen_at([]) == ""
 
 
-def _clip(stream: str, index: int, t_start: float, value: int) -> dict:
+def _clip(stream: str, index: int, t_start: float, value: int) -> ClipEvent:
     frame = np.full((48, 64, 3), value, dtype=np.uint8)
-    event = {"type": "clip", "stream": stream, "index": index, "t_start": t_start, "stream_time": t_start + 4.0}
-    return event | {"cache_tokens": 10, "t_wall": 1.0, "preview": frame}
+    event = {"stream": stream, "index": index, "t_start": t_start, "stream_time": t_start + 4.0}
+    return make_event("clip", **event, cache_tokens=10, t_wall=1.0, preview=frame)
 
 
 def _answer(live: LiveState, stream: str, items: list[dict], round_: int = 1) -> None:
-    live({"type": "answer_start", "stream": stream, "round": round_, "question": "what?", "stream_time": 40.0})
-    live({"type": "answer", "stream": stream, "round": round_, "answer": "a box", "evidence": items, "t_wall": 2.0})
+    live(make_event("answer_start", stream=stream, round=round_, question="what?", stream_time=40.0))
+    live(
+        make_event("answer", stream=stream, round=round_, question="what?", answer="a box", evidence=items, t_wall=2.0)
+    )
 
 
 def test_answers_show_seen_at_and_thumbnails_of_kept_clips_and_of_timeline_rows():
@@ -166,7 +170,7 @@ def test_a_new_source_forgets_the_kept_previews():
     live = LiveState(streams=["a"])
     live(_clip("a", 0, 0.0, 5))
     assert len(live.snapshot().default.recent) == 1
-    live({"type": "status", "stream": "a", "message": "watching b.mp4", "t_wall": 1.0})
+    live(make_event("status", stream="a", kind="stream_watching", message="watching b.mp4", t_wall=1.0))
     assert live.snapshot().default.recent == ()
 
 
@@ -176,10 +180,10 @@ def test_the_page_adapter_searches_a_real_timeline_and_reads_its_thumbnails(tmp_
     writer.start()
     now = time.time()
     frame = np.full((120, 160, 3), 200, dtype=np.uint8)
-    writer({"type": "clip", "stream": "door", "stream_time": 8.0, "preview": frame, "t_wall": now})
+    writer(make_event("clip", stream="door", index=0, stream_time=8.0, preview=frame, t_wall=now))
     for k, answer in enumerate(["a red bicycle", "an empty porch"]):
-        event = {"type": "answer", "stream": "door", "question": "what is there?", "answer": answer}
-        writer(event | {"round": k, "stream_time": 8.0 + k, "t_wall": now + k, "auto": False})
+        event = {"stream": "door", "question": "what is there?", "answer": answer}
+        writer(make_event("answer", **event, round=k, stream_time=8.0 + k, t_wall=now + k, auto=False))
     writer.close(timeout=5.0)
     source = TimelineHistory(path)
     page = history.search_html(source, "bicycle", "door", "last 1 h")

@@ -1,14 +1,15 @@
 """The page's live state and rendering: events in, what the components show out. No browser, no model."""
 
 import base64
+import dataclasses
 import io
 import threading
 
 import numpy as np
 from PIL import Image
 
-from app.events import make_event
 from app.scheduler import StandingQuestion
+from tests.event_helpers import make_event
 from ui import alert_view, render
 from ui.alerts import MAX_ALERTS
 from ui.page import clear_chat, live_updates, plot_updates
@@ -166,7 +167,7 @@ def test_status_follows_the_stream_and_the_log_keeps_errors():
     live = LiveState(budget=256)
     schedule = StandingQuestion("What now?", every_s=8)
     assert "Idle" in render.status_markdown(live.snapshot(), schedule.question, schedule.every_s)
-    live(make_event("status", message="watching file 'a.mp4'"))
+    live(make_event("status", stream="main", message="watching file 'a.mp4'"))
     live(clip(0, 4.0, 50))
     text = render.status_markdown(live.snapshot(), schedule.question, schedule.every_s)
     assert "Watching" in text and "a.mp4" in text and "50 / 256 tokens" in text and "every 8 s" in text
@@ -275,9 +276,8 @@ def test_the_host_store_gets_its_own_memory_series_and_status_line_when_recall_i
     live = LiveState()
     for index, (t, store_mib) in enumerate([(4.0, 0.5), (8.0, 1.0), (12.0, 1.0)]):
         event = clip(index, t, 100)
-        event.update(store_tokens=int(store_mib * 1000), store_bytes=int(store_mib * 2**20))
-        event["store_oldest_time"] = 4.0 * index
-        live(event)
+        store = dict(store_tokens=int(store_mib * 1000), store_bytes=int(store_mib * 2**20))
+        live(dataclasses.replace(event, **store, store_oldest_time=4.0 * index))
     snap = live.snapshot()
     memory = render.memory_frame(snap, "process memory (CPU)")
     store = memory[memory["series"] == render.KV_SERIES[2]]["MiB"].tolist()
@@ -294,10 +294,8 @@ def test_the_host_store_gets_its_own_memory_series_and_status_line_when_recall_i
 
 def on(stream, event, t_wall=None):
     """The event as stream `stream` publishes it (`t_wall` fixed for the run-time axis)."""
-    event["stream"] = stream
-    if t_wall is not None:
-        event["t_wall"] = t_wall
-    return event
+    event = dataclasses.replace(event, stream=stream)
+    return event if t_wall is None else dataclasses.replace(event, t_wall=t_wall)
 
 
 def two_streams(**kwargs):
@@ -449,15 +447,15 @@ def alert_begin(stream, name, t, t_wall, p_yes=0.93, question="Is there a person
 def alert_end(begin, t, duration_s, p_yes=0.1):
     return make_event(
         "alert",
-        stream=begin["stream"],
-        id=begin["id"],
-        alert=begin["alert"],
+        stream=begin.stream,
+        id=begin.id,
+        alert=begin.alert,
         state="end",
         p_yes=p_yes,
         stream_time=t,
-        question=begin["question"],
+        question=begin.question,
         duration_s=duration_s,
-        t_wall=begin["t_wall"] + duration_s,
+        t_wall=begin.t_wall + duration_s,
     )
 
 
@@ -466,8 +464,8 @@ def test_an_alert_begin_shows_the_banner_and_its_end_removes_it_and_fills_the_du
     begin = alert_begin("door", "person", 44.0, 1_700_000_000.0)
     live(begin)
     snap = live.snapshot()
-    assert [a.id for a in snap.active_alerts] == [begin["id"]] and snap.alerts[0].ongoing
-    assert snap.alerts[0].snapshot == begin["snapshot"]
+    assert [a.id for a in snap.active_alerts] == [begin.id] and snap.alerts[0].ongoing
+    assert snap.alerts[0].snapshot == begin.snapshot
     seen, out = live_updates(snap, {}, StandingQuestion("q", 0.0))
     banner, rows = out["banner"], out["alerts"]
     assert "person" in banner and "door" in banner and "t = 44.0 s" in banner and "0.93" in banner
@@ -480,7 +478,7 @@ def test_an_alert_begin_shows_the_banner_and_its_end_removes_it_and_fills_the_du
     assert snap.active_alerts == () and len(snap.alerts) == 1
     ended = snap.alerts[0]
     assert ended.duration_s == 12.0 and ended.end_time == 56.0 and not ended.ongoing
-    assert ended.p_yes == 0.93 and ended.snapshot == begin["snapshot"]  # the begin's p_yes and snapshot stay
+    assert ended.p_yes == 0.93 and ended.snapshot == begin.snapshot  # the begin's p_yes and snapshot stay
     seen, out = live_updates(snap, seen, StandingQuestion("q", 0.0))
     assert out["banner"] == ""
     assert "12.0 s" in out["alerts"] and "ongoing" not in out["alerts"] and "t = 56.0 s" in out["alerts"]
@@ -513,11 +511,11 @@ def test_the_alert_list_is_bounded_newest_first_and_keeps_an_old_ongoing_alert_i
     feed(live, others)
     snap = live.snapshot()
     assert len(snap.alerts) == MAX_ALERTS == 50
-    assert [a.id for a in snap.alerts] == [e["id"] for e in reversed(others[-50:])]
-    assert long_one["id"] in [a.id for a in snap.active_alerts]  # out of the list, still on
+    assert [a.id for a in snap.alerts] == [e.id for e in reversed(others[-50:])]
+    assert long_one.id in [a.id for a in snap.active_alerts]  # out of the list, still on
     live(alert_end(long_one, 300.0, 300.0))
     snap = live.snapshot()
-    assert long_one["id"] not in [a.id for a in snap.active_alerts + snap.alerts]  # not added back at the top
+    assert long_one.id not in [a.id for a in snap.active_alerts + snap.alerts]  # not added back at the top
 
 
 def test_the_list_shows_a_thumbnail_per_snapshot_made_once_and_forgotten_with_its_alert():
@@ -527,15 +525,15 @@ def test_the_list_shows_a_thumbnail_per_snapshot_made_once_and_forgotten_with_it
     feed(live, [with_snapshot, without])
     thumbs = alert_view.Thumbnails()
     srcs = thumbs.for_alerts(live.snapshot().alerts)
-    assert srcs[without["id"]] is None
-    src = srcs[with_snapshot["id"]]
+    assert srcs[without.id] is None
+    src = srcs[with_snapshot.id]
     assert src.startswith("data:image/jpeg;base64,")
     thumb = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1])))
     assert thumb.width == alert_view.THUMB_WIDTH and thumb.height == 120  # 320x240 scaled down
-    assert thumbs.for_alerts(live.snapshot().alerts)[with_snapshot["id"]] is src  # made once
+    assert thumbs.for_alerts(live.snapshot().alerts)[with_snapshot.id] is src  # made once
     rows = live_updates(live.snapshot(), {}, StandingQuestion("q", 0.0), thumbs.for_alerts)[1]["alerts"]
     assert rows.count("<img") == 1 and src in rows
-    assert thumbs.for_alerts(()) == {} and thumbs.for_alerts(live.snapshot().alerts)[with_snapshot["id"]] is not src
+    assert thumbs.for_alerts(()) == {} and thumbs.for_alerts(live.snapshot().alerts)[with_snapshot.id] is not src
 
 
 def test_an_ended_stream_closes_its_alerts_and_an_unknown_end_changes_nothing():

@@ -99,26 +99,26 @@ def watched(tmp_path_factory):
     assert done.returncode == 0, done.stderr[-2000:]
     plain = run_app("--video", source, *COMMON, "--log-jsonl", str(without))
     assert plain.returncode == 0, plain.stderr[-2000:]
-    return done, read_log(with_watches), read_log(without)
+    return done, read_log(with_watches), read_log(without), with_watches
 
 
 def test_checks_run_on_their_schedule_and_alerts_begin_with_a_snapshot(watched):
-    done, events, _ = watched
+    done, events, _, log = watched
     checks = of_type(events, "check")
-    assert [c["stream_time"] for c in checks if c["alert"] == "always"] == [8.0, 16.0, 24.0, 32.0, 40.0]
+    assert [c.stream_time for c in checks if c.alert == "always"] == [8.0, 16.0, 24.0, 32.0, 40.0]
     # every 10 s by default, at the first clip end (4 s clips) past each multiple of 10
-    assert [c["stream_time"] for c in checks if c["alert"] == "never"] == [12.0, 20.0, 32.0, 40.0]
-    assert all(0.0 <= c["p_yes"] <= 1.0 and c["ms"] > 0 for c in checks)
+    assert [c.stream_time for c in checks if c.alert == "never"] == [12.0, 20.0, 32.0, 40.0]
+    assert all(0.0 <= c.p_yes <= 1.0 and c.ms > 0 for c in checks)
     alerts = of_type(events, "alert")
-    assert [(a["alert"], a["state"], a["stream_time"]) for a in alerts] == [("always", "begin", 16.0)]
-    assert alerts[0]["snapshot_bytes"] > 0 and "snapshot" not in alerts[0]  # the JPEG stays out of the log
-    assert alerts[0]["id"].startswith(f"{alerts[0]['stream']}-always-")
+    assert [(a.alert, a.state, a.stream_time) for a in alerts] == [("always", "begin", 16.0)]
+    assert alerts[0].snapshot_bytes > 0 and '"snapshot":' not in log.read_text()  # the JPEG stays out of the log
+    assert alerts[0].id.startswith(f"{alerts[0].stream}-always-")
     assert "ALERT always began at t=16.0s" in done.stdout
 
 
 def test_checks_leave_the_answers_as_they_were(watched):
-    _, with_watches, without = watched
-    answers = [(a["stream_time"], a["answer"]) for a in of_type(with_watches, "answer")]
-    assert answers and answers == [(a["stream_time"], a["answer"]) for a in of_type(without, "answer")]
-    clip_cache = [c["cache_tokens"] for c in of_type(with_watches, "clip")]
-    assert clip_cache == [c["cache_tokens"] for c in of_type(without, "clip")]
+    _, with_watches, without, _ = watched
+    answers = [(a.stream_time, a.answer) for a in of_type(with_watches, "answer")]
+    assert answers and answers == [(a.stream_time, a.answer) for a in of_type(without, "answer")]
+    clip_cache = [c.cache_tokens for c in of_type(with_watches, "clip")]
+    assert clip_cache == [c.cache_tokens for c in of_type(without, "clip")]

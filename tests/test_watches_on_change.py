@@ -114,17 +114,17 @@ def test_the_app_checks_an_on_change_watch_only_while_the_camera_sees_change(tmp
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
     clips = of_type(events, "clip")
-    assert [c["stream_time"] for c in clips] == [4.0 * k for k in range(1, 11)]
+    assert [c.stream_time for c in clips] == [4.0 * k for k in range(1, 11)]
     checks = of_type(events, "check")
-    assert [c["stream_time"] for c in checks if c["alert"] == "always"] == [4.0 * k for k in range(1, 11)]
-    moved = [c for c in checks if c["alert"] == "moved"]
-    times = [c["stream_time"] for c in moved]
+    assert [c.stream_time for c in checks if c.alert == "always"] == [4.0 * k for k in range(1, 11)]
+    moved = [c for c in checks if c.alert == "moved"]
+    times = [c.stream_time for c in moved]
     assert times[:2] == [4.0, 8.0]  # the first check always runs; the second confirms the alert's begin
-    assert [(a["alert"], a["state"], a["stream_time"]) for a in of_type(events, "alert")] == [
+    assert [(a.alert, a.state, a.stream_time) for a in of_type(events, "alert")] == [
         ("moved", "begin", 8.0),
         ("always", "begin", 8.0),
     ]
     assert not {12.0, 16.0, 36.0, 40.0} & set(times)  # before and well after the crossing: skipped
     assert {20.0, 24.0, 28.0} <= set(times)  # the person is in view
-    due = sum(c["stream_time"] <= times[-1] for c in clips)
-    assert moved[-1]["skipped_checks"] == due - len(moved)  # every skip counted
+    due = sum(c.stream_time <= times[-1] for c in clips)
+    assert moved[-1].skipped_checks == due - len(moved)  # every skip counted

@@ -1,4 +1,4 @@
-"""The web demo (`python -m app --ui`) and the memory monitor it plots.
+"""The web demo (`python -m app --ui`); the memory readings it plots come from `monitor/`.
 
 - `server.serve(config)`: loads the model, starts the assistant, serves the page until Ctrl-C.
 - `state.LiveState`: what the page shows, accumulated from the assistant's events (shared by all tabs).
@@ -9,5 +9,4 @@
 - `evidence`: under each answer, the spans it drew on ("seen at ...") and a few thumbnails of them.
 - `history`, `history_tab`: the History tab, searching the timeline through a `HistorySource` the app passes in.
 - `page.build_page`: the Gradio layout (a Live and a History tab) and its timers.
-- `memory_monitor.MemoryMonitor`: device/unified/process memory, whichever this machine can report.
 """

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, replace
 
+from bus import Alert as AlertEvent
+
 MAX_ALERTS = 50  # alerts kept in the list, snapshots included (a snapshot is a JPEG of tens of kB)
 
 
@@ -57,32 +59,32 @@ class AlertBook:
         """The alerts on now, oldest first."""
         return tuple(self._active.values())
 
-    def on_alert(self, e: dict, stream: str) -> bool:
+    def on_alert(self, e: AlertEvent, stream: str) -> bool:
         """An `alert` event of `stream` (state "begin" or "end"); True when something shown changed."""
-        if e.get("state") == "begin":
-            snapshot = e.get("snapshot")
+        if e.state == "begin":
+            snapshot = e.snapshot
             alert = Alert(
-                id=str(e["id"]),
+                id=str(e.id),
                 stream=stream,
-                alert=str(e.get("alert", "")),
-                question=str(e.get("question", "")),
-                p_yes=float(e.get("p_yes", 0.0)),
-                begin_time=float(e.get("stream_time", 0.0)),
-                begin_wall=float(e.get("t_wall", 0.0)),
+                alert=e.alert,
+                question=e.question,
+                p_yes=float(e.p_yes),
+                begin_time=float(e.stream_time),
+                begin_wall=float(e.t_wall),
                 snapshot=bytes(snapshot) if isinstance(snapshot, (bytes, bytearray)) else None,
             )
             self._put(alert)
             return True
-        if e.get("state") == "end":
-            began = self._find(str(e["id"]))
+        if e.state == "end":
+            began = self._find(str(e.id))
             if began is None:  # its begin is no longer kept (or never came): nothing shown to close
                 return False
             self._put(
                 replace(
                     began,
-                    end_time=float(e.get("stream_time", began.begin_time)),
-                    end_wall=float(e.get("t_wall", began.begin_wall)),
-                    duration_s=float(e["duration_s"]) if "duration_s" in e else None,
+                    end_time=float(e.stream_time),
+                    end_wall=float(e.t_wall),
+                    duration_s=float(e.duration_s) if e.duration_s is not None else None,
                 )
             )
             return True

@@ -14,12 +14,12 @@ import io
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
 
-from ui.history import HistoryUnavailable, clock, jpeg_src
+from bus.clock import Span, merge_evidence
+from ui.history import HistoryUnavailable, jpeg_src
 from ui.state import Snapshot, Turn
 
 logger = logging.getLogger(__name__)
@@ -33,46 +33,9 @@ EPS_S = 1e-6
 TimelineThumbnail = Callable[[int], "bytes | None"]
 
 
-@dataclass(frozen=True)
-class Span:
-    """Merged evidence: adjacent or overlapping clips of one stream and source. row_ids: its timeline rows."""
-
-    stream: str | None
-    source: str
-    start: float
-    end: float
-    row_ids: tuple[int, ...] = ()
-
-    @property
-    def label(self) -> str:
-        return f"{clock(self.start)}-{clock(self.end)} ({self.source})"
-
-
-def merge(evidence: Iterable[dict]) -> list[Span]:
-    """Spans per (stream, source), in the order each source first appears, each source's spans by time; spans
-    that touch or overlap are merged. Items without numeric start/end are skipped."""
-    groups: dict[tuple[str | None, str], list[dict]] = {}
-    for item in evidence:
-        if isinstance(item.get("start"), (int, float)) and isinstance(item.get("end"), (int, float)):
-            groups.setdefault((item.get("stream"), str(item.get("source", "?"))), []).append(item)
-    spans: list[Span] = []
-    for (stream, source), items in groups.items():
-        merged: list[Span] = []
-        for item in sorted(items, key=lambda i: float(i["start"])):
-            start, end = float(item["start"]), float(item["end"])
-            rows = (int(item["row_id"]),) if isinstance(item.get("row_id"), int) else ()
-            if merged and start <= merged[-1].end + EPS_S:
-                last = merged[-1]
-                merged[-1] = Span(stream, source, last.start, max(last.end, end), last.row_ids + rows)
-            else:
-                merged.append(Span(stream, source, start, end, rows))
-        spans += merged
-    return spans
-
-
 def seen_at(evidence: Iterable[dict]) -> str:
     """seen at 00:12:40-00:12:48 (recall), 00:13:00-00:13:04 (attention); empty without evidence."""
-    spans = merge(evidence)
+    spans = merge_evidence(evidence)
     return "seen at " + ", ".join(s.label for s in spans) if spans else ""
 
 
@@ -96,7 +59,7 @@ def thumbnails(turn: Turn, snap: Snapshot, timeline: TimelineThumbnail | None) -
     """Up to MAX_THUMBS (image source, span label) for `turn`'s evidence: timeline spans through `timeline`,
     the others from their stream's kept clip previews."""
     out: list[tuple[str, str]] = []
-    for span in merge(turn.evidence):
+    for span in merge_evidence(turn.evidence):
         if len(out) >= MAX_THUMBS:
             break
         src = None

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from bus.clock import span
 from ui.upload_names import hide_upload_folder
 
 logger = logging.getLogger(__name__)
@@ -59,23 +60,6 @@ class HistorySource(Protocol):
 
     def thumbnails(self, row_ids: Sequence[int]) -> Mapping[int, bytes]:  # the JPEGs of those rows that have one
         ...
-
-
-def clock(seconds: float | None) -> str:
-    """Stream seconds as HH:MM:SS (- when unknown)."""
-    if seconds is None:
-        return "-"
-    whole = int(max(seconds, 0.0))
-    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
-
-
-def span(start: float | None, end: float | None) -> str:
-    """00:12:40-00:12:44; one time when both are the same; - when unknown."""
-    if start is None and end is None:
-        return "-"
-    if start is None or end is None or clock(start) == clock(end):
-        return clock(start if start is not None else end)
-    return f"{clock(start)}-{clock(end)}"
 
 
 def local_time(t_wall: float) -> str:

@@ -17,7 +17,26 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
+from bus import (
+    DEFAULT_STREAM,
+    Answer,
+    AnswerPiece,
+    AnswerStart,
+    CaptureChange,
+    Check,
+    ClipEvent,
+    End,
+    ErrorEvent,
+    Event,
+    Status,
+    StatusKind,
+    WarningEvent,
+)
+from bus import (
+    Alert as AlertEvent,
+)
 from ui import stream_view
 from ui.alerts import Alert, AlertBook
 from ui.stream_view import StreamView
@@ -25,7 +44,8 @@ from ui.stream_view import StreamView
 MAX_TURNS = 200  # chat turns kept for display (the log file keeps all of them)
 MAX_POINTS = 7200  # plot points kept per series: 8 hours of 4-second clips
 MAX_LOG = 50  # activity lines kept
-DEFAULT_STREAM = "main"  # the name of the one stream of a page started without sources
+ANSWER_METRICS = ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "cache_tokens_after", "cache_tokens_end")
+ANSWER_METRICS += ("evict_ms", "kv_bytes", "answer_tokens", "cut_off", "recalled_tokens", "recall_ms")
 
 
 @dataclass(frozen=True)
@@ -143,11 +163,11 @@ class _Track:
     last_clip_index: int | None = None
 
 
-def _visual_tokens(e: dict) -> dict:
+def _visual_tokens(e: Event) -> dict:
     """A clip event's visual-token counts for its plot point; none when it lacks either (answers, older logs)."""
-    if e.get("type") != "clip" or e.get("visual_tokens") is None or e.get("visual_tokens_kept") is None:
+    if not isinstance(e, ClipEvent) or e.visual_tokens is None or e.visual_tokens_kept is None:
         return {}
-    return dict(visual_tokens=int(e["visual_tokens"]), visual_tokens_kept=int(e["visual_tokens_kept"]))
+    return dict(visual_tokens=int(e.visual_tokens), visual_tokens_kept=int(e.visual_tokens_kept))
 
 
 class LiveState:
@@ -213,36 +233,30 @@ class LiveState:
 
     # -- events from the assistant (model worker thread) --------------------------------------------
 
-    def __call__(self, event: dict) -> None:
-        handler = getattr(self, f"_on_{event.get('type')}", None)
+    def __call__(self, event: Event) -> None:
+        handler = self._HANDLERS.get(type(event))
         if handler is None:
             return
-        memory = self._memory_sample() if self._memory_sample and event["type"] in ("clip", "answer") else None
+        memory = self._memory_sample() if self._memory_sample and isinstance(event, (ClipEvent, Answer)) else None
         with self._lock:
-            handler(event, memory)
+            handler(self, event, memory)
 
-    def _on_clip(self, e: dict, memory: MemoryPoint | None) -> None:
+    def _on_clip(self, e: ClipEvent, memory: MemoryPoint | None) -> None:
         name = self._name(e)
         track = self._track(name)
-        index = int(e.get("index", 0))
+        index = int(e.index)
         if track.last_clip_index is not None and index <= track.last_clip_index:
             track.t_offset = track.last_t  # a new source started
         track.last_clip_index = index
-        track.tokens_seen += int(e.get("prefill_tokens", e.get("visual_tokens", 0)))
+        track.tokens_seen += int(e.prefill_tokens)
         version = self._snap.preview_version + 1
         self._set_view(stream_view.on_clip(self._view(name), e, version))
-        self._add_point(name, e, memory, cache_tokens=int(e["cache_tokens"]))
+        self._add_point(name, e, memory, cache_tokens=int(e.cache_tokens))
         self._changed(preview=True, plot=True)
 
-    def _on_answer_start(self, e: dict, memory: MemoryPoint | None) -> None:
-        question, auto, name = str(e["question"]), bool(e.get("auto")), self._name(e)
-        turn = Turn(
-            question=question,
-            auto=auto,
-            stream=name,
-            round=int(e["round"]),
-            stream_time=float(e.get("stream_time", 0.0)),
-        )
+    def _on_answer_start(self, e: AnswerStart, memory: MemoryPoint | None) -> None:
+        question, auto, name = e.question, bool(e.auto), self._name(e)
+        turn = Turn(question=question, auto=auto, stream=name, round=int(e.round), stream_time=float(e.stream_time))
         queued = None if auto else self._find_queued(question, name)
         if queued is None:
             turn = replace(turn, seq=self._next_seq())
@@ -253,30 +267,26 @@ class LiveState:
         self._open = turn
         self._changed(chat=True)
 
-    def _on_answer_piece(self, e: dict, memory: MemoryPoint | None) -> None:
+    def _on_answer_piece(self, e: AnswerPiece, memory: MemoryPoint | None) -> None:
         if not self._is_open(e):
             return
-        self._update_open(replace(self._open, answer=self._open.answer + str(e.get("text", ""))))
+        self._update_open(replace(self._open, answer=self._open.answer + e.text))
 
-    def _on_answer(self, e: dict, memory: MemoryPoint | None) -> None:
-        keys = ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "cache_tokens_after", "cache_tokens_end")
-        keys += ("evict_ms", "kv_bytes", "answer_tokens", "cut_off", "recalled_tokens", "recall_ms")
-        metrics = {k: e[k] for k in keys if k in e}
-        evidence = tuple(item for item in e.get("evidence") or () if isinstance(item, dict))
+    def _on_answer(self, e: Answer, memory: MemoryPoint | None) -> None:
+        metrics = {key: getattr(e, key) for key in ANSWER_METRICS}
+        evidence = tuple(item for item in e.evidence or () if isinstance(item, dict))
         if self._is_open(e):
-            answer = str(e.get("answer", self._open.answer))
-            self._update_open(replace(self._open, answer=answer, done=True, metrics=metrics, evidence=evidence))
+            self._update_open(replace(self._open, answer=e.answer, done=True, metrics=metrics, evidence=evidence))
         self._open = None
         name = self._name(e)
-        self._track(name).tokens_seen += int(e.get("prefill_tokens", 0)) + int(e.get("answer_tokens", 0))
-        if "cache_tokens_end" in e:
-            self._set_view(stream_view.on_answer(self._view(name), e))
-            self._add_point(name, e, memory, cache_tokens=int(e["cache_tokens_end"]))
-            self._changed(plot=True)
+        self._track(name).tokens_seen += int(e.prefill_tokens) + int(e.answer_tokens)
+        self._set_view(stream_view.on_answer(self._view(name), e))
+        self._add_point(name, e, memory, cache_tokens=int(e.cache_tokens_end))
+        self._changed(plot=True)
 
-    def _on_error(self, e: dict, memory: MemoryPoint | None) -> None:
-        where, message = str(e.get("where", "")), str(e.get("message", ""))
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "error", self._labelled(e, where, message)))
+    def _on_error(self, e: ErrorEvent, memory: MemoryPoint | None) -> None:
+        where, message = e.where, e.message
+        self._log.append(LogLine(float(e.t_wall), "error", self._labelled(e, where, message)))
         if where == "answer" and self._open is not None:
             self._update_open(replace(self._open, done=True, error=message))
             self._open = None
@@ -289,71 +299,82 @@ class LiveState:
                 self._changed(chat=True)
         self._changed(log=True)
 
-    def _on_warning(self, e: dict, memory: MemoryPoint | None) -> None:
-        message = self._labelled(e, str(e.get("where", "")), str(e.get("message", "")))
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "error", message))
+    def _on_warning(self, e: WarningEvent, memory: MemoryPoint | None) -> None:
+        message = self._labelled(e, e.where, e.message)
+        self._log.append(LogLine(float(e.t_wall), "error", message))
         self._changed(log=True)
 
-    def _on_check(self, e: dict, memory: MemoryPoint | None) -> None:
+    def _on_check(self, e: Check, memory: MemoryPoint | None) -> None:
         self._set_view(stream_view.on_check(self._view(self._name(e)), e))
 
-    def _on_alert(self, e: dict, memory: MemoryPoint | None) -> None:
+    def _on_alert(self, e: AlertEvent, memory: MemoryPoint | None) -> None:
         name = self._name(e)
         if not self._alerts.on_alert(e, name):
             return
-        p_yes, what = float(e.get("p_yes", 0.0)), f"alert {e.get('alert')}"
-        if e.get("state") == "begin":
-            message = f"{what} began (p_yes {p_yes:.2f}): {e.get('question')}"
+        p_yes, what = float(e.p_yes), f"alert {e.alert}"
+        if e.began:
+            message = f"{what} began (p_yes {p_yes:.2f}): {e.question}"
         else:
-            message = f"{what} ended after {float(e.get('duration_s', 0.0)):.1f} s (p_yes {p_yes:.2f})"
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "alert", self._labelled(e, "", message)))
+            message = f"{what} ended after {float(e.duration_s or 0.0):.1f} s (p_yes {p_yes:.2f})"
+        self._log.append(LogLine(float(e.t_wall), "alert", self._labelled(e, "", message)))
         self._changed(log=True, alerts=True)
 
-    def _on_status(self, e: dict, memory: MemoryPoint | None) -> None:
-        message = str(e.get("message", ""))
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "status", self._labelled(e, "", message)))
-        if e.get("removed") and e.get("stream"):
-            self._remove_view(e["stream"], self._wall(e))
+    def _on_status(self, e: Status, memory: MemoryPoint | None) -> None:
+        message = e.message
+        self._log.append(LogLine(float(e.t_wall), "status", self._labelled(e, "", message)))
+        stopped = e.kind is StatusKind.STOPPED
+        if e.kind is StatusKind.STREAM_REMOVED and e.stream:
+            self._remove_view(e.stream, e.t_wall)
             return
-        if "stream" in e and e["stream"] is None:  # the whole process: only its stop changes the streams
-            names = [v.name for v in self._snap.streams] if message == "assistant stopped" else []
+        if e.stream is None:  # the whole process: only its stop changes the streams
+            names = [v.name for v in self._snap.streams] if stopped else []
         else:
             names = [self._name(e)]
         for name in names:
-            self._set_view(stream_view.on_status(self._view(name), message))
-        closed = message == "assistant stopped" and self._alerts.close_stream(None, message, self._wall(e))
+            self._set_view(stream_view.on_status(self._view(name), e))
+        closed = stopped and self._alerts.close_stream(None, message, e.t_wall)
         self._changed(log=True, alerts=closed)
 
-    def _on_capture(self, e: dict, memory: MemoryPoint | None) -> None:
-        message = self._labelled(e, "", f"{e.get('kind')}: {e.get('message')}")
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "capture", message))
+    def _on_capture(self, e: CaptureChange, memory: MemoryPoint | None) -> None:
+        message = self._labelled(e, "", f"{e.kind}: {e.message}")
+        self._log.append(LogLine(float(e.t_wall), "capture", message))
         name = self._name(e)
         self._set_view(stream_view.on_capture(self._view(name), e))
         self._changed(log=True)
 
-    def _on_end(self, e: dict, memory: MemoryPoint | None) -> None:
-        why = str(e.get("message") or e.get("reason") or "the stream ended")
-        self._log.append(LogLine(float(e.get("t_wall", 0.0)), "end", self._labelled(e, "", why)))
+    def _on_end(self, e: End, memory: MemoryPoint | None) -> None:
+        why = e.message or e.reason or "the stream ended"
+        self._log.append(LogLine(float(e.t_wall), "end", self._labelled(e, "", why)))
         self._set_view(stream_view.on_end(self._view(self._name(e)), why))
-        closed = self._alerts.close_stream(self._name(e), "the stream ended", self._wall(e))
+        closed = self._alerts.close_stream(self._name(e), "the stream ended", e.t_wall)
         self._changed(log=True, alerts=closed)
+
+    _HANDLERS: ClassVar[dict[type[Event], Callable]] = {
+        ClipEvent: _on_clip,
+        AnswerStart: _on_answer_start,
+        AnswerPiece: _on_answer_piece,
+        Answer: _on_answer,
+        ErrorEvent: _on_error,
+        WarningEvent: _on_warning,
+        Check: _on_check,
+        AlertEvent: _on_alert,
+        Status: _on_status,
+        CaptureChange: _on_capture,
+        End: _on_end,
+    }
 
     # -- helpers (called with the lock held) --------------------------------------------------------
 
-    def _name(self, e: dict) -> str:
-        return e.get("stream") or self._snap.default.name
-
-    @staticmethod
-    def _wall(e: dict) -> float:
-        return float(e.get("t_wall", 0.0))
+    def _name(self, e: Event) -> str:
+        return e.stream or self._snap.default.name
 
     def _targets(self, stream: str | None) -> list[str]:
         return [v.name for v in self._snap.streams] if stream is None else [stream]
 
-    def _labelled(self, e: dict, where: str, message: str) -> str:
+    def _labelled(self, e: Event, where: str, message: str) -> str:
         """`a · clip: message` with several streams; `clip: message` with one."""
         text = f"{where}: {message}" if where else message
-        return f"{e['stream']} · {text}" if self._snap.multi and e.get("stream") else text
+        return f"{e.stream} · {text}" if self._snap.multi and e.stream else text
 
     def _track(self, name: str) -> _Track:
         return self._tracks.setdefault(name, _Track())
@@ -378,27 +399,27 @@ class LiveState:
         streams = tuple(view if v.name == view.name else v for v in self._snap.streams)
         self._snap = replace(self._snap, streams=streams)
 
-    def _is_open(self, e: dict) -> bool:
-        return self._open is not None and self._open.round == e.get("round") and self._open.stream == self._name(e)
+    def _is_open(self, e: AnswerPiece | Answer) -> bool:
+        return self._open is not None and self._open.round == e.round and self._open.stream == self._name(e)
 
-    def _add_point(self, name: str, e: dict, memory: MemoryPoint | None, cache_tokens: int) -> None:
+    def _add_point(self, name: str, e: ClipEvent | Answer, memory: MemoryPoint | None, cache_tokens: int) -> None:
         track = self._track(name)
-        kv_bytes = int(e.get("kv_bytes", 0))
+        kv_bytes = int(e.kv_bytes)
         per_token = kv_bytes / cache_tokens if cache_tokens else 0.0
-        t_wall = float(e.get("t_wall", 0.0))
+        t_wall = float(e.t_wall)
         if self._t0 is None:
             self._t0 = t_wall
-        track.last_t = track.t_offset + float(e.get("stream_time", 0.0))
+        track.last_t = track.t_offset + float(e.stream_time)
         self._points.append(
             PlotPoint(
                 t=track.last_t,
                 cache_tokens=cache_tokens,
-                budget=int(e.get("budget", self._view(name).budget)),
+                budget=int(getattr(e, "budget", 0) or self._view(name).budget),
                 tokens_seen=max(track.tokens_seen, cache_tokens),
                 kv_bytes=kv_bytes,
                 full_kv_bytes=int(per_token * max(track.tokens_seen, cache_tokens)),
                 memory_bytes=None if memory is None else memory.used_bytes,
-                store_bytes=int(e.get("store_bytes", 0)),
+                store_bytes=int(e.store_bytes),
                 stream=name,
                 t_run=round(t_wall - self._t0, 3),
                 total_kv_bytes=self._snap.total_kv_bytes,

@@ -7,6 +7,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bus import Answer, CaptureChange, Check, ClipEvent, Status, StatusKind
+
 STATES = ("idle", "watching", "reconnecting", "ended")
 RECENT_CLIPS = 8  # clip previews kept per stream, for the thumbnails of the evidence under answers
 
@@ -46,79 +48,76 @@ class StreamView:
     ] = ()  # the latest clips' (t_start, t_end, preview), oldest first
 
 
-def _kept(view: StreamView, e: dict) -> dict:
+def _kept(view: StreamView, e: ClipEvent) -> dict:
     """The visual-token fields of `view` after clip event `e` (unchanged when `e` lacks them: dropping off in an
     older assistant)."""
-    full, kept = e.get("visual_tokens"), e.get("visual_tokens_kept")
+    full, kept = e.visual_tokens, e.visual_tokens_kept
     if full is None or kept is None:
         return {}
     return dict(
         visual_tokens=int(full),
         visual_tokens_kept=int(kept),
-        keyframe=bool(e.get("keyframe", False)),
+        keyframe=bool(e.keyframe),
         visual_tokens_total=view.visual_tokens_total + int(full),
         visual_tokens_kept_total=view.visual_tokens_kept_total + int(kept),
     )
 
 
-def on_clip(view: StreamView, e: dict, preview_version: int) -> StreamView:
-    preview = e.get("preview")
+def on_clip(view: StreamView, e: ClipEvent, preview_version: int) -> StreamView:
+    preview = e.preview
     has_frame = isinstance(preview, np.ndarray)
-    t_end = float(e["stream_time"])
-    recent = (
-        (*view.recent, (float(e.get("t_start", t_end)), t_end, preview))[-RECENT_CLIPS:] if has_frame else view.recent
-    )
+    t_end = float(e.stream_time)
+    recent = (*view.recent, (float(e.t_start), t_end, preview))[-RECENT_CLIPS:] if has_frame else view.recent
     return replace(
         view,
         state="watching",
         preview=preview if has_frame else view.preview,
         preview_version=preview_version if has_frame else view.preview_version,
-        preview_time=float(e["stream_time"]),
-        preview_clip=int(e.get("index", 0)),
-        stream_time=float(e["stream_time"]),
-        lag_s=float(e["lag_s"]) if "lag_s" in e else view.lag_s,
+        preview_time=t_end,
+        preview_clip=int(e.index),
+        stream_time=t_end,
+        lag_s=float(e.lag_s),
         clips=view.clips + 1,
-        dropped_clips=int(e.get("dropped_clips", 0)),
-        cache_tokens=int(e["cache_tokens"]),
-        budget=int(e.get("budget", view.budget)),
-        kv_bytes=int(e.get("kv_bytes", view.kv_bytes)),
-        store_tokens=int(e.get("store_tokens", 0)),
-        store_bytes=int(e.get("store_bytes", 0)),
-        store_oldest_time=e.get("store_oldest_time"),
+        dropped_clips=int(e.dropped_clips),
+        cache_tokens=int(e.cache_tokens),
+        budget=int(e.budget or view.budget),
+        kv_bytes=int(e.kv_bytes),
+        store_tokens=int(e.store_tokens),
+        store_bytes=int(e.store_bytes),
+        store_oldest_time=e.store_oldest_time,
         stream_ended=None,
         recent=recent,
         **_kept(view, e),
     )
 
 
-def on_answer(view: StreamView, e: dict) -> StreamView:
+def on_answer(view: StreamView, e: Answer) -> StreamView:
     """An answer's end: the cache after it (questions and answers take cache room too)."""
-    if "cache_tokens_end" not in e:
-        return view
-    return replace(view, cache_tokens=int(e["cache_tokens_end"]), kv_bytes=int(e.get("kv_bytes", view.kv_bytes)))
+    return replace(view, cache_tokens=int(e.cache_tokens_end), kv_bytes=int(e.kv_bytes))
 
 
-def on_check(view: StreamView, e: dict) -> StreamView:
+def on_check(view: StreamView, e: Check) -> StreamView:
     """A yes/no check of one of the stream's watches: its latest p_yes."""
-    name, p_yes = str(e.get("alert", "")), float(e.get("p_yes", 0.0))
+    name, p_yes = e.alert, float(e.p_yes)
     checks = dict(view.checks)
     checks[name] = p_yes
     return replace(view, checks=tuple(checks.items()))
 
 
-def on_status(view: StreamView, message: str) -> StreamView:
-    if message.startswith("watching "):
+def on_status(view: StreamView, e: Status) -> StreamView:
+    message = e.message
+    if e.kind is StatusKind.STREAM_WATCHING:
         source = message.removeprefix("watching ")
         return replace(view, state="watching", source=source, stream_ended=None, stream_time=0.0, lag_s=None, recent=())
-    if message in ("stream stopped", "assistant stopped"):
+    if e.kind in (StatusKind.STREAM_STOPPED, StatusKind.STOPPED):
         return replace(view, state="idle" if view.state != "ended" else "ended", source=None, stream_ended=message)
-    if message.startswith("memory reset"):
+    if e.kind is StatusKind.MEMORY_RESET:
         return replace(view, cache_tokens=0, kv_bytes=0, stream_time=0.0, recent=())
     return view
 
 
-def on_capture(view: StreamView, e: dict) -> StreamView:
-    state = e.get("state")
+def on_capture(view: StreamView, e: CaptureChange) -> StreamView:
+    state = e.state
     return replace(view, state=state) if state in STATES else view
 
 

@@ -30,13 +30,13 @@ import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
-from app.events import Event
 from app.outputs import discovery as topics
 from app.outputs.mqtt_client import SupervisedClient
 from app.outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
 from app.outputs.payloads import alert_payload, answer_payload, to_json
-from app.outputs.reporting import ErrorCallback, call_reporter
-from app.outputs.supervisor import RestartPolicy
+from app.reporting import ErrorCallback, call_reporter
+from app.supervisor import RestartPolicy
+from bus import Alert, Answer, Event, Status, StatusKind
 
 __all__ = ["URL_FORMS", "MqttConfig", "MqttSink", "parse_mqtt_url"]
 
@@ -129,27 +129,25 @@ class MqttSink:
 
     def handle(self, event: Event) -> None:
         """Maps one bus event to its messages; never waits on the network."""
-        kind = event.get("type")
-        if kind == "alert":
-            self._handle_alert(event)
-        elif kind == "answer" and event.get("stream"):
-            self._add_stream(event["stream"], announce=True)
-            self._publish(topics.answer_topic(self.config, event["stream"]), to_json(answer_payload(event)))
-        elif kind == "status" and event.get("stream") is None:
-            message = event.get("message")
-            if message in ("assistant ready", "assistant stopped"):
+        match event:
+            case Alert(stream=str()):
+                self._handle_alert(event)
+            case Answer(stream=str() as stream) if stream:
+                self._add_stream(stream, announce=True)
+                self._publish(topics.answer_topic(self.config, stream), to_json(answer_payload(event)))
+            case Status(stream=None, kind=StatusKind.READY | StatusKind.STOPPED as kind):
                 with self._lock:
-                    self._available = message == "assistant ready"
-                available = topics.ONLINE if message == "assistant ready" else topics.OFFLINE
+                    self._available = kind is StatusKind.READY
+                available = topics.ONLINE if kind is StatusKind.READY else topics.OFFLINE
                 self._publish(topics.available_topic(self.config), available, retain=True)
 
-    def _handle_alert(self, event: Event) -> None:
-        stream, alert = event["stream"], event["alert"]
+    def _handle_alert(self, event: Alert) -> None:
+        stream, alert = event.stream, event.alert
         self._add_pair(stream, alert, announce=True)
-        state = topics.STATE_ON if event.get("state") == "begin" else topics.STATE_OFF
+        state = topics.STATE_ON if event.began else topics.STATE_OFF
         self._publish(topics.state_topic(self.config, stream, alert), state, retain=True)
-        snapshot = event.get("snapshot")
-        if event.get("state") == "begin" and isinstance(snapshot, (bytes, bytearray)):
+        snapshot = event.snapshot
+        if event.began and isinstance(snapshot, (bytes, bytearray)):
             self._publish(topics.snapshot_topic(self.config, stream, alert), bytes(snapshot), retain=True)
         self._publish(topics.events_topic(self.config, stream), to_json(alert_payload(event)))
 

@@ -1,4 +1,5 @@
-"""The JSON bodies that leave the box, built from bus events. MQTT and webhooks send the same fields."""
+"""The JSON bodies that leave the box, built from bus events' records (`bus.records.to_record`, the one place
+an event becomes JSON). MQTT and webhooks send the same fields."""
 
 from __future__ import annotations
 
@@ -6,23 +7,25 @@ import base64
 import json
 from typing import Any
 
-from app.events import Event
+from bus import Alert, Answer, to_record
 
 ANSWER_FIELDS = ("stream", "round", "stream_time", "question", "answer", "auto", "t_wall")
 ALERT_FIELDS = ("stream", "id", "alert", "state", "p_yes", "stream_time", "duration_s", "t_wall")
 
 
-def answer_payload(event: Event) -> dict[str, Any]:
+def answer_payload(event: Answer) -> dict[str, Any]:
     """{"type": "answer", stream, round, stream_time, question, answer, auto, t_wall} of an answer event."""
-    return {"type": "answer", **{key: event.get(key) for key in ANSWER_FIELDS}}
+    record = to_record(event)
+    return {"type": "answer", **{key: record[key] for key in ANSWER_FIELDS}}
 
 
-def alert_payload(event: Event, with_snapshot: bool = False) -> dict[str, Any]:
+def alert_payload(event: Alert, with_snapshot: bool = False) -> dict[str, Any]:
     """{"type": "alert", stream, id, alert, state, p_yes, stream_time, t_wall} of an alert event, plus
     duration_s when the event has it (end), plus the JPEG as base64 under `snapshot_jpeg_base64` when
     `with_snapshot` and the event carries one (begin)."""
-    payload = {"type": "alert", **{key: event[key] for key in ALERT_FIELDS if key in event}}
-    snapshot = event.get("snapshot")
+    record = to_record(event)
+    payload = {"type": "alert", **{key: record[key] for key in ALERT_FIELDS if record.get(key) is not None}}
+    snapshot = event.snapshot
     if with_snapshot and isinstance(snapshot, (bytes, bytearray)):
         payload["snapshot_jpeg_base64"] = base64.b64encode(snapshot).decode("ascii")
     return payload

@@ -19,21 +19,17 @@ Wiring::
 from __future__ import annotations
 
 import logging
-import queue
-import threading
 import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from app.events import Event
-from app.outputs.reporting import ErrorCallback, call_reporter
-from app.outputs.supervisor import run_supervised
-from capture import DropOldestQueue
+from app.reporting import ErrorCallback, call_reporter
+from app.worker import BackgroundWorker
+from bus import Alert, Answer, Event, Status
 
 logger = logging.getLogger(__name__)
 
-OUTPUT_TYPES = frozenset({"answer", "alert", "status"})  # the event types any sink acts on
-POLL_S = 0.1  # how often an idle worker looks at its stop event
+OUTPUT_TYPES = (Answer, Alert, Status)  # the event types any sink acts on
 
 
 class Sink(Protocol):
@@ -51,13 +47,9 @@ class Sink(Protocol):
     def dropped(self) -> int: ...
 
 
-def report_due(dropped: int, reported: int, now: float, last_report: float, every_s: float) -> bool:
-    """Whether to report drops now: there are new ones and the last report is at least `every_s` old."""
-    return dropped > reported and now - last_report >= every_s
-
-
 class OutputPublisher:
-    """Subscribes to the bus (it is the subscriber: `bus.subscribe(publisher)`) and feeds the sinks.
+    """Subscribes to the bus (it is the subscriber: `bus.subscribe(publisher)`) and feeds the sinks from one
+    `app.worker.BackgroundWorker` (bounded queue, its own thread, drops counted and reported).
 
     Args:
         sinks: the outputs; `start()` starts them and `close()` closes them.
@@ -77,66 +69,41 @@ class OutputPublisher:
     ) -> None:
         self.sinks = list(sinks)
         self.on_error = on_error
-        self.report_every_s = report_every_s
-        self._queue: DropOldestQueue[Event] = DropOldestQueue(queue_size)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._supervise, name="outputs", daemon=True)
-        self._reported = 0
-        self._last_report = float("-inf")
+        self.worker: BackgroundWorker[Event] = BackgroundWorker(
+            "outputs", self._send, queue_size, on_error, report_every_s, items="events"
+        )
 
     @property
     def dropped(self) -> int:
         """Events dropped (oldest first) because the publisher's queue was full."""
-        return self._queue.dropped
+        return self.worker.dropped
 
     def __call__(self, event: Event) -> None:
         """The bus subscriber: queues the event if a sink may act on it; never blocks."""
-        if event.get("type") in OUTPUT_TYPES:
-            self._queue.put(event)
+        if isinstance(event, OUTPUT_TYPES):
+            self.worker.put(event)
 
     def start(self) -> None:
         for sink in self.sinks:
             sink.start()
-        self._thread.start()
+        self.worker.start()
 
     def close(self, timeout: float = 5.0) -> None:
         """Delivers what is queued to the sinks, then closes them; the whole takes about `timeout` seconds
         at most (sinks get what the publisher's thread left of it). Joins the thread."""
         deadline = time.monotonic() + timeout
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-        if self._thread.is_alive():
-            logger.warning("outputs: the publisher thread did not finish within %.1f s", timeout)
+        self.worker.close(timeout)
         for sink in self.sinks:
             try:
                 sink.close(max(0.0, deadline - time.monotonic()))
             except Exception:
                 logger.exception("closing output %s failed", sink.name)
 
-    def _supervise(self) -> None:
-        run_supervised("outputs", self._run, self.on_error, self._stop)
-
-    def _run(self) -> None:
-        while True:
+    def _send(self, event: Event) -> None:
+        for sink in self.sinks:
             try:
-                event = self._queue.get(timeout=POLL_S)
-            except queue.Empty:
-                self._report_drops()
-                if self._stop.is_set():
-                    return
-                continue
-            for sink in self.sinks:
-                try:
-                    sink.handle(event)
-                except Exception as exc:  # reported by type: an exception's text may hold a payload or a secret
-                    logger.debug("output %s failed on a %s event", sink.name, event.get("type"), exc_info=True)
-                    message = f"output {sink.name} failed on a {event.get('type')} event ({type(exc).__name__})"
-                    call_reporter(self.on_error, message)
-            self._report_drops()
-
-    def _report_drops(self) -> None:
-        dropped, now = self.dropped, time.monotonic()
-        if report_due(dropped, self._reported, now, self._last_report, self.report_every_s):
-            self._reported, self._last_report = dropped, now
-            call_reporter(self.on_error, f"outputs: queue full, {dropped} events dropped so far (oldest first)")
+                sink.handle(event)
+            except Exception as exc:  # reported by type: an exception's text may hold a payload or a secret
+                logger.debug("output %s failed on a %s event", sink.name, event.TYPE, exc_info=True)
+                message = f"output {sink.name} failed on a {event.TYPE} event ({type(exc).__name__})"
+                call_reporter(self.on_error, message)

@@ -8,7 +8,7 @@ ones are counted until a request gets through again (or the sink closes), then r
 
 A receiver is not trusted (`app.outputs.http_post`): only its status line is read (at most 64 KiB), and each
 request has one deadline for all of it. The thread survives anything: an unexpected exception is reported
-once and the worker restarts (`app.outputs.supervisor`).
+once and the worker restarts (`app.supervisor`).
 """
 
 from __future__ import annotations
@@ -16,22 +16,19 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import queue
 import ssl
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app.events import Event
 from app.outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
 from app.outputs.http_post import PostError, post
 from app.outputs.payloads import alert_payload, answer_payload, to_json
-from app.outputs.publisher import POLL_S
-from app.outputs.reporting import ErrorCallback, call_reporter
-from app.outputs.supervisor import RestartPolicy, run_supervised
-from capture import DropOldestQueue
+from app.reporting import ErrorCallback, call_reporter
+from app.supervisor import RestartPolicy
+from app.worker import BackgroundWorker
+from bus import Alert, Answer, Event
 
 logger = logging.getLogger(__name__)
 
@@ -132,9 +129,9 @@ def backoff_delay(config: WebhookConfig, retry: int) -> float:
 
 def webhook_body(event: Event) -> bytes | None:
     """The JSON POSTed for an event, or None for events webhooks do not carry."""
-    if event.get("type") == "alert":
+    if isinstance(event, Alert):
         return to_json(alert_payload(event, with_snapshot=True))
-    if event.get("type") == "answer":
+    if isinstance(event, Answer):
         return to_json(answer_payload(event))
     return None
 
@@ -158,42 +155,37 @@ class WebhookSink:
         self.delivered = 0
         self.failed = 0
         self._failing = 0  # requests given up in a row (the first reported, the rest counted)
-        self._queue: DropOldestQueue[bytes] = DropOldestQueue(config.queue_size)
-        self._stop = threading.Event()  # no more input: deliver what is queued, then end
-        self._abort = threading.Event()  # the close deadline passed: end now, count the rest as dropped
-        self._aborted = 0
-        self._restarts = restarts or RestartPolicy()
         self._ssl = ssl.create_default_context() if urlsplit(config.url).scheme == "https" else None
-        self._thread = threading.Thread(target=self._supervise, name=f"webhook-{config.display}", daemon=True)
+        self.worker: BackgroundWorker[bytes] = BackgroundWorker(
+            self.name,
+            self._deliver,
+            config.queue_size,
+            on_error,
+            restarts=restarts,
+            items="requests",
+            abort_grace_s=config.timeout_s + 1.0,
+        )
 
     @property
     def dropped(self) -> int:
         """Requests dropped: the oldest when the queue was full, plus those left at an aborted close."""
-        return self._queue.dropped + self._aborted
+        return self.worker.dropped
 
     def start(self) -> None:
-        self._thread.start()
+        self.worker.start()
 
     def handle(self, event: Event) -> None:
         body = webhook_body(event)
         if body is not None:
-            self._queue.put(body)
+            self.worker.put(body)
 
     def close(self, timeout: float) -> None:
         """Delivers what is queued for up to `timeout` seconds, then abandons the rest; joins the thread
         (which may need up to `timeout_s` more to finish a request already under way)."""
-        self._stop.set()
-        if not self._thread.is_alive():
-            return
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            self._abort.set()
-            self._thread.join(self.config.timeout_s + 1.0)
-
-    def _supervise(self) -> None:
-        run_supervised(self.name, self._run, self.on_error, self._abort, self._restarts)
+        self.worker.close(timeout)
         if self._failing > 1:
             call_reporter(self.on_error, f"{self.name}: {self._failing - 1} more requests given up since the first")
+            self._failing = 1
 
     def _delivered(self) -> None:
         if self._failing > 1:
@@ -201,20 +193,6 @@ class WebhookSink:
             call_reporter(self.on_error, message)
         self._failing = 0
         self.delivered += 1
-
-    def _run(self) -> None:
-        while not self._abort.is_set():
-            try:
-                body = self._queue.get(timeout=POLL_S)
-            except queue.Empty:
-                if self._stop.is_set():
-                    return
-                continue
-            self._deliver(body)
-        left = len(self._queue.drain())
-        if left:
-            self._aborted += left
-            call_reporter(self.on_error, f"{self.name}: {left} requests abandoned at shutdown")
 
     def _deliver(self, body: bytes) -> None:
         """POSTs `body`, retrying as configured; reports the first request given up in a row."""
@@ -227,7 +205,7 @@ class WebhookSink:
                 break
             delay = backoff_delay(self.config, attempt)
             logger.warning("%s: %s; retry %d in %.1f s", self.name, why, attempt + 1, delay)
-            if self._abort.wait(delay):
+            if self.worker.aborted.wait(delay):
                 break
         self.failed += 1
         self._failing += 1

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from app.timeline.config import Location, TimelineError
 from app.timeline.reader import Moment, TimelineReader
+from bus.clock import clock
 
 logger = logging.getLogger(__name__)
 
@@ -77,11 +78,6 @@ class TimelineNotes:
 
 def _note(moment: Moment) -> str:
     when = time.strftime("%a %H:%M", time.localtime(moment.t_wall))
-    span = f"{_clock(moment.start_s)}-{_clock(moment.end_s)}" if moment.end_s is not None else "?"
+    span = f"{clock(moment.start_s)}-{clock(moment.end_s)}" if moment.end_s is not None else "?"
     said = moment.text if moment.kind == "alert" else f"asked {moment.question!r}, answered {moment.text!r}"
     return f"- {when}, {span}: {said[:240]}"
-
-
-def _clock(seconds: float | None) -> str:
-    whole = int(seconds or 0)
-    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"

@@ -26,7 +26,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -34,12 +33,11 @@ from app.timeline.config import TimelineConfig, TimelineError
 from app.timeline.records import STREAM_EVENT_TYPES, alert_row, answer_row, stream_row
 from app.timeline.store import Row, TimelineStore
 from app.timeline.thumbnails import PreviewRings, thumbnail_jpeg
-from capture import DropOldestQueue
+from bus import Alert, Answer, ClipEvent, DropOldestQueue, Event
 from capture.redact import redact_source
 
 logger = logging.getLogger(__name__)
 
-Event = dict[str, Any]
 ErrorCallback = Callable[[str], None]
 POLL_S = 0.1  # how often an idle writer takes previews and looks for the end
 BATCH = 32  # rows per transaction at most
@@ -96,14 +94,14 @@ class TimelineWriter:
 
     def __call__(self, event: Event) -> None:
         """The bus subscriber: queues what the timeline keeps; never blocks, never raises."""
-        kind, stream = event.get("type"), event.get("stream")
+        stream = event.stream
         if self._failed.is_set() or self._events.closed:
             return
         try:
-            if kind == "clip":
-                if stream is not None and event.get("preview") is not None:
-                    self._previews.put((stream, float(event.get("stream_time") or 0.0), event["preview"]))
-            elif kind in ("answer", "alert") or (kind in STREAM_EVENT_TYPES and stream is not None):
+            if isinstance(event, ClipEvent):
+                if stream is not None and event.preview is not None:
+                    self._previews.put((stream, float(event.stream_time or 0.0), event.preview))
+            elif isinstance(event, (Answer, Alert)) or (isinstance(event, STREAM_EVENT_TYPES) and stream is not None):
                 self._events.put(event)
         except RuntimeError:  # closed between the check and the put
             return
@@ -203,18 +201,17 @@ class TimelineWriter:
                 logger.exception("the timeline's callback failed")
 
     def _row(self, event: Event) -> Row | None:
-        stream, kind = event.get("stream"), event["type"]
-        if kind == "answer":
-            stream_time = float(event.get("stream_time") or 0.0)
+        stream = event.stream
+        if isinstance(event, Answer):
+            stream_time = float(event.stream_time or 0.0)
             previous = self._last_answer_time.get(stream, 0.0)
             self._last_answer_time[stream] = stream_time
             return answer_row(event, previous, self._rings.nearest(stream, stream_time))
-        if kind == "alert":
-            snapshot = event.get("snapshot")
-            if snapshot:
-                thumbnail = self._thumbnail(snapshot)
+        if isinstance(event, Alert):
+            if event.snapshot:
+                thumbnail = self._thumbnail(event.snapshot)
             else:
-                thumbnail = self._rings.nearest(stream, float(event.get("stream_time") or 0.0))
+                thumbnail = self._rings.nearest(stream, float(event.stream_time or 0.0))
             return alert_row(event, thumbnail)
         return stream_row(event)
 

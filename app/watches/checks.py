@@ -9,6 +9,7 @@ from app.stream import Stream
 from app.stream_events import StreamEvents
 from app.watches.state import Transition
 from app.watches.watch import Watch, snapshot_jpeg
+from bus import Alert, Check
 from capture import Clip
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ def run_checks(stream: Stream, clip: Clip, events: StreamEvents, changed: bool =
             watch.gate.failed()
             continue
         events.publish(
-            "check",
+            Check,
             stream,
             alert=watch.spec.name,
             p_yes=round(verdict.p_yes, 4),
@@ -54,4 +55,4 @@ def publish_alert(stream: Stream, watch: Watch, change: Transition, clip: Clip, 
         fields |= {"snapshot": jpeg, "snapshot_bytes": len(jpeg)}
     else:
         fields["duration_s"] = round(change.duration_s, 3)
-    events.publish("alert", stream, **fields)
+    events.publish(Alert, stream, **fields)

@@ -1,6 +1,6 @@
 """Desktop/datacenter GPU memory from NVML (the `nvidia-ml-py` package, imported as `pynvml`).
 
-NVML does not exist on Jetson (Orin and older); `ui.memory_monitor.pick_backend` checks for Jetson first.
+NVML does not exist on Jetson (Orin and older); `monitor.memory_monitor.pick_backend` checks for Jetson first.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ui.memory_backends.base import DeviceReading
+from monitor.backends.base import DeviceReading
 
 
 def process_bytes_from(processes: list[Any], pid: int) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ui.memory_backends.base import DeviceReading
+from monitor.backends.base import DeviceReading
 
 
 def parse_meminfo(text: str) -> dict[str, int]:

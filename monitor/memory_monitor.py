@@ -13,7 +13,7 @@ Every sample also carries the process RSS (psutil) and, when this process alread
 torch, torch's allocated/reserved counters. torch is never imported here: it is read from
 `sys.modules` only if the application imported it.
 
-`python -m ui.memory_monitor` prints a few samples: a quick check of which backend a machine gets.
+`python -m monitor.memory_monitor` prints a few samples: a quick check of which backend a machine gets.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from typing import Any
 
 import psutil
 
-from ui.memory_backends.base import CpuBackend, MemoryBackend
-from ui.memory_backends.meminfo import MeminfoBackend
-from ui.memory_backends.tegrastats import TegrastatsBackend
+from monitor.backends.base import CpuBackend, MemoryBackend
+from monitor.backends.meminfo import MeminfoBackend
+from monitor.backends.tegrastats import TegrastatsBackend
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def is_jetson(root: str | Path = "/") -> bool:
 
 def _nvml_backend() -> MemoryBackend | None:
     try:
-        from ui.memory_backends.nvml import NvmlBackend
+        from monitor.backends.nvml import NvmlBackend
 
         return NvmlBackend()
     except ImportError:
@@ -109,7 +109,7 @@ def pick_backend(
     root = Path(root)
     meminfo_path = root / "proc/meminfo"
     if name == "nvml":
-        from ui.memory_backends.nvml import NvmlBackend
+        from monitor.backends.nvml import NvmlBackend
 
         return NvmlBackend()
     if name == "tegrastats":

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ui.memory_backends.base import DeviceReading
+from monitor.backends.base import DeviceReading
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,63 @@
+"""A sink that only knows how to `send` one event, made into an output the publisher can feed.
+
+`QueuedSink(sink)` gives it its own `app.worker.BackgroundWorker` (bounded queue, thread, close with a deadline,
+drops counted and reported), so a slow receiver delays neither the model nor another output. A failed `send`
+is reported by the exception's type only (its text may hold a URL with a token) and the next event goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from app.reporting import ErrorCallback, call_reporter
+from app.worker import BackgroundWorker
+from bus import Event
+
+logger = logging.getLogger(__name__)
+
+
+class SendSink(Protocol):
+    """What a new output writes: a `name` for messages, `wants(event)` (which events it takes) and `send(event)`
+    (called on its own thread; it may wait on the network, within its own timeout)."""
+
+    name: str
+
+    def wants(self, event: Event) -> bool: ...
+
+    def send(self, event: Event) -> None: ...
+
+
+class QueuedSink:
+    """`sink` behind its own worker: the publisher's `Sink` (start, handle, close, dropped)."""
+
+    def __init__(self, sink: SendSink, on_error: ErrorCallback | None = None, queue_size: int = 64) -> None:
+        self.sink = sink
+        self.name = sink.name
+        self.on_error = on_error
+        self.failed = 0
+        self.worker: BackgroundWorker[Event] = BackgroundWorker(
+            sink.name, self._send, queue_size, on_error, items="events"
+        )
+
+    @property
+    def dropped(self) -> int:
+        return self.worker.dropped
+
+    def start(self) -> None:
+        self.worker.start()
+
+    def handle(self, event: Event) -> None:
+        if self.sink.wants(event):
+            self.worker.put(event)
+
+    def close(self, timeout: float) -> None:
+        self.worker.close(timeout)
+
+    def _send(self, event: Event) -> None:
+        try:
+            self.sink.send(event)
+        except Exception as exc:  # reported by type: an exception's text may hold a URL with a token
+            self.failed += 1
+            logger.debug("output %s failed on a %s event", self.name, event.TYPE, exc_info=True)
+            call_reporter(self.on_error, f"output {self.name} failed on a {event.TYPE} event ({type(exc).__name__})")

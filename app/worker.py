@@ -1,0 +1,173 @@
+"""One background worker shape for everything that must not run on the model worker's thread.
+
+A `BackgroundWorker` is a bounded drop-oldest queue (`bus.DropOldestQueue`: `put` never blocks; when full the
+oldest item is dropped and counted), one thread that hands each item to `send` (supervised: a crash is reported
+and the thread restarts with a backoff, `app.supervisor`), a stop, and `close(timeout)`, which delivers
+what is queued until the deadline and then abandons the rest, counted. Drops are reported through `on_error`
+(at most every `report_every_s` seconds, and once more at close), never raised.
+
+A new output is then a small class with a `send(item)` handed to a worker: see `QueuedSubscriber`, which puts a
+bus subscriber (the terminal printer, the JSON-lines log) behind one.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from app.reporting import ErrorCallback, call_reporter
+from app.supervisor import RestartPolicy, run_supervised
+from bus import DropOldestQueue, Event
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+POLL_S = 0.1  # how often an idle worker looks at its stop event
+
+
+def report_due(dropped: int, reported: int, now: float, last_report: float, every_s: float) -> bool:
+    """Whether to report drops now: there are new ones and the last report is at least `every_s` old."""
+    return dropped > reported and now - last_report >= every_s
+
+
+class BackgroundWorker(Generic[T]):
+    """Hands queued items to `send` on its own thread.
+
+    Args:
+        name: for thread names and reports ("outputs", "event log", ...).
+        send: called with each item, in order, on the worker's thread; may take its time (the queue absorbs
+            it). An exception crashes the worker: it is reported by type (`app.supervisor`), the item is lost,
+            and the thread restarts after a backoff.
+        queue_size: items kept while `send` is busy; beyond it the oldest is dropped (`dropped`).
+        on_error: called with a one-line message about drops, failures and crashes.
+        report_every_s: drops are reported at most this often (seconds).
+        restarts: how a crashed worker thread restarts.
+        items: what the items are called in reports ("events", "requests").
+        abort_grace_s: how long `close` still waits, after its deadline, for a `send` under way (one that
+            waits should wait on `aborted`, set at the deadline).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        send: Callable[[T], None],
+        queue_size: int = 256,
+        on_error: ErrorCallback | None = None,
+        report_every_s: float = 10.0,
+        restarts: RestartPolicy | None = None,
+        items: str = "items",
+        abort_grace_s: float = 1.0,
+    ) -> None:
+        if report_every_s < 0:
+            raise ValueError(f"report_every_s must be >= 0, got {report_every_s}")
+        self.name = name
+        self.send = send
+        self.on_error = on_error
+        self.report_every_s = report_every_s
+        self.items = items
+        self.abort_grace_s = abort_grace_s
+        self._queue: DropOldestQueue[T] = DropOldestQueue(queue_size)
+        self._abort = threading.Event()  # the close deadline passed: end now, count the rest as dropped
+        self._abandoned = 0
+        self._reported = 0
+        self._last_report = float("-inf")
+        self._restarts = restarts or RestartPolicy()
+        self._thread = threading.Thread(target=self._supervise, name=name, daemon=True)
+
+    @property
+    def aborted(self) -> threading.Event:
+        """Set when the close deadline passed: a `send` that waits (a retry's backoff) should stop waiting."""
+        return self._abort
+
+    @property
+    def dropped(self) -> int:
+        """Items dropped: the oldest when the queue was full, plus those abandoned at close."""
+        return self._queue.dropped + self._abandoned
+
+    def put(self, item: T) -> bool:
+        """Queues `item` without blocking; False when the worker is closed (the item is not taken)."""
+        try:
+            self._queue.put(item)
+        except RuntimeError:  # closed
+            return False
+        return True
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """No more items: delivers what is queued for up to `timeout` seconds, then abandons the rest (counted
+        and reported). Joins the thread. Safe to call twice."""
+        self._queue.close()
+        if self._thread.ident is None:  # never started: nothing was delivered, everything queued is abandoned
+            self._abandon()
+            return
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._abort.set()
+            self._thread.join(self.abort_grace_s)
+            if self._thread.is_alive():
+                logger.warning("%s: the worker is still in a send after its close deadline", self.name)
+
+    def _supervise(self) -> None:
+        run_supervised(self.name, self._run, self.on_error, self._abort, self._restarts)
+        self._abandon()
+        self._report_drops(final=True)
+
+    def _run(self) -> None:
+        while not self._abort.is_set():
+            try:
+                item = self._queue.get(timeout=POLL_S)
+            except queue.Empty:
+                self._report_drops()
+                continue
+            except EOFError:  # closed and empty
+                return
+            self.send(item)  # an exception crashes the worker: reported by type, restarted (the item is lost)
+            self._report_drops()
+
+    def _abandon(self) -> None:
+        left = len(self._queue.drain())
+        if left:
+            self._abandoned += left
+            self._reported += left  # reported here, not again as drops
+            call_reporter(self.on_error, f"{self.name}: {left} {self.items} abandoned at shutdown")
+
+    def _report_drops(self, final: bool = False) -> None:
+        dropped, now = self.dropped, time.monotonic()
+        if report_due(dropped, self._reported, now, float("-inf") if final else self._last_report, self.report_every_s):
+            self._reported, self._last_report = dropped, now
+            message = f"{self.name}: queue full, {dropped} {self.items} dropped so far (oldest first)"
+            call_reporter(self.on_error, message)
+
+
+class QueuedSubscriber:
+    """A bus subscriber moved off the publishing (model worker's) thread: `__call__` queues the event, the
+    worker hands it to `subscriber` in order. `close()` delivers what is left (bounded by its timeout)."""
+
+    def __init__(
+        self,
+        name: str,
+        subscriber: Callable[[Event], None],
+        queue_size: int = 1024,
+        on_error: ErrorCallback | None = None,
+    ) -> None:
+        self.subscriber = subscriber
+        self.worker: BackgroundWorker[Event] = BackgroundWorker(name, subscriber, queue_size, on_error, items="events")
+
+    def __call__(self, event: Event) -> None:
+        self.worker.put(event)
+
+    def start(self) -> None:
+        self.worker.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.worker.close(timeout)
+
+    @property
+    def dropped(self) -> int:
+        return self.worker.dropped

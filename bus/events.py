@@ -1,0 +1,230 @@
+"""The assistant's events: one frozen dataclass per type, every field named and typed.
+
+Each event names its `stream` (None for events of the whole process) and `t_wall` (seconds since the epoch,
+when it was made). `TYPE` is the name the event has in a record (the JSON-lines log, MQTT and webhook payloads,
+the timeline): see `bus.records` for the one place that turns an event into a record and back.
+
+Status events carry a `kind` (`StatusKind`) beside their text: whatever acts on a status (MQTT availability,
+the page) matches on the kind; the text is for people and may be reworded.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+DEFAULT_STREAM = "main"  # the name of the one stream of a run or page started without a named source
+
+
+def now() -> float:
+    """The wall clock as events carry it: seconds since the epoch, to the millisecond."""
+    return round(time.time(), 3)
+
+
+class StatusKind(enum.Enum):
+    """What a status event says happened; its value is what a record holds."""
+
+    READY = "ready"  # the assistant runs: every stream was started
+    STOPPED = "stopped"  # the assistant stopped (its last event)
+    RUN_FINISHED = "run_finished"  # every stream ended or was stopped
+    MEMORY_MONITOR = "memory_monitor"  # which memory reading this run uses
+    STREAM_ADDED = "stream_added"
+    STREAM_WATCHING = "stream_watching"  # a stream's capture opened
+    STREAM_STOPPED = "stream_stopped"
+    STREAM_REMOVED = "stream_removed"
+    MEMORY_RESET = "memory_reset"
+    CLIP_CUT_OFF = "clip_cut_off"  # a clip's prefill was interrupted by the stop
+    DURATION_REACHED = "duration_reached"  # --duration of stream time reached
+    INFO = "info"  # anything else (and a status record of an older log, which had no kind)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    """Fields every event has."""
+
+    TYPE: ClassVar[str] = ""
+    LOGGED: ClassVar[bool] = True  # written to the event log (answer pieces are not: the answer event is whole)
+    stream: str | None = None
+    t_wall: float = field(default_factory=now)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Status(Event):
+    TYPE: ClassVar[str] = "status"
+    kind: StatusKind = StatusKind.INFO
+    message: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClipEvent(Event):
+    """A clip entered a stream's cache. preview: its last frame ([H, W, 3] uint8 RGB) for live displays, never
+    written to a record."""
+
+    TYPE: ClassVar[str] = "clip"
+    index: int
+    stream_time: float
+    t_start: float = 0.0
+    frames: int = 0
+    visual_tokens: int | None = None
+    visual_tokens_kept: int | None = None
+    visual_tokens_changed: int | None = None
+    keyframe: bool = False
+    prefill_tokens: int = 0
+    cache_tokens: int = 0
+    budget: int = 0
+    evict_ms: float = 0.0
+    prefill_s: float = 0.0
+    lag_s: float = 0.0
+    queued_clips: int = 0
+    kv_bytes: int = 0
+    store_tokens: int = 0
+    store_bytes: int = 0
+    store_dropped_tokens: int = 0
+    store_oldest_time: float | None = None
+    dropped_clips: int = 0
+    dropped_frames: int = 0
+    preview: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerStart(Event):
+    TYPE: ClassVar[str] = "answer_start"
+    round: int
+    question: str
+    auto: bool = False
+    stream_time: float = 0.0
+    batch: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerPiece(Event):
+    """A piece of an answer as it is decoded (for live displays; not logged)."""
+
+    TYPE: ClassVar[str] = "answer_piece"
+    LOGGED: ClassVar[bool] = False
+    round: int
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer(Event):
+    """A finished answer with its metrics (model.session.AnswerMetrics) and, where a memory monitor runs, its
+    reading. evidence: the moments it drew on, {stream, start, end, source, score[, row_id]} each."""
+
+    TYPE: ClassVar[str] = "answer"
+    round: int
+    question: str = ""
+    answer: str = ""
+    auto: bool = False
+    stream_time: float = 0.0
+    batch: int = 1
+    answer_tokens: int = 0
+    prefill_tokens: int = 0
+    ttft_s: float = 0.0
+    decode_tokens_per_s: float = 0.0
+    cache_tokens_before: int = 0
+    cache_tokens_after: int = 0
+    cache_tokens_end: int = 0
+    evict_ms: float = 0.0
+    kv_bytes: int = 0
+    device_mem_bytes: int | None = None
+    process_rss_bytes: int | None = None
+    cut_off: bool = False
+    recalled_tokens: int = 0
+    recall_ms: float = 0.0
+    store_tokens: int = 0
+    store_bytes: int = 0
+    evidence: list[dict] = field(default_factory=list)
+    memory_backend: str | None = None
+    memory_label: str | None = None
+    device_used_bytes: int | None = None
+    device_total_bytes: int | None = None
+    process_threads: int | None = None
+    process_open_fds: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorEvent(Event):
+    """Something failed (where: the part, e.g. clip, question, answer, watch, store, timeline, outputs)."""
+
+    TYPE: ClassVar[str] = "error"
+    where: str
+    message: str
+    stream_time: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarningEvent(Event):
+    TYPE: ClassVar[str] = "warning"
+    where: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureChange(Event):
+    """The capture of a stream changed (kind: reconnect, reconnected, ...; state: the stream's state after)."""
+
+    TYPE: ClassVar[str] = "capture"
+    kind: str
+    message: str
+    state: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class End(Event):
+    TYPE: ClassVar[str] = "end"
+    reason: str = ""
+    message: str = ""
+    stream_time: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check(Event):
+    """A watch's yes/no check of one clip."""
+
+    TYPE: ClassVar[str] = "check"
+    alert: str
+    p_yes: float
+    ms: float = 0.0
+    stream_time: float = 0.0
+    skipped_checks: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Alert(Event):
+    """A watch's alert began (with a JPEG snapshot of the clip's last frame, never in a record) or ended."""
+
+    TYPE: ClassVar[str] = "alert"
+    id: str
+    alert: str
+    state: str  # begin | end
+    p_yes: float = 0.0
+    stream_time: float = 0.0
+    question: str = ""
+    snapshot: bytes | None = field(default=None, repr=False, compare=False)
+    snapshot_bytes: int | None = None
+    duration_s: float | None = None
+
+    @property
+    def began(self) -> bool:
+        return self.state == "begin"
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        Status,
+        ClipEvent,
+        AnswerStart,
+        AnswerPiece,
+        Answer,
+        ErrorEvent,
+        WarningEvent,
+        CaptureChange,
+        End,
+        Check,
+        Alert,
+    )
+}

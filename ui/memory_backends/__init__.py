@@ -1,8 +1,0 @@
-"""Memory backends behind `ui.memory_monitor.MemoryMonitor`: one small module per source.
-
-Every backend has `name`, `label`, `read() -> DeviceReading` and `close()`.
-"""
-
-from ui.memory_backends.base import DeviceReading, MemoryBackend
-
-__all__ = ["DeviceReading", "MemoryBackend"]
