@@ -3,6 +3,7 @@ that take `timeline_location` run against SQLite and PostgreSQL; the others are 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import sqlite3
@@ -315,8 +316,9 @@ def test_an_alert_is_written_once_and_a_row_once(timeline_location):
     is kept once."""
     begin = make_event("alert", stream="door", id="door-truck-1", alert="truck", state="begin", p_yes=0.9,
                        stream_time=16.0, question="Is a truck visible?")  # fmt: skip
-    end = {**begin, "state": "end", "duration_s": 4.0, "stream_time": 20.0}
-    writer = run_writer(TimelineConfig(timeline_location), [begin, begin, end, {**begin, "t_wall": 1.0}, end])
+    end = dataclasses.replace(begin, state="end", duration_s=4.0, stream_time=20.0)
+    later = dataclasses.replace(begin, t_wall=1.0)
+    writer = run_writer(TimelineConfig(timeline_location), [begin, begin, end, later, end])
     assert writer.written == 2 and not writer.failed
     states = [r["state"] for r in query(timeline_location, "SELECT state FROM moments ORDER BY id")]
     assert states == ["begin", "end"]
