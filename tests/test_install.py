@@ -3,6 +3,7 @@ tracks in the shipped packages, its `edge-assistant` command works, and its depe
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -71,6 +72,20 @@ def test_installed_command_and_module_run_outside_the_checkout(installed):
     # The copy ran, not the checkout: the module came from the installed folder.
     where = _run_installed(installed, sys.executable, "-c", "import app.cli; print(app.cli.__file__)")
     assert where.stdout.strip().startswith(str(installed)), where.stdout
+
+
+def test_the_installed_command_watches_a_video_with_the_tiny_model(installed, tmp_path):
+    from tests.app_helpers import video
+
+    log = tmp_path / "events.jsonl"
+    done = _run_installed(
+        installed, sys.executable, str(installed / "bin" / "edge-assistant"), "--video", str(video(4)), "--model",
+        "tiny", "--no-realtime", "--every", "2", "--max-rounds", "1", "--budget", "256", "--window", "16",
+        "--max-new-tokens", "4", "--quiet", "--timeline", "", "--log-jsonl", str(log),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    types = [json.loads(line)["type"] for line in log.read_text().splitlines()]
+    assert "clip" in types and "answer" in types
 
 
 def test_dependencies_are_declared(installed):
