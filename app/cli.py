@@ -15,7 +15,6 @@ from cache.policies import POLICIES
 from cache.store.kv_quant import QUANT_MODES
 from capture.config import CaptureConfig
 from model.change import ChangeConfig
-from model.session import SessionConfig
 
 # On in the app: in a stream, only recall lets an answer reach what the cache evicted (README, "Memory beyond
 # the budget"). The library's CacheConfig keeps recall=0, a cache with no host store.
@@ -104,16 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
     mdl.add_argument("--device", default="auto", help="auto (CUDA when present), cuda, cuda:N or cpu")
     mdl.add_argument("--dtype", default="auto", help="auto (bf16/fp16 on GPU, fp32 on CPU), bfloat16, float16, float32")
     mdl.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with the model")
-    session = SessionConfig()
+    # SessionConfig's defaults (model.session imports transformers: too heavy for --help; a test keeps them equal)
     mdl.add_argument(
         "--max-new-tokens",
         type=int,
-        default=session.max_new_tokens,
+        default=64,
         help="answer length cap (also the cache headroom)",
     )
-    mdl.add_argument(
-        "--chunk-size", type=int, default=session.chunk_size, help="tokens per prefill step (bounds peak memory)"
-    )
+    mdl.add_argument("--chunk-size", type=int, default=512, help="tokens per prefill step (bounds peak memory)")
     mdl.add_argument(
         "--compile",
         action="store_true",
