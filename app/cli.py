@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 from pathlib import Path
 
 from app.config_types import check_value
 from app.input_limits import MAX_PENDING, MAX_QUESTION_CHARS, InputLimits
-from app.scheduler import DEFAULT_QUESTION
-from cache.config import POOL_MODES, CacheConfig
+from app.scheduler import DEFAULT_QUESTION, StandingQuestion
+from cache.config import POOL_MODES, POSITION_MODES, CacheConfig
 from cache.policies import POLICIES
 from cache.store.kv_quant import QUANT_MODES
+from capture.config import CaptureConfig
 from model.change import ChangeConfig
 
 # On in the app: in a stream, only recall lets an answer reach what the cache evicted (README, "Memory beyond
@@ -22,6 +24,11 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
     import tomli as tomllib
+
+
+def default_of(config_class: type, name: str) -> object:
+    """The default a config dataclass gives `name`: a flag's default is written once, in its dataclass."""
+    return next(f.default for f in dataclasses.fields(config_class) if f.name == name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,8 +62,15 @@ def build_parser() -> argparse.ArgumentParser:
         " or EDGE_ASSISTANT_SOURCE_CREDENTIALS_NAME=user:password in the environment; in --config: "
         "credentials_file in [streams.NAME]). Keeps the password out of argv, logs and the page",
     )
-    src.add_argument("--fps", type=float, default=1.0, help="frames sampled per second of stream time")
-    src.add_argument("--clip-seconds", type=float, default=4.0, help="stream seconds per clip fed to the model")
+    src.add_argument(
+        "--fps", type=float, default=default_of(CaptureConfig, "fps"), help="frames sampled per second of stream time"
+    )
+    src.add_argument(
+        "--clip-seconds",
+        type=float,
+        default=default_of(CaptureConfig, "clip_seconds"),
+        help="stream seconds per clip fed to the model",
+    )
     src.add_argument(
         "--realtime",
         action=argparse.BooleanOptionalAction,
@@ -89,7 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     mdl.add_argument("--device", default="auto", help="auto (CUDA when present), cuda, cuda:N or cpu")
     mdl.add_argument("--dtype", default="auto", help="auto (bf16/fp16 on GPU, fp32 on CPU), bfloat16, float16, float32")
     mdl.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with the model")
-    mdl.add_argument("--max-new-tokens", type=int, default=64, help="answer length cap (also the cache headroom)")
+    # SessionConfig's defaults (model.session imports transformers: too heavy for --help; a test keeps them equal)
+    mdl.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=64,
+        help="answer length cap (also the cache headroom)",
+    )
     mdl.add_argument("--chunk-size", type=int, default=512, help="tokens per prefill step (bounds peak memory)")
     mdl.add_argument(
         "--compile",
@@ -151,8 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kv.add_argument(
         "--positions",
-        choices=["rerotate", "original"],
-        default="rerotate",
+        choices=list(POSITION_MODES),
+        default=defaults.positions,
         help="rerotate: compact positions after eviction (runs forever); original: keep first positions",
     )
 
@@ -184,7 +204,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = p.add_argument_group("questions and run")
     ask.add_argument("--question", default=DEFAULT_QUESTION, help="the standing question")
-    ask.add_argument("--every", type=float, default=30.0, help="ask it every N seconds of stream time (0 = never)")
+    ask.add_argument(
+        "--every",
+        type=float,
+        default=StandingQuestion().every_s,
+        help="ask it every N seconds of stream time (0 = never)",
+    )
     ask.add_argument("--max-rounds", type=int, default=0, help="stop after N answers (0 = no limit)")
     ask.add_argument("--duration", type=float, default=0.0, help="stop after N seconds of stream time (0 = no limit)")
     ask.add_argument(

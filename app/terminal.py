@@ -14,8 +14,8 @@ from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
 from app.text_safety import printable
 from capture import SourceError
+from capture.options import CaptureOptions
 from monitor.memory_monitor import MemoryMonitor
-from ui.controls import CaptureOptions
 
 
 def run_terminal(config: AppConfig) -> int:

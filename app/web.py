@@ -26,10 +26,11 @@ from app.timeline.config import Location
 from app.web_access import PageLogin, open_warning, page_login, ready_lines
 from app.web_files import private_upload_folder
 from capture import SourceError
+from capture.options import CaptureOptions
 from capture.redact import redact_source
 from model.loading import LoadedModel
 from monitor.memory_monitor import MemoryMonitor
-from ui.controls import CaptureOptions, Controls
+from ui.controls import Controls
 from ui.guard import HostRule, PageGuard
 from ui.history import HistoryUnavailable
 from ui.login_throttle import LoginThrottle

@@ -72,7 +72,7 @@ def test_alerts_and_answers_reach_the_broker_and_the_webhook(outputs, tmp_path):
     answers = [m.json() for m in watcher.messages if m.topic == "edge-assistant/door/answer"]
     watcher.wait_for(lambda m: m.topic == "edge-assistant/door/answer" and m.json()["stream_time"] == 16.0, "answers")
     answers = [m.json() for m in watcher.messages if m.topic == "edge-assistant/door/answer"]
-    assert [a.stream_time for a in answers] == [8.0, 16.0]
+    assert [a["stream_time"] for a in answers] == [8.0, 16.0]
     watcher.wait_for(lambda m: m.topic == "edge-assistant/available" and m.payload == b"offline", "offline at exit")
     # the webhook: the same JSON, signed
     posts = receiver.wait_for(3)

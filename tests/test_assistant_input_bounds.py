@@ -108,7 +108,8 @@ def test_a_flood_of_questions_never_starves_the_video():
 
 
 def test_the_page_says_busy_and_too_long_from_the_real_assistant():
-    from ui.controls import CaptureOptions, Controls
+    from capture.options import CaptureOptions
+    from ui.controls import Controls
     from ui.state import LiveState
 
     assistant, _ = _assistant(InputLimits(max_question_chars=100, max_pending=2), RunLimits(end_with_stream=False))

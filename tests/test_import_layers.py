@@ -101,6 +101,10 @@ def test_memory_readings_live_in_monitor_only():
     assert users and all(module.split(".")[0] in ("app", "monitor") for module in users), users
 
 
+def test_the_terminal_takes_capture_options_from_capture_not_from_the_page():
+    assert "capture.options" in IMPORTS["app.terminal"] and "ui.controls" not in IMPORTS["app.terminal"]
+
+
 def test_the_store_and_the_cpu_kernels_never_import_tier_one():
     wrong = []
     for module, targets in IMPORTS.items():

@@ -10,10 +10,11 @@ import pytest
 from app.admission import AdmissionError
 from app.scheduler import StandingQuestion
 from capture import SourceError
+from capture.options import CaptureOptions
 from capture.policy import SourcePolicy
 from tests.event_helpers import make_event
 from ui import history, render, stream_slots
-from ui.controls import ALL_STREAMS, MAX_STREAMS, CaptureOptions, Controls
+from ui.controls import ALL_STREAMS, MAX_STREAMS, Controls
 from ui.page import live_updates, plot_updates
 from ui.state import LiveState
 

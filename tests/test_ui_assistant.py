@@ -12,11 +12,12 @@ from app.stream import Stream
 from bus import EventBus
 from cache.attention import register_attention
 from cache.config import CacheConfig
+from capture.options import CaptureOptions
 from capture.synth import write_video
 from model.config import ModelConfig
 from model.loading import load_model
 from model.session import SessionConfig, StreamingSession
-from ui.controls import CaptureOptions, Controls
+from ui.controls import Controls
 from ui.state import LiveState, MemoryPoint
 
 

@@ -7,7 +7,8 @@ import pytest
 from app.input_limits import AssistantBusy, InputLimits
 from app.scheduler import StandingQuestion
 from capture import CaptureConfig, SourceError
-from ui.controls import CaptureOptions, Controls, check_upload, parse_camera
+from capture.options import CaptureOptions
+from ui.controls import Controls, check_upload, parse_camera
 from ui.state import LiveState
 
 

@@ -11,9 +11,10 @@ import pytest
 
 from app.scheduler import StandingQuestion
 from capture import CaptureConfig, open_source
+from capture.options import CaptureOptions
 from capture.synth import write_video
 from ui import render
-from ui.controls import CaptureOptions, Controls
+from ui.controls import Controls
 from ui.state import LiveState
 from ui.upload_names import hide_upload_folder
 

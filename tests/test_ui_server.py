@@ -8,7 +8,7 @@ from app.cli import parse_args
 from app.config import AppConfig
 from app.startup import EXIT_BAD_INPUT
 from app.web import capture_options, serve
-from ui.controls import CaptureOptions
+from capture.options import CaptureOptions
 
 
 def config_from(argv: list[str]) -> AppConfig:
