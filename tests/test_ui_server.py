@@ -1,5 +1,6 @@
 """serve(): bad input is a message and exit code 2, never a traceback; --fps etc. reach sources picked in the page."""
 
+import dataclasses
 import socket
 
 import pytest
@@ -50,4 +51,6 @@ def test_a_busy_port_exits_2_and_stops_the_assistant(capsys):
     ],
 )
 def test_capture_flags_apply_to_sources_picked_in_the_page(argv, expected):
-    assert capture_options(config_from(["--ui", *argv]), (64, 64)) == expected
+    options = capture_options(config_from(["--ui", *argv]), (64, 64))
+    assert dataclasses.replace(options, policy=None) == expected
+    assert options.policy is not None and options.policy.upload_dirs  # the page's picks follow the source policy
