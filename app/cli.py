@@ -370,7 +370,7 @@ def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from app.config import AppConfig  # heavy imports (torch, transformers) after --help
-    from capture.redact import RedactingFormatter, redact_source
+    from bus.redact import RedactingFormatter, redact_source
 
     try:
         config = AppConfig.from_args(args)

@@ -2,7 +2,7 @@
 
 The events themselves (one typed dataclass per kind), their records and the bus live in `bus/`, the floor both
 `app/` and `ui/` stand on. Text in an event never holds a login: `redacted` passes every string through
-`capture.redact.redact_source` before an event is published, so the terminal, the log, the timeline, the page
+`bus.redact.redact_source` before an event is published, so the terminal, the log, the timeline, the page
 and the outputs all get `rtsp://***@host/x`. The log file is created private (0600).
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from app.private_paths import open_private_append
 from bus import Event, EventBus, to_json
-from capture.redact import redact_source
+from bus.redact import redact_source
 
 __all__ = ["Event", "EventBus", "JsonlLog", "redacted"]
 

@@ -25,12 +25,12 @@ from app.timeline import TimelineError, TimelineWriter
 from app.timeline.notes import TimelineNotes
 from app.worker import QueuedSubscriber
 from bus import DEFAULT_STREAM, ErrorEvent, EventBus, Status, StatusKind, Subscriber
+from bus.redact import redact_source
 from cache.attention import register_attention
 from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts
 from cache.store.host_store import default_store_bytes
 from capture import SourceError, open_source
-from capture.redact import redact_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
 from monitor.memory_monitor import MemoryMonitor

@@ -25,9 +25,9 @@ from app.timeline import Moment, PostgresTarget, TimelineError, TimelineReader
 from app.timeline.config import Location
 from app.web_access import PageLogin, open_warning, page_login, ready_lines
 from app.web_files import private_upload_folder
+from bus.redact import redact_source
 from capture import SourceError
 from capture.options import CaptureOptions
-from capture.redact import redact_source
 from model.loading import LoadedModel
 from monitor.memory_monitor import MemoryMonitor
 from ui.controls import Controls

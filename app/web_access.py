@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from capture.private_file import read_private_line
+from bus.private_file import read_private_line
 
 AUTH_ENV = "EDGE_ASSISTANT_AUTH"
 GENERATED_USER = "admin"
@@ -48,7 +48,7 @@ def parse_login(text: str, where: str) -> tuple[str, str]:
 
 def read_login_file(path: Path) -> tuple[str, str]:
     """The login in `path`: refused unless the file is the running user's and closed to group and others
-    (chmod 600: capture.private_file's rule), since anyone who can read it can use the page."""
+    (chmod 600: bus.private_file's rule), since anyone who can read it can use the page."""
     return parse_login(read_private_line(path, "--auth-file"), f"--auth-file {path}")
 
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from bus.redact import redact_source
 from capture.credentials import has_userinfo
 from capture.reconnect import ReconnectPolicy
-from capture.redact import redact_source
 
 SourceKind = Literal["file", "url", "camera", "gstreamer"]
 NETWORK_SCHEMES = ("http", "https", "rtsp", "rtsps", "rtmp", "srt", "udp", "tcp")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote
 
-from capture.private_file import read_private_line
+from bus.private_file import read_private_line
 
 
 def parse_credentials(text: str, where: str) -> tuple[str, str]:
@@ -26,7 +26,7 @@ def parse_credentials(text: str, where: str) -> tuple[str, str]:
 
 def read_credentials_file(path: str | Path) -> tuple[str, str]:
     """(user, password) from the file's first line. ValueError (with what to do) when it is missing, not a
-    regular file, not the running user's, readable by others, or malformed (capture.private_file's rule)."""
+    regular file, not the running user's, readable by others, or malformed (bus.private_file's rule)."""
     return parse_credentials(read_private_line(path, "credentials file"), f"credentials file {path}")
 
 

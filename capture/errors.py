@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from capture.redact import redact_source
+from bus.redact import redact_source
 
 
 class SourceError(Exception):
     """A source could not be opened. The message names the source and says what to try.
 
     Raised by ``open_source`` (and so by ``CaptureThread(...)``) before any thread starts; a CLI
-    catches it and exits with code 2. The message never holds a login (see ``capture.redact``).
+    catches it and exits with code 2. The message never holds a login (see ``bus.redact``).
     """
 
     def __init__(self, message: str = "") -> None:

@@ -30,10 +30,10 @@ from dataclasses import asdict
 import numpy as np
 
 from bus.drop_queue import DropOldestQueue
+from bus.redact import redact_source
 from capture.backends import open_source
 from capture.config import CaptureConfig
 from capture.errors import SourceError, StreamDropped
-from capture.redact import redact_source
 from capture.sampling import ClipAssembler, FrameSampler, PendingClip, StreamClock, fit_size, pacing_delay
 from capture.source import ClosedSource, FrameSource
 from capture.types import CaptureEvent, CaptureStats, Clip, EndOfStream, EventType

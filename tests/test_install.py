@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,25 +19,22 @@ SHIPPED = ("app", "bus", "cache", "capture", "model", "monitor", "ui")
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """The project installed with pip into a folder of its own (no dependencies: the venv has them)."""
+    """The project installed with pip into a folder of its own (no dependencies: the venv has them), built from a
+    copy of the tracked files (an in-tree build would reuse a stale build/ folder)."""
+    source = tmp_path_factory.mktemp("source")
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        if (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
     target = tmp_path_factory.mktemp("installed")
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(REPO),
-        ],
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
+         str(source)],
         check=True,
         timeout=300,
         cwd=target,
-    )
+    )  # fmt: skip
     return target
 
 

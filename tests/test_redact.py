@@ -1,4 +1,4 @@
-"""`capture.redact.redact_source`: no camera login survives in a text that shows or stores a source."""
+"""`bus.redact.redact_source`: no camera login survives in a text that shows or stores a source."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from capture.redact import RedactingFormatter, has_secret, redact_source
+from bus.redact import RedactingFormatter, has_secret, redact_source
 
 
 @pytest.mark.parametrize(

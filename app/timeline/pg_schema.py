@@ -15,7 +15,7 @@ from typing import Any
 from app.timeline.config import TimelineError
 from app.timeline.database import KINDS, WHO
 from app.timeline.postgres_target import PostgresTarget
-from capture.redact import redact_source
+from bus.redact import redact_source
 
 APPLICATION = "edge-stream-assistant timeline"
 SCHEMA_VERSION = "1"

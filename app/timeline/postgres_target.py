@@ -3,7 +3,7 @@
 The password never travels in the URL (a command line is visible to every user of the machine, and URLs end up
 in logs): it comes from `--timeline-password-file` (its first line; refused when others may read it), else from
 $EDGE_ASSISTANT_TIMELINE_PASSWORD, else from $PGPASSWORD (or libpq's own ~/.pgpass when none is set). Showing a
-target always goes through `capture.redact.redact_source`. psycopg is not imported here.
+target always goes through `bus.redact.redact_source`. psycopg is not imported here.
 
     target = PostgresTarget.from_url("postgresql://assistant@db.lan/timeline", password_file=None)
     str(target)  # 'postgresql://***@db.lan:5432/timeline'
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from capture.private_file import read_private_line
-from capture.redact import redact_source
+from bus.private_file import read_private_line
+from bus.redact import redact_source
 
 SCHEMES = ("postgresql", "postgres")
 DEFAULT_PORT = 5432
@@ -123,6 +123,6 @@ class PostgresTarget:
 
 def read_password_file(path: Path) -> str:
     """The first line of `path`. ValueError (naming the file, never its content) unless it is a regular file
-    that only its owner may read or write (libpq's rule for ~/.pgpass: capture.private_file) and its first line
+    that only its owner may read or write (libpq's rule for ~/.pgpass: bus.private_file) and its first line
     is not empty."""
     return read_private_line(path, "--timeline-password-file")

@@ -34,7 +34,7 @@ from app.timeline.records import STREAM_EVENT_TYPES, alert_row, answer_row, stre
 from app.timeline.store import Row, TimelineStore
 from app.timeline.thumbnails import PreviewRings, thumbnail_jpeg
 from bus import Alert, Answer, ClipEvent, DropOldestQueue, Event
-from capture.redact import redact_source
+from bus.redact import redact_source
 
 logger = logging.getLogger(__name__)
 
