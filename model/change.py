@@ -136,12 +136,11 @@ class ChangeTracker:
         keep = np.zeros((groups, rh, rw), dtype=bool)
         changed = np.zeros_like(keep)
         score = np.full(keep.shape, np.inf, dtype=np.float32)
-        cell = layout.region // CELLS
         for g in range(groups):
             frames = y[g * layout.group : (g + 1) * layout.group]
             if self.reference is not None:
-                ref = Reference(self.reference, cell)
-                score[g] = np.max([region_scores(f, ref, cell) for f in frames], axis=0)
+                ref = Reference(self.reference, layout.region)
+                score[g] = np.max([region_scores(f, ref, layout.region) for f in frames], axis=0)
                 changed[g] = score[g] > self.config.threshold
             else:
                 changed[g] = True
@@ -181,29 +180,33 @@ def luma(view: np.ndarray, region: int) -> np.ndarray:
     return view[:, : rh * region, : rw * region].astype(np.float32) @ LUMA
 
 
-def cell_means(y: np.ndarray, cell: int) -> np.ndarray:
-    """[H, W] -> [H // cell, W // cell] block means (a region's side is CELLS cells; any rest is left out)."""
-    hc, wc = y.shape[0] // cell, y.shape[1] // cell
-    return y[: hc * cell, : wc * cell].reshape(hc, cell, wc, cell).mean(axis=(1, 3))
+def cell_means(y: np.ndarray, region: int) -> np.ndarray:
+    """[Rh*region, Rw*region] -> [Rh*CELLS, Rw*CELLS] block means, CELLS cells of region // CELLS px per region
+    side, aligned to each region (where region is not a multiple of CELLS, e.g. SmolVLM2-2.2B's 42 px, the last
+    region % CELLS px of each region are left out)."""
+    cell = region // CELLS
+    rh, rw = y.shape[0] // region, y.shape[1] // region
+    blocks = y[: rh * region, : rw * region].reshape(rh, region, rw, region)[:, : CELLS * cell, :, : CELLS * cell]
+    return blocks.reshape(rh, CELLS, cell, rw, CELLS, cell).mean(axis=(2, 5)).reshape(rh * CELLS, rw * CELLS)
 
 
 class Reference:
     """The reference's luma as LEVELS steps (a tone curve is then a table lookup) and its cell means."""
 
-    def __init__(self, luma: np.ndarray, cell: int) -> None:
+    def __init__(self, luma: np.ndarray, region: int) -> None:
         self.levels = np.rint(np.clip(luma, 0.0, 1.0) * (LEVELS - 1)).astype(np.intp)  # [H, W]
-        self.cells = cell_means(luma, cell)
+        self.cells = cell_means(luma, region)
 
     def mapped(self, curve) -> np.ndarray:
         """[H, W] the reference's luma through `curve`."""
         return curve(np.linspace(0.0, 1.0, LEVELS, dtype=np.float32))[self.levels]
 
 
-def region_scores(frame: np.ndarray, reference: Reference, cell: int) -> np.ndarray:
+def region_scores(frame: np.ndarray, reference: Reference, region: int) -> np.ndarray:
     """[H, W] luma of one frame vs the reference -> [Rh, Rw]: the largest cell difference per region after
     fitting the frame's tone curve to the reference (exposure drift and flicker are not motion)."""
-    cells = cell_means(frame, cell)
-    mapped = cell_means(reference.mapped(tone_curve(reference.cells, cells)), cell)
+    cells = cell_means(frame, region)
+    mapped = cell_means(reference.mapped(tone_curve(reference.cells, cells)), region)
     residual = np.abs(cells - mapped)
     hc, wc = residual.shape
     return residual.reshape(hc // CELLS, CELLS, wc // CELLS, CELLS).max(axis=(1, 3))
