@@ -421,9 +421,12 @@ class Assistant:
             self._handle_commands(questions=None)  # questions already asked still get their answers
 
     def _check_end(self) -> None:
-        if self.limits.duration_s and self._all_finished():
+        if not (self.limits.duration_s or self.limits.end_with_stream) or not self._all_finished():
+            return
+        self._handle_commands(questions=None)  # questions people asked before the end are still answered
+        if self.limits.duration_s:
             self._finish(f"reached --duration {self.limits.duration_s:g}s of stream time")
-        elif self.limits.end_with_stream and self._all_finished():
+        else:
             self._finish("the stream ended" if len(self.streams) == 1 else "every stream ended")
 
     def _all_finished(self) -> bool:
