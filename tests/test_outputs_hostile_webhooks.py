@@ -9,7 +9,6 @@ import os
 import shutil
 import ssl
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,28 +18,11 @@ from app.outputs.http_post import RESPONSE_LIMIT, PostError, final_status, post,
 from app.supervisor import RestartPolicy
 from tests.event_helpers import make_event
 from tests.mqtt_broker import free_port
-from tests.webhook_receiver import Receiver, endless_body, endless_status_line, garbage, redirect, trickle
+from tests.webhook_receiver import Receiver, endless_body, endless_status_line, garbage, redirect, start, trickle
 
 WAIT_S = 10.0
 SECRET = "hmac-key-never-in-a-message"
 FAST_RESTART = RestartPolicy(backoff_s=0.05)
-
-
-@pytest.fixture
-def receivers() -> Iterator[list[Receiver]]:
-    made: list[Receiver] = []
-    try:
-        yield made
-    finally:
-        for receiver in made:
-            receiver.close()
-
-
-def start(receivers: list[Receiver], **kwargs) -> Receiver:
-    receiver = Receiver(**kwargs)
-    receivers.append(receiver)
-    receiver.thread.start()
-    return receiver
 
 
 def answer(round_: int) -> dict:

@@ -10,7 +10,6 @@ import hmac
 import json
 import socket
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,29 +17,11 @@ from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
 from app.outputs.webhook import SIGNATURE_HEADER, backoff_delay
 from bus import EventBus
 from tests.event_helpers import make_event
-from tests.webhook_receiver import Receiver
+from tests.webhook_receiver import start
 
 WAIT_S = 10.0
 SECRET = "s3cret-hmac-key"
 JPEG = b"\xff\xd8\xff\xe0fake-jpeg\xff\xd9"
-
-
-@pytest.fixture
-def receivers() -> Iterator[list[Receiver]]:
-    """Makes receivers (`receivers.append(Receiver(...))` then `.thread.start()`); all are closed after."""
-    made: list[Receiver] = []
-    try:
-        yield made
-    finally:
-        for receiver in made:
-            receiver.close()
-
-
-def start(receivers: list[Receiver], **kwargs) -> Receiver:
-    receiver = Receiver(**kwargs)
-    receivers.append(receiver)
-    receiver.thread.start()
-    return receiver
 
 
 def refused_url() -> str:

@@ -12,6 +12,8 @@ from itertools import repeat
 from pathlib import Path
 from typing import BinaryIO
 
+import pytest
+
 WAIT_S = 10.0
 
 
@@ -144,3 +146,22 @@ def redirect(location: str, status: int = 302) -> Answer:
 def garbage(out: BinaryIO, receiver: Receiver) -> None:
     """A line that is not HTTP."""
     out.write(b"HELLO THERE\r\n\r\n")
+
+
+@pytest.fixture
+def receivers() -> Iterator[list[Receiver]]:
+    """Receivers made by `start(receivers, ...)`; all are closed after the test."""
+    made: list[Receiver] = []
+    try:
+        yield made
+    finally:
+        for receiver in made:
+            receiver.close()
+
+
+def start(receivers: list[Receiver], **kwargs) -> Receiver:
+    """A receiver serving on a free loopback port, closed with the `receivers` fixture."""
+    receiver = Receiver(**kwargs)
+    receivers.append(receiver)
+    receiver.thread.start()
+    return receiver
