@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from app.admission import ingest_warning
 from app.answering import Answerer, Notes, Question
 from app.input_limits import AssistantBusy, InputLimits
+from app.scheduler import StandingQuestion
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
@@ -126,16 +127,23 @@ class Assistant:
             capture.close()
             raise
 
-    def add_stream(self, name: str, capture_config: CaptureConfig, allow_down: bool = True) -> str:
+    def add_stream(
+        self,
+        name: str,
+        capture_config: CaptureConfig,
+        allow_down: bool = True,
+        schedule: StandingQuestion | None = None,
+    ) -> str:
         """Adds a stream named `name` watching `capture_config` while the assistant runs (any thread); returns the
-        admission line. Refused, changing nothing, as `StreamFactory.new_stream` says (ValueError, AdmissionError,
-        SourceError). Its session is built here, before any other thread sees it; the worker starts its capture."""
+        admission line. schedule: its own standing question (None: the run's). Refused, changing nothing, as
+        `StreamFactory.new_stream` says (ValueError, AdmissionError, SourceError). Its session is built here,
+        before any other thread sees it; the worker starts its capture."""
         if self._factory is None:
             raise ValueError("this assistant cannot add streams (it was built without a stream factory)")
         with self._adding:
             if self._ending():
                 raise ValueError("the assistant has stopped: no stream can be added")
-            new = self._factory.new_stream(name, self.streams, capture_config, allow_down)
+            new = self._factory.new_stream(name, self.streams, capture_config, allow_down, schedule)
             new.stream.session.stop_requested = self.stop_event.is_set
             before, self.streams = self.streams, {**self.streams, name: new.stream}
             try:

@@ -298,6 +298,26 @@ def build_parser() -> argparse.ArgumentParser:
         "EDGE_ASSISTANT_WEBHOOK_SECRET)",
     )
 
+    fleet = p.add_argument_group("fleet: streams placed across machines with Ray (docs/fleet.md)")
+    fleet.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the streams on the hosts of a Ray cluster: auto (the cluster this machine joined with ray start) "
+        "or HOST:PORT of its head; each box offers hosts by the resource edge_host. Without it Ray is not used",
+    )
+    fleet.add_argument(
+        "--ray-failover-s",
+        type=float,
+        default=60.0,
+        help="seconds a lost host's streams may take to run again elsewhere before it is reported as an error",
+    )
+    fleet.add_argument(
+        "--ray-host-start-s",
+        type=float,
+        default=600.0,
+        help="seconds a host may take to load the model before it counts as failed",
+    )
+
     web = p.add_argument_group(
         "web page (docs/security.md: on loopback no login by default; beyond it a login, generated if none is given)"
     )
@@ -381,6 +401,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     for noisy in ("httpx", "httpcore", "urllib3", "gradio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if config.fleet is not None:
+        from app.fleet.terminal import run_fleet
+
+        return run_fleet(config)
     if config.ui is not None:
         from app.web import serve
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.assistant import RunLimits
+from app.fleet.config import FleetConfig
 from app.input_limits import InputLimits
 from app.outputs import MqttConfig, WebhookConfig
 from app.outputs.ntfy import NtfyConfig
@@ -73,11 +74,13 @@ class UIConfig:
 
 @dataclass
 class StreamConfig:
-    """One stream of the run: its name, how it is captured and its own standing question."""
+    """One stream of the run: its name, how it is captured, its own standing question and (the fleet) the node
+    it must run on."""
 
     name: str
     capture: CaptureConfig
     schedule: StandingQuestion
+    node: str | None = None
 
 
 @dataclass
@@ -102,6 +105,7 @@ class AppConfig:
     input_limits: InputLimits = field(default_factory=InputLimits)  # --max-question-chars, --max-pending-questions
     max_streams: int = 8  # configured and added streams together
     allow_source_nets: tuple[IPNetwork, ...] = ()  # where sources chosen while running may reach non-public hosts
+    fleet: FleetConfig | None = None  # --ray: the streams run on the hosts of a Ray cluster (app/fleet)
 
     def source_policy(self, upload_dirs: tuple[Path, ...] = ()) -> SourcePolicy:
         """What may be watched when chosen while running (page, terminal): capture.policy."""
@@ -159,7 +163,7 @@ class AppConfig:
                 )
             except ValueError as err:
                 raise ValueError(f"stream {spec.name!r}: {err}") from err
-            streams.append(StreamConfig(spec.name, capture, schedule))
+            streams.append(StreamConfig(spec.name, capture, schedule, spec.node))
         watches = [parse_alert_flag(text, on_change=args.alert_on_change) for text in args.alert or []]
         if args.alert_tables is not None:
             watches += watch_specs_from_table(args.alert_tables)
@@ -207,6 +211,7 @@ class AppConfig:
             ),
             max_streams=max_streams,
             allow_source_nets=allow_source_nets,
+            fleet=_fleet(args, streams),
         )
 
 
@@ -219,6 +224,22 @@ def _ui(args: argparse.Namespace) -> UIConfig:
         max_upload_mb=args.max_upload_mb,
         no_login=args.open,
         allowed_hosts=tuple(args.allowed_host or ()),
+    )
+
+
+def _fleet(args: argparse.Namespace, streams: list[StreamConfig]) -> FleetConfig | None:
+    address = getattr(args, "ray", None)
+    if address is None:
+        pinned = [s.name for s in streams if s.node]
+        if pinned:
+            raise ValueError(f"stream(s) {', '.join(pinned)} name a node: that is for a fleet (add --ray ADDRESS)")
+        return None
+    if args.ui:
+        raise ValueError("--ray runs in the terminal for now: the page does not drive a fleet yet (drop --ui)")
+    return FleetConfig(
+        address=address.strip(),
+        failover_s=getattr(args, "ray_failover_s", 60.0),
+        host_start_s=getattr(args, "ray_host_start_s", 600.0),
     )
 
 

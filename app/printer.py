@@ -85,6 +85,7 @@ class TerminalPrinter:
                 else:
                     duration = event.duration_s or 0.0
                     line = f"▼ alert {event.alert} ended at t={event.stream_time:.1f}s after {duration:.1f}s"
+                    line += f" ({event.reason})" if event.reason else ""
                 self._print(self._prefix + line)
             case WarningEvent():
                 self._status(f"! warning ({event.where}): {event.message}")

@@ -32,6 +32,14 @@ class StandingQuestion:
         if every_s > 0 and not question.strip():
             raise ValueError("the standing question must not be empty")
 
+    def __getstate__(self) -> dict:
+        """Picklable (the fleet sends a stream's settings to its host): the lock stays behind, a new one is made."""
+        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     def update(self, question: str | None = None, every_s: float | None = None, now_s: float = 0.0) -> None:
         """Changes the question and/or interval; the next question is due one interval after `now_s`."""
         with self._lock:

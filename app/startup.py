@@ -103,12 +103,14 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream], StreamF
     return loaded, streams, factory
 
 
-def stream_factory(config: AppConfig, loaded: LoadedModel) -> StreamFactory:
+def stream_factory(config: AppConfig, loaded: LoadedModel, share_between: int | None = None) -> StreamFactory:
     """How the run's streams are built, at start and when one is added from the page. An automatic host-store
-    bound is shared out between the configured streams; an added stream gets the same share."""
+    bound is shared out between the configured streams (or `share_between` streams: a fleet host, which runs
+    at most --max-streams); an added stream gets the same share."""
     cache = config.cache
     if cache.recall and not cache.store_bytes:
-        cache = replace(cache, store_bytes=default_store_bytes() // max(len(config.streams), 1))
+        shares = share_between if share_between is not None else len(config.streams)
+        cache = replace(cache, store_bytes=default_store_bytes() // max(shares, 1))
     schedule = config.schedule
     settings = config.capture_settings
     capture = CaptureShape(loaded.adapter.frame_size(), settings.get("fps", 1.0), settings.get("clip_seconds", 4.0))
@@ -207,7 +209,7 @@ def build_assistant(
         redacted(Status(kind=StatusKind.MEMORY_MONITOR, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
     )
     publisher = _publisher(config, streams, bus)
-    timeline = _timeline_writer(config, bus, log)
+    timeline = start_timeline_writer(config, bus, log)
     notes = TimelineNotes(config.timeline.path) if config.timeline is not None and config.timeline_notes else None
     assistant = Assistant(
         streams,
@@ -223,7 +225,7 @@ def build_assistant(
     return Running(assistant, bus, monitor, log, publisher, timeline, queued)
 
 
-def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> TimelineWriter | None:
+def start_timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> TimelineWriter | None:
     """The timeline's writer (its own thread, behind a bounded queue), subscribed to the bus; None when off.
     Raises StartupError (exit 2) when the file cannot be opened, saying what to do."""
     if config.timeline is None:
@@ -248,8 +250,13 @@ def _timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> 
 
 
 def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> OutputPublisher | None:
+    return start_publisher(config, {s.name: [w.spec.name for w in s.watches] for s in streams}, bus)
+
+
+def start_publisher(config: AppConfig, alerts: dict[str, list[str]], bus: EventBus) -> OutputPublisher | None:
     """MQTT and webhooks behind one bounded queue off the model worker (app/outputs); None when neither is set.
-    What they cannot deliver is reported as `error` events (where: outputs), never raised."""
+    alerts: stream -> the names of its watches (announced to Home Assistant). What they cannot deliver is
+    reported as `error` events (where: outputs), never raised."""
     if config.mqtt is None and not config.webhooks and not config.ntfy:
         return None
 
@@ -259,8 +266,7 @@ def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> Outpu
     sinks: list[Sink] = [WebhookSink(webhook, on_error=report) for webhook in config.webhooks]
     sinks += [QueuedSink(NtfySink(ntfy), on_error=report) for ntfy in config.ntfy]
     if config.mqtt is not None:
-        alerts = {s.name: [w.spec.name for w in s.watches] for s in streams}
-        sinks.append(MqttSink(config.mqtt, streams=[s.name for s in streams], alerts=alerts, on_error=report))
+        sinks.append(MqttSink(config.mqtt, streams=list(alerts), alerts=alerts, on_error=report))
     publisher = OutputPublisher(sinks, on_error=report)
     bus.subscribe(publisher)
     publisher.start()

@@ -102,7 +102,12 @@ class StreamFactory:
         return stream
 
     def new_stream(
-        self, name: str, running: Mapping[str, Stream], capture_config: CaptureConfig, allow_down: bool
+        self,
+        name: str,
+        running: Mapping[str, Stream],
+        capture_config: CaptureConfig,
+        allow_down: bool,
+        schedule: StandingQuestion | None = None,
     ) -> NewStream:
         """One more stream next to the `running` ones, checked in the order of what is cheapest to refuse: a name
         that breaks the rules of --stream or is taken (ValueError), one stream more than memory holds
@@ -121,7 +126,7 @@ class StreamFactory:
             admission = self.admit(len(running) + 1, list(running.values()))
         except AdmissionError as err:
             raise AdmissionError(f"one more stream does not fit in memory: {err}") from err
-        stream = self.build(name)
+        stream = self.build(name, schedule)
         capture, down = open_capture(capture_config, allow_down)
         return NewStream(stream, capture, down, admission)
 

@@ -16,19 +16,21 @@ from bus.redact import redact_source
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 NAME_RULE = "lowercase letters, digits, '_' and '-', starting with a letter or digit, at most 32 characters"
-TABLE_KEYS = ("source", "question", "every", "credentials_file")
+TABLE_KEYS = ("source", "question", "every", "credentials_file", "node")
 
 
 @dataclass(frozen=True)
 class StreamSpec:
     """One stream as configured. question/every: its own standing question and interval (None: the run's).
-    credentials_file: a file holding the source's `user:password` (see app/source_credentials.py)."""
+    credentials_file: a file holding the source's `user:password` (see app/source_credentials.py).
+    node: the fleet's node it must run on (--ray; app/fleet/nodes.py says how a node is named)."""
 
     name: str
     source: str | int
     question: str | None = None
     every: float | None = None
     credentials_file: str | None = None
+    node: str | None = None
 
     def __post_init__(self) -> None:
         check_name(self.name)
@@ -47,6 +49,8 @@ class StreamSpec:
         file = self.credentials_file
         if file is not None and (not isinstance(file, str) or not file.strip()):
             raise ValueError(f"stream {self.name!r}: credentials_file must be a file path")
+        if self.node is not None and (not isinstance(self.node, str) or not self.node.strip()):
+            raise ValueError(f"stream {self.name!r}: node must name a node of the fleet (its edge_node label)")
 
 
 def _negative(source: str | int) -> bool:
@@ -73,7 +77,8 @@ def camera_or_path(source: str) -> str | int:
 
 
 def specs_from_table(table: object) -> list[StreamSpec]:
-    """The `[streams.NAME]` tables of a --config file: `source` (required), `question`, `every`."""
+    """The `[streams.NAME]` tables of a --config file: `source` (required), `question`, `every`, `credentials_file`,
+    `node` (the fleet)."""
     if not isinstance(table, dict):
         raise ValueError('streams in --config must be tables: [streams.NAME] with source = "..."')
     specs = []
@@ -90,7 +95,14 @@ def specs_from_table(table: object) -> list[StreamSpec]:
         source = settings["source"]
         source = camera_or_path(source) if isinstance(source, str) else source
         specs.append(
-            StreamSpec(name, source, settings.get("question"), settings.get("every"), settings.get("credentials_file"))
+            StreamSpec(
+                name,
+                source,
+                settings.get("question"),
+                settings.get("every"),
+                settings.get("credentials_file"),
+                settings.get("node"),
+            )
         )
     return specs
 

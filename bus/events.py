@@ -37,6 +37,10 @@ class StatusKind(enum.Enum):
     MEMORY_RESET = "memory_reset"
     CLIP_CUT_OFF = "clip_cut_off"  # a clip's prefill was interrupted by the stop
     DURATION_REACHED = "duration_reached"  # --duration of stream time reached
+    HOST_JOINED = "host_joined"  # the fleet (--ray): a host loaded the model and takes streams
+    HOST_LOST = "host_lost"  # the fleet: a host (its process or its machine) is gone; its streams move
+    STREAM_PLACED = "stream_placed"  # the fleet: a stream runs on a host (the message names it)
+    STREAM_WAITING = "stream_waiting"  # the fleet: a stream has no host now (the message says why)
     INFO = "info"  # anything else (and a status record of an older log, which had no kind)
 
 
@@ -206,6 +210,7 @@ class Alert(Event):
     snapshot: bytes | None = field(default=None, repr=False, compare=False)
     snapshot_bytes: int | None = None
     duration_s: float | None = None
+    reason: str = ""  # why an alert ended other than by its watch (the fleet: its host was lost)
 
     @property
     def began(self) -> bool:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.startup import _timeline_writer
+from app.startup import start_timeline_writer
 from app.timeline import PostgresTarget, TimelineConfig, TimelineError, TimelineReader, TimelineWriter
 from app.timeline.postgres_target import PASSWORD_ENV, read_password_file
 from app.timeline.store import Row, TimelineStore
@@ -102,7 +102,7 @@ def test_a_server_lost_and_back_is_an_error_event_then_writing_again(postgres_se
     bus, events = EventBus(), []
     bus.subscribe(events.append)
     config = SimpleNamespace(timeline=TimelineConfig(postgres_target, queue_size=16))
-    writer = _timeline_writer(config, bus, None)
+    writer = start_timeline_writer(config, bus, None)
     try:
         for i in range(5):
             bus.publish(answer("door", 4.0 * i, f"before {i}"))

@@ -1,0 +1,49 @@
+"""Joining the Ray cluster named by --ray: `auto` (the cluster this machine belongs to, `ray start` done) or
+HOST:PORT of its head. A clear FleetError (exit 2) when there is none: Ray itself would retry a wrong address
+for minutes, so the head's port is tried first."""
+
+from __future__ import annotations
+
+import socket
+from types import ModuleType
+
+NAMESPACE = "edge-assistant"
+CONNECT_TIMEOUT_S = 5.0
+
+
+class FleetError(Exception):
+    """The fleet cannot start: no cluster at the address, no box that offers hosts, no room for the streams."""
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """HOST:PORT as a pair; ValueError naming the expected form."""
+    host, sep, port = address.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--ray takes auto or HOST:PORT of the Ray head (e.g. 192.168.1.10:6379), got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """FleetError when nothing accepts connections at the head's address."""
+    host, port = split_address(address)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        raise FleetError(
+            f"no Ray head answers at {address} ({err.strerror or err}): start one there with `ray start --head "
+            f"--port {port}`, or give its address"
+        ) from err
+
+
+def connect(address: str) -> ModuleType:
+    """Joins the cluster (this process becomes its driver) and returns the `ray` module."""
+    if address != "auto":
+        check_reachable(address)
+    import ray
+
+    try:
+        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        hint = " (no cluster runs on this machine: `ray start --head` first)" if address == "auto" else ""
+        raise FleetError(f"cannot join the Ray cluster at {address}: {err}{hint}") from err
+    return ray

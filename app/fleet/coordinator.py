@@ -1,0 +1,383 @@
+"""The coordinator on the head: places every stream on a host with room, routes questions to the stream's host,
+brings every host's events onto the head's bus, and places a lost host's streams again on the others.
+
+One loop thread does all of it, every `poll_s`: it collects the drains that came back (and issues the next), the
+hosts that finished loading, the streams that started (or were refused); it looks for new boxes every few
+seconds; and it places the streams that wait. Nothing in the loop waits on a host: a busy or dying host costs
+the others nothing. A host is lost when Ray says its actor died (its process, or its machine: Ray's health checks
+decide how fast); its streams then wait, their open alerts end once (reason: host lost), and they are placed
+again (their caches are rebuilt from the live feed; the timeline keeps the past).
+
+Questions come from other threads (the terminal, the page): `ask` routes under a lock and waits at most
+ASK_TIMEOUT_S for the host to take the question.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from types import ModuleType
+from typing import Any
+
+from app.config import AppConfig, StreamConfig
+from app.events import redacted
+from app.fleet.cluster import FleetError
+from app.fleet.config import FleetConfig
+from app.fleet.hosts import HostHandle, host_config, start_host
+from app.fleet.nodes import node_slots
+from app.fleet.placement import place
+from app.fleet.tracking import FleetTracking
+from app.fleet.wire import from_wire
+from bus import ErrorEvent, Event, EventBus, Status, StatusKind
+
+logger = logging.getLogger(__name__)
+
+ASK_TIMEOUT_S = 10.0
+NODES_EVERY_S = 2.0  # how often the node table is read for new boxes (and boxes whose host ended)
+HOST_RETRY_S = 60.0  # a node whose host failed to start gets a new one after this long
+
+
+class Coordinator:
+    """The fleet's head. bus: the head's bus (terminal, page, log, MQTT, timeline subscribe to it)."""
+
+    def __init__(self, config: AppConfig, fleet: FleetConfig, bus: EventBus, ray: ModuleType) -> None:
+        self.config, self.fleet, self.bus, self.ray = config, fleet, bus, ray
+        self.host_config = host_config(config)
+        self.streams: dict[str, StreamConfig] = {s.name: s for s in config.streams}
+        self.hosts: dict[str, HostHandle] = {}
+        self.owner: dict[str, str] = {}  # stream -> host running it
+        self.waiting: dict[str, tuple[str, float]] = {}  # stream -> (why, since when)
+        self.tracking = FleetTracking()
+        self.done = threading.Event()  # the run ended (--max-rounds, every stream ended)
+        self._late: set[str] = set()  # streams past the failover deadline (reported once)
+        self._retry_at: dict[str, float] = {}
+        self._starts: dict[Any, tuple[str, str]] = {}  # start ref -> (stream, host)
+        self._failed_nodes: dict[str, float] = {}  # node id -> when its host failed to start
+        self._units: dict[str, int] = {}  # node id -> hosts started there so far (names stay unique)
+        self._nodes_read_at = 0.0
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._loop = threading.Thread(target=self._run, name="fleet-coordinator", daemon=True)
+
+    # -- start and stop (the head's main thread) ----------------------------------------------------------
+
+    def start(self) -> None:
+        """Starts a host on every box that offers one, waits until they have loaded the model (at most
+        host_start_s), places the configured streams and starts the loop. FleetError when no box offers a host,
+        no host loaded, or the streams cannot all be placed (with the arithmetic)."""
+        self._read_nodes(force=True)
+        if not self.hosts:
+            raise FleetError(
+                f"no node of the cluster offers the resource {self.fleet.resource!r}: start each box with "
+                f"`ray start --address HEAD:PORT --resources='{{\"{self.fleet.resource}\": 1}}'`"
+            )
+        deadline = time.monotonic() + self.fleet.host_start_s
+        while any(not h.ready for h in self.hosts.values()) and time.monotonic() < deadline:
+            self._settle_hosts(wait_s=0.5)
+        ready = [h for h in self.hosts.values() if h.ready]
+        if not ready:
+            raise FleetError(f"no host loaded the model within {self.fleet.host_start_s:g} s (see the error events)")
+        plan = place(list(self.streams), self._pins(), [h.room() for h in ready])
+        if plan.waiting:
+            rooms = ", ".join(f"{h.name}: {h.info.get('room', 0)}" for h in ready)
+            reasons = "; ".join(f"{s}: {why}" for s, why in plan.waiting.items())
+            raise FleetError(
+                f"the cluster has no room for {len(plan.waiting)} of the {len(self.streams)} streams ({reasons}); "
+                f"streams each host fits: {rooms}. Add boxes, raise --max-streams, or lower --budget"
+            )
+        now = time.monotonic()
+        self.waiting = {s: ("not placed yet", now) for s in self.streams}
+        for stream, host in plan.hosts.items():
+            self._start_on(stream, self.hosts[host])
+        while self._starts and time.monotonic() < deadline:
+            self._settle_starts(wait_s=0.5)
+        self._publish(Status(kind=StatusKind.READY, message=f"fleet ready: {self.describe()}"))
+        self._loop.start()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Stops the loop, then every host (their last events are published), and says the fleet stopped."""
+        self._stop.set()
+        if self._loop.is_alive():
+            self._loop.join(timeout)
+        with self._lock:
+            hosts = list(self.hosts.values())
+        stops = {h.name: h.actor.stop.remote() for h in hosts}
+        for host in hosts:
+            try:
+                self.ray.get(stops[host.name], timeout=timeout)
+                items, _ = self.ray.get(host.actor.drain.remote(), timeout=timeout)
+                self._publish_items(host, items)
+            except Exception as err:  # a host lost or stuck at the end: the rest still stop
+                logger.warning("host %s did not stop cleanly: %s", host.name, _cause(err))
+            self.ray.kill(host.actor)
+        self._publish(Status(kind=StatusKind.STOPPED, message="fleet stopped"))
+
+    # -- people (any thread) ------------------------------------------------------------------------------
+
+    def ask(self, question: str, stream: str | None = None) -> None:
+        """Routes a person's question to the host of `stream` (None: every running stream). ValueError when it is
+        empty or too long, names no stream, or its stream has no host now; AssistantBusy from the host."""
+        text = self.config.input_limits.check(question)
+        with self._lock:
+            if stream is not None and stream not in self.streams:
+                raise ValueError(f"no stream named {stream!r}; streams: {', '.join(self.streams)}")
+            if stream is not None and stream not in self.owner:
+                why = self.waiting.get(stream, ("not placed yet", 0.0))[0]
+                raise ValueError(f"stream {stream!r} has no host now ({why}); ask again once it runs")
+            if stream is None:
+                targets = [(h, None) for h in self.hosts.values() if h.ready and h.streams]
+            else:
+                targets = [(self.hosts[self.owner[stream]], stream)]
+            refs = [host.actor.ask.remote(text, name) for host, name in targets]
+        for ref in refs:
+            try:
+                self.ray.get(ref, timeout=ASK_TIMEOUT_S)
+            except self.ray.exceptions.RayActorError as err:
+                raise ValueError(f"the stream's host was lost ({_cause(err)}); ask again once it runs") from err
+            except self.ray.exceptions.GetTimeoutError as err:
+                raise ValueError("the stream's host did not take the question in time; ask again") from err
+
+    def add_stream(self, stream: StreamConfig) -> None:
+        """Adds a stream to the fleet: it is placed on a host with room by the loop (a status says where)."""
+        with self._lock:
+            if stream.name in self.streams:
+                raise ValueError(f"a stream named {stream.name!r} exists already: every stream needs its own name")
+            self.streams[stream.name] = stream
+            self.waiting[stream.name] = ("not placed yet", time.monotonic())
+
+    def remove_stream(self, name: str) -> None:
+        with self._lock:
+            if name not in self.streams:
+                raise ValueError(f"no stream named {name!r}; streams: {', '.join(self.streams)}")
+            del self.streams[name]
+            self.waiting.pop(name, None)
+            host = self.hosts.get(self.owner.pop(name, ""))
+            if host is not None:
+                host.streams.discard(name)
+                host.actor.remove_stream.remote(name)
+
+    def describe(self) -> str:
+        """`stream -> host` for every stream, and the waiting ones with why."""
+        with self._lock:
+            placed = [f"{s} on {h}" for s, h in sorted(self.owner.items())]
+            waiting = [f"{s} waiting ({why})" for s, (why, _) in sorted(self.waiting.items())]
+        return "; ".join(placed + waiting) or "no streams"
+
+    # -- the loop -----------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.fleet.poll_s):
+            try:
+                self._tick()
+            except Exception as err:  # the loop must outlive a surprise: it is reported and goes on
+                logger.exception("the fleet's loop failed")
+                self._publish(ErrorEvent(where="fleet", message=f"the coordinator's loop failed: {err}"))
+
+    def _tick(self) -> None:
+        self._drain_hosts()
+        self._settle_hosts(wait_s=0)
+        self._settle_starts(wait_s=0)
+        self._read_nodes()
+        self._place_waiting()
+        self._check_deadlines()
+        self._check_end()
+
+    def _drain_hosts(self) -> None:
+        for host in [h for h in self.hosts.values() if h.ready]:
+            if host.drain_ref is None:
+                host.drain_ref = host.actor.drain.remote()
+                continue
+            done, _ = self.ray.wait([host.drain_ref], timeout=0)
+            if not done:
+                continue  # busy (starting a stream): next tick
+            ref, host.drain_ref = host.drain_ref, None
+            try:
+                items, _dropped = self.ray.get(ref)
+            except self.ray.exceptions.RayActorError as err:
+                self._lost(host, _cause(err))
+                continue
+            self._publish_items(host, items)
+            host.drain_ref = host.actor.drain.remote()
+
+    def _publish_items(self, host: HostHandle, items: list[dict]) -> None:
+        for item in items:
+            try:
+                event = from_wire(item)
+            except ValueError as err:
+                logger.warning("host %s sent an event that is not one: %s", host.name, err)
+                continue
+            self.tracking.saw(event)
+            self.bus.publish(event)
+
+    def _settle_hosts(self, wait_s: float) -> None:
+        """Hosts that finished loading join (or failed: reported, the node retried later)."""
+        pending = {h.describe_ref: h for h in self.hosts.values() if not h.ready and h.describe_ref is not None}
+        if not pending:
+            return
+        done, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=wait_s)
+        for ref in done:
+            host = pending[ref]
+            host.describe_ref = None
+            try:
+                host.info = self.ray.get(ref)
+            except Exception as err:  # the model did not load there, or the actor could not start
+                self._failed_nodes[host.node.node_id] = time.monotonic()
+                self._forget(host)
+                self._publish(ErrorEvent(where="fleet", message=f"host {host.name} did not start: {_cause(err)}"))
+                continue
+            host.ready = True
+            info = host.info
+            message = (
+                f"host {host.name} joined: {info.get('family')} on {info.get('device')}, room for {info.get('room')} "
+                f"streams (node {host.node.node_id[:8]}, {info.get('hostname')})"
+            )
+            self._publish(Status(kind=StatusKind.HOST_JOINED, message=message))
+        for host in [h for h in pending.values() if not h.ready and h.name in self.hosts]:
+            if time.monotonic() - host.started_at > self.fleet.host_start_s:
+                self._failed_nodes[host.node.node_id] = time.monotonic()
+                self.ray.kill(host.actor)
+                self._forget(host)
+                self._publish(
+                    ErrorEvent(
+                        where="fleet", message=f"host {host.name} did not load within {self.fleet.host_start_s:g} s"
+                    )
+                )
+
+    def _settle_starts(self, wait_s: float) -> None:
+        if not self._starts:
+            return
+        done, _ = self.ray.wait(list(self._starts), num_returns=len(self._starts), timeout=wait_s)
+        for ref in done:
+            stream, name = self._starts.pop(ref)
+            with self._lock:
+                host = self.hosts.get(name)
+                if host is not None:
+                    host.starting.discard(stream)
+                try:
+                    admission = self.ray.get(ref)
+                except self.ray.exceptions.RayActorError:
+                    continue  # the host is gone: found by its drain, and the stream still waits
+                except Exception as err:  # refused there (admission, source): tried again later
+                    self._retry_at[stream] = time.monotonic() + self.fleet.retry_s
+                    self._publish(ErrorEvent(stream=stream, where="fleet", message=f"{name}: {_cause(err)}"))
+                    continue
+                if stream not in self.streams or host is None:  # removed meanwhile
+                    if host is not None:
+                        host.actor.remove_stream.remote(stream)
+                    continue
+                self.waiting.pop(stream, None)
+                self._late.discard(stream)
+                self.owner[stream] = name
+                host.streams.add(stream)
+                self.tracking.restarted(stream)
+            self._publish(
+                Status(
+                    stream=stream, kind=StatusKind.STREAM_PLACED, message=f"runs on host {name}; memory: {admission}"
+                )
+            )
+
+    def _read_nodes(self, force: bool = False) -> None:
+        """Starts hosts on nodes that offer more than run there (new boxes; a box whose host failed, after a while)."""
+        now = time.monotonic()
+        if not force and now - self._nodes_read_at < NODES_EVERY_S:
+            return
+        self._nodes_read_at = now
+        for node in node_slots(self.ray.nodes(), self.fleet.resource):
+            failed_at = self._failed_nodes.get(node.node_id)
+            if failed_at is not None and now - failed_at < HOST_RETRY_S:
+                continue
+            running = sum(1 for h in self.hosts.values() if h.node.node_id == node.node_id)
+            for _ in range(node.hosts - running):
+                unit = self._units.get(node.node_id, 0)
+                self._units[node.node_id] = unit + 1
+                host = start_host(self.ray, self.host_config, node, unit, self.fleet.resource)
+                with self._lock:
+                    self.hosts[host.name] = host
+
+    def _place_waiting(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            starting = {s for s, _ in self._starts.values()}
+            ready = [h for h in self.hosts.values() if h.ready]
+            streams = [
+                s for s in self.waiting if s not in starting and self._retry_at.get(s, 0.0) <= now and s in self.streams
+            ]
+            if not streams or not ready:
+                return
+            plan = place(streams, self._pins(), [h.room() for h in ready])
+            for stream, host in plan.hosts.items():
+                self._start_on(stream, self.hosts[host])
+            for stream, why in plan.waiting.items():
+                since = self.waiting[stream][1]
+                if self.waiting[stream][0] != why:
+                    self.waiting[stream] = (why, since)
+                    self._publish(Status(stream=stream, kind=StatusKind.STREAM_WAITING, message=f"waiting: {why}"))
+
+    def _start_on(self, stream: str, host: HostHandle) -> None:
+        host.starting.add(stream)
+        self._starts[host.actor.start_stream.remote(self.streams[stream])] = (stream, host.name)
+
+    def _lost(self, host: HostHandle, why: str) -> None:
+        """The host is gone: its streams wait to be placed again, their open alerts end (once, reason: host lost)."""
+        now = time.monotonic()
+        with self._lock:
+            self._forget(host)
+            moved = sorted(host.streams | host.starting)
+            for stream in moved:
+                self.owner.pop(stream, None)
+                if stream in self.streams:
+                    self.waiting[stream] = (f"its host {host.name} was lost", now)
+        self._publish(
+            Status(
+                kind=StatusKind.HOST_LOST, message=f"host {host.name} lost ({why}); moving: {', '.join(moved) or '-'}"
+            )
+        )
+        for stream in moved:
+            for end in self.tracking.end_alerts(stream):
+                self._publish(end)
+            self._publish(
+                Status(stream=stream, kind=StatusKind.STREAM_WAITING, message=f"waiting: its host {host.name} was lost")
+            )
+
+    def _forget(self, host: HostHandle) -> None:
+        self.hosts.pop(host.name, None)
+        for ref, (_, name) in list(self._starts.items()):
+            if name == host.name:
+                del self._starts[ref]
+
+    def _check_deadlines(self) -> None:
+        now = time.monotonic()
+        for stream, (why, since) in list(self.waiting.items()):
+            if stream not in self._late and now - since > self.fleet.failover_s:
+                self._late.add(stream)
+                message = f"no host for {self.fleet.failover_s:g} s ({why}); it keeps waiting for room"
+                self._publish(ErrorEvent(stream=stream, where="fleet", message=message))
+
+    def _check_end(self) -> None:
+        limits = self.config.limits
+        if self.done.is_set():
+            return
+        reason = None
+        if limits.max_rounds and self.tracking.rounds >= limits.max_rounds:
+            reason = f"reached --max-rounds {limits.max_rounds}"
+        elif limits.end_with_stream and self.streams and set(self.streams) <= self.tracking.finished:
+            reason = "every stream ended"
+        if reason is not None:
+            self._publish(Status(kind=StatusKind.RUN_FINISHED, message=f"run finished: {reason}"))
+            self.done.set()
+
+    def _pins(self) -> dict[str, str]:
+        return {name: s.node for name, s in self.streams.items() if s.node}
+
+    def _publish(self, event: Event) -> None:
+        self.tracking.saw(event)
+        self.bus.publish(redacted(event))
+
+
+def _cause(err: BaseException) -> str:
+    """The message of what a host raised (Ray wraps it with the remote traceback)."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, BaseException):
+        return str(cause) or type(cause).__name__
+    return str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__

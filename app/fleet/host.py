@@ -1,0 +1,151 @@
+"""A host: the body of one Ray actor per box or GPU. It loads the model once and runs the assistant you know
+(several streams, answers decoded together, watches) for the streams the coordinator places on it.
+
+Its events go to a bounded outbox (the oldest dropped and counted when full) that the coordinator drains every
+few tenths of a second; nothing here publishes to MQTT or writes the timeline (the head does, once). Events of
+the host as a whole (ready, stopped, warnings) are renamed for the fleet: `host NAME: ...`, status kind INFO,
+so that one host's "assistant stopped" never reads as the fleet's. This class imports no Ray: the coordinator
+makes it an actor (`ray.remote(FleetHost)`), and a test may run it in-process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import socket
+from typing import Any
+
+from app.admission import AdmissionError
+from app.assistant import Assistant, RunLimits
+from app.config import AppConfig, StreamConfig
+from app.events import redacted
+from app.fleet.wire import to_wire
+from app.startup import memory_fields, stream_factory
+from app.stream_factory import StreamFactory
+from bus import DropOldestQueue, ErrorEvent, Event, EventBus, Status, StatusKind, WarningEvent
+from cache.attention import register_attention
+from model.loading import load_model
+from monitor.memory_monitor import MemoryMonitor
+
+logger = logging.getLogger(__name__)
+
+OUTBOX = 4096  # events waiting for the coordinator (at 0.2 s a drain, minutes of a busy host's events)
+
+
+def room_for(factory: StreamFactory, max_streams: int) -> int:
+    """How many streams fit next to the model: the admission arithmetic against the memory free now, at most
+    `max_streams` (0 when not even one fits)."""
+    room = 0
+    for streams in range(1, max_streams + 1):
+        try:
+            factory.admit(streams)
+        except AdmissionError:
+            break
+        room = streams
+    return room
+
+
+class FleetHost:
+    """Runs the streams placed on it with one model. name: the host's name in the fleet (events, the page)."""
+
+    def __init__(self, config: AppConfig, name: str) -> None:
+        self.name = name
+        self.config = config
+        self.loaded = load_model(config.model, text_attention=register_attention())
+        self.factory = stream_factory(config, self.loaded, share_between=config.max_streams)
+        self.room = room_for(self.factory, config.max_streams)
+        self.outbox: DropOldestQueue[dict[str, Any]] = DropOldestQueue(OUTBOX)
+        self.bus = EventBus()
+        self.bus.subscribe(self._post)
+        self.monitor = MemoryMonitor()
+        self.assistant: Assistant | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """Who and where this host is, and its room (streams that fit in all)."""
+        node_id = ""
+        try:
+            import ray  # present whenever this runs as an actor
+
+            node_id = ray.get_runtime_context().get_node_id()
+        except (ImportError, RuntimeError):
+            pass
+        return {
+            "host": self.name,
+            "node_id": node_id,
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "room": self.room,
+            "family": self.loaded.family,
+            "device": str(self.loaded.device),
+        }
+
+    def start_stream(self, stream: StreamConfig) -> str:
+        """Starts watching `stream` here; returns the admission line. Refused as `Assistant.add_stream` says
+        (ValueError, AdmissionError, SourceError), nothing kept."""
+        capture = dataclasses.replace(stream.capture, max_size=self.loaded.adapter.frame_size())
+        if self.assistant is None:
+            admission = self.factory.admit(1)
+            first = self.factory.build(stream.name, stream.schedule)
+            self.assistant = self._assistant(first)
+            self.assistant.start()
+            self.assistant.watch(capture, stream=stream.name, allow_down=True)
+            return admission
+        return self.assistant.add_stream(stream.name, capture, allow_down=True, schedule=stream.schedule)
+
+    def ask(self, question: str, stream: str | None = None) -> None:
+        """Queues a person's question for one of this host's streams (None: all of them)."""
+        if self.assistant is None:
+            raise ValueError(f"host {self.name} runs no stream")
+        self.assistant.ask(question, stream)
+
+    def remove_stream(self, name: str) -> None:
+        if self.assistant is None:
+            raise ValueError(f"host {self.name} runs no stream")
+        self.assistant.remove_stream(name)
+
+    def streams(self) -> list[str]:
+        return [] if self.assistant is None else list(self.assistant.streams)
+
+    def drain(self) -> tuple[list[dict[str, Any]], int]:
+        """The events since the last drain (oldest first) as wire dicts, and how many the outbox dropped so far."""
+        return self.outbox.drain(), self.outbox.dropped
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stops the assistant (its last events stay in the outbox for a final drain)."""
+        stopped = True
+        if self.assistant is not None:
+            stopped = self.assistant.stop(timeout)
+        self.monitor.close()
+        return stopped
+
+    def _assistant(self, first) -> Assistant:
+        # the head ends the run (--max-rounds over the whole fleet, every stream ended): a host never ends by itself
+        limits = RunLimits(max_rounds=0, duration_s=self.config.limits.duration_s, end_with_stream=False)
+        notes = None
+        if self.config.timeline is not None and self.config.timeline_notes:
+            from app.timeline.notes import TimelineNotes
+
+            notes = TimelineNotes(self.config.timeline.path)
+        return Assistant(
+            [first],
+            self.bus,
+            limits,
+            memory_sample=memory_fields(self.monitor),
+            notes=notes,
+            factory=self.factory,
+            input_limits=self.config.input_limits,
+        )
+
+    def _post(self, event: Event) -> None:
+        if event.stream is None and isinstance(event, (Status, WarningEvent, ErrorEvent)):
+            event = _of_host(event, self.name)
+        self.outbox.put(to_wire(redacted(event)))
+
+
+def _of_host(event: Status | WarningEvent | ErrorEvent, host: str) -> Event:
+    """A host-wide event as the fleet tells it: `host NAME: ...`; a status keeps no kind of the whole run."""
+    message = f"host {host}: {event.message}"
+    if isinstance(event, Status):
+        return dataclasses.replace(event, kind=StatusKind.INFO, message=message)
+    return dataclasses.replace(event, message=message)

@@ -1,0 +1,136 @@
+"""`python -m app --ray ADDRESS ...`: the head's terminal. It joins the cluster, starts the coordinator (a host on
+every box that offers one, the streams placed), and then works as the one-box terminal does: every stream's
+answers and alerts printed (each line names its stream), questions typed (`NAME: question`, or a plain one for
+all), `+NAME=SOURCE` / `-NAME`. The event log, MQTT, webhooks and the timeline run here, once for the fleet."""
+
+from __future__ import annotations
+
+import sys
+
+from app.config import AppConfig, StreamConfig
+from app.events import JsonlLog
+from app.fleet.cluster import FleetError, connect
+from app.fleet.coordinator import Coordinator
+from app.printer import TerminalPrinter
+from app.signals import StopRequested, stop_on_signals
+from app.startup import StartupError, fail, start_publisher, start_timeline_writer
+from app.stdin_questions import StdinQuestions
+from app.streams import parse_stream_flag
+from app.text_safety import printable
+from app.timeline import TimelineError, TimelineWriter
+from app.worker import QueuedSubscriber
+from bus import EventBus
+from capture.options import CaptureOptions
+
+
+def run_fleet(config: AppConfig) -> int:
+    with stop_on_signals() as signals:
+        try:
+            return _run(config, signals)
+        except StopRequested as stop:
+            print(f"\n{stop.signal_name}: stopped before the fleet started", file=sys.stderr, flush=True)
+            return 0
+
+
+def _run(config: AppConfig, signals) -> int:
+    assert config.fleet is not None
+    if config.timeline is not None:
+        try:
+            TimelineWriter(config.timeline).close()  # one that cannot be opened fails before anything starts
+        except TimelineError as err:
+            return fail(str(err))
+    print(f"joining the Ray cluster at {config.fleet.address} ...", file=sys.stderr, flush=True)
+    try:
+        ray = connect(config.fleet.address)
+    except FleetError as err:
+        return fail(str(err))
+    bus = EventBus()
+    printer = QueuedSubscriber("terminal", TerminalPrinter(show_clips=config.show_clips, prefix_streams=True))
+    log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
+    writers = [printer] + ([QueuedSubscriber("event log", log)] if log is not None else [])
+    for writer in writers:
+        bus.subscribe(writer)
+        writer.start()
+    alerts = {s.name: [w.name for w in config.watches if w.watches(s.name)] for s in config.streams}
+    publisher = start_publisher(config, alerts, bus)
+    try:
+        timeline = start_timeline_writer(config, bus, None)
+    except StartupError as err:
+        timeline = None
+        _close(ray, None, bus, publisher, timeline, writers, log)
+        return fail(str(err))
+    coordinator = Coordinator(config, config.fleet, bus, ray)
+    print(f"starting a host on every box that offers one (model {config.model.model}) ...", file=sys.stderr)
+    try:
+        coordinator.start()
+    except FleetError as err:
+        _close(ray, coordinator, bus, publisher, timeline, writers, log)
+        return fail(str(err))
+    print(f"streams: {coordinator.describe()}", file=sys.stderr, flush=True)
+    print("type 'NAME: question' for one stream, a plain question for all", file=sys.stderr, flush=True)
+    questions = StdinQuestions(
+        coordinator.ask,
+        stream_names=list(coordinator.streams),
+        add=_adder(coordinator, config),
+        remove=_remover(coordinator),
+        max_chars=config.input_limits.max_question_chars,
+        say=lambda message: print(printable(message), file=sys.stderr, flush=True),
+    )
+    questions.start()
+    try:
+        while not coordinator.done.wait(0.2):
+            pass
+    except StopRequested as stop:
+        print(f"\n{stop.signal_name}: stopping the fleet ...", file=sys.stderr, flush=True)
+    finally:
+        signals.closing()
+        questions.stop()
+        _close(ray, coordinator, bus, publisher, timeline, writers, log)
+    return 0
+
+
+def _adder(coordinator: Coordinator, config: AppConfig):
+    """`+NAME=SOURCE`: the stream joins the fleet and is placed on a host with room (a status says which)."""
+    options = CaptureOptions(policy=config.source_policy(), **config.capture_settings)
+
+    def add(text: str) -> str | None:
+        try:
+            spec = parse_stream_flag(text)
+            stream = StreamConfig(spec.name, options.config(spec.source), config.schedule)
+            coordinator.add_stream(stream)
+        except ValueError as err:
+            print(printable(f"cannot add the stream (type +NAME=SOURCE): {err}"), file=sys.stderr, flush=True)
+            return None
+        print(printable(f"stream {spec.name} added: placing it on a host"), file=sys.stderr, flush=True)
+        return spec.name
+
+    return add
+
+
+def _remover(coordinator: Coordinator):
+    def remove(name: str) -> bool:
+        try:
+            coordinator.remove_stream(name)
+        except ValueError as err:
+            print(f"cannot remove the stream (type -NAME): {err}", file=sys.stderr, flush=True)
+            return False
+        print(f"stream {name} removed", file=sys.stderr, flush=True)
+        return True
+
+    return remove
+
+
+def _close(ray, coordinator, bus, publisher, timeline, writers, log) -> None:
+    """Stops the hosts (their last events reach the outputs), then the outputs, the writers, and leaves Ray."""
+    if coordinator is not None:
+        coordinator.stop()
+    for output in (publisher, timeline):
+        if output is not None:
+            bus.unsubscribe(output)
+            output.close(timeout=5.0)
+    for writer in writers:
+        bus.unsubscribe(writer)
+        writer.close(timeout=5.0)
+    if log is not None:
+        log.close()
+    ray.shutdown()
