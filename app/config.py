@@ -125,7 +125,7 @@ class AppConfig:
             raise ValueError("give either --video or --camera, not both (or name several with --stream NAME=SOURCE)")
         max_streams = _max_streams(args.max_streams)
         specs = _stream_specs(args)
-        if len(specs) > max_streams:
+        if len(specs) > max_streams and args.ray is None:  # a fleet's --max-streams is per host
             raise ValueError(
                 f"{len(specs)} streams are configured, more than --max-streams {max_streams}; watch fewer streams "
                 "or raise --max-streams (each stream costs its threads, decoder, frame buffers and KV cache)"

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,7 @@ from app.fleet.coordinator import Coordinator
 from app.startup import start_publisher, start_timeline_writer
 from app.timeline.postgres_target import PASSWORD_ENV
 from app.timeline.reader import TimelineReader
-from bus import Alert, Answer, Event, EventBus, Status, StatusKind
+from bus import Alert, Answer, ClipEvent, Event, EventBus, Status, StatusKind
 from tests.app_helpers import REPO, read_log, video
 from tests.mqtt_broker import MosquittoBroker
 from tests.mqtt_watcher import Watcher
@@ -72,6 +73,19 @@ def placed_on(recorder: Recorder, stream: str, after: int = 0) -> str:
     return event.message.removeprefix("runs on host ").split(";")[0]
 
 
+def wait_for_clips(log: Path, streams: set[str]) -> None:
+    """Until the event log shows a clip of each stream (bounded)."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            if log.exists() and streams <= {e.stream for e in read_log(log) if isinstance(e, ClipEvent)}:
+                return
+        except ValueError:  # a line being written
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"no clip of every stream of {sorted(streams)} within {WAIT_S} s")
+
+
 def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(tmp_path):
     """`python -m app --ray ADDRESS --config site.toml`: 3 streams on 2 hosts with room for 2 each; `door` is pinned
     to node b. Typed questions reach each stream's host; each answer names and cites its own stream."""
@@ -84,14 +98,22 @@ def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(tm
     )
     log = tmp_path / "events.jsonl"
     with ray_cluster(["a", "b"]) as (cluster, _nodes):
-        done = subprocess.run(
-            [sys.executable, "-m", "app", "--ray", cluster.address, "--config", str(site), "--model", "tiny",
-             "--max-streams", "2", "--every", "0", "--loop", "--max-rounds", "3", "--timeline", "",
-             "--log-jsonl", str(log)],
-            cwd=REPO, input="door: what is at the door?\nyard: what is in the yard?\nshop: what is in the shop?\n",
-            capture_output=True, text=True, timeout=WAIT_S * 2, env={**os.environ, **LOOPBACK_ENV},
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+        command = [sys.executable, "-m", "app", "--ray", cluster.address, "--config", str(site), "--model", "tiny",
+                   "--max-streams", "2", "--every", "0", "--loop", "--max-rounds", "3", "--timeline", "",
+                   "--log-jsonl", str(log)]  # fmt: skip
+        with subprocess.Popen(
+            command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, **LOOPBACK_ENV},
+        ) as app:  # fmt: skip
+            try:
+                wait_for_clips(log, {"door", "yard", "shop"})  # questions about what each stream has seen
+                app.stdin.write("door: what is at the door?\nyard: what is in the yard?\nshop: what is in the shop?\n")
+                app.stdin.close()
+                app.wait(timeout=WAIT_S)
+            finally:
+                app.kill()
+            stderr = app.stderr.read()
+    assert app.returncode == 0, stderr[-3000:]
     events = read_log(log)
     placed = {e.stream: e.message for e in events if isinstance(e, Status) and e.kind is StatusKind.STREAM_PLACED}
     hosts = {stream: message.removeprefix("runs on host ").split(";")[0] for stream, message in placed.items()}
@@ -142,9 +164,11 @@ def test_a_lost_node_moves_its_streams_ends_their_alerts_once_and_publishes_noth
         try:
             coordinator.start()
             for stream in ("one", "two", "three"):
-                recorder.wait_for(lambda e, s=stream: isinstance(e, Alert) and e.stream == s and e.began, f"{s} alert")
+                recorder.wait_for(
+                    lambda e, s=stream: isinstance(e, Alert) and e.stream == s and e.began, f"{stream} alert"
+                )
                 coordinator.ask(f"what is in {stream}?", stream)
-                recorder.wait_for(lambda e, s=stream: isinstance(e, Answer) and e.stream == s, f"{s} answer")
+                recorder.wait_for(lambda e, s=stream: isinstance(e, Answer) and e.stream == s, f"{stream} answer")
             victim = coordinator.owner["two"]
             node_id = coordinator.hosts[victim].node.node_id
             others = {h for s, h in coordinator.owner.items() if s != "two"}
