@@ -21,10 +21,12 @@ def answer_payload(event: Answer) -> dict[str, Any]:
 
 def alert_payload(event: Alert, with_snapshot: bool = False) -> dict[str, Any]:
     """{"type": "alert", stream, id, alert, state, p_yes, stream_time, t_wall} of an alert event, plus
-    duration_s when the event has it (end), plus the JPEG as base64 under `snapshot_jpeg_base64` when
-    `with_snapshot` and the event carries one (begin)."""
+    duration_s when the event has it (end), reason when an end has one, plus the JPEG as base64 under
+    `snapshot_jpeg_base64` when `with_snapshot` and the event carries one (begin)."""
     record = to_record(event)
     payload = {"type": "alert", **{key: record[key] for key in ALERT_FIELDS if record.get(key) is not None}}
+    if event.reason:  # an end that its watch did not decide (the fleet: its host was lost)
+        payload["reason"] = event.reason
     snapshot = event.snapshot
     if with_snapshot and isinstance(snapshot, (bytes, bytearray)):
         payload["snapshot_jpeg_base64"] = base64.b64encode(snapshot).decode("ascii")
