@@ -4,7 +4,7 @@ A `BackgroundWorker` is a bounded drop-oldest queue (`bus.DropOldestQueue`: `put
 oldest item is dropped and counted), one thread that hands each item to `send` (supervised: a crash is reported
 and the thread restarts with a backoff, `app.supervisor`), a stop, and `close(timeout)`, which delivers
 what is queued until the deadline and then abandons the rest, counted. Drops are reported through `on_error`
-(at most every `report_every_s` seconds, and once more at close), never raised.
+(or `on_drops`; at most every `report_every_s` seconds, and once more at close), never raised.
 
 A new output is then a small class with a `send(item)` handed to a worker: see `QueuedSubscriber`, which puts a
 bus subscriber (the terminal printer, the JSON-lines log) behind one. A writer that wants more takes the hooks:
@@ -173,10 +173,11 @@ class BackgroundWorker(Generic[T]):
         self.send(item)
 
     def _finish(self) -> None:
-        if self.finish is None:
+        finish, self.finish = self.finish, None  # once, even when an unstarted worker is closed twice
+        if finish is None:
             return
         try:
-            self.finish()
+            finish()
         except Exception:
             logger.exception("%s: finishing failed", self.name)
 

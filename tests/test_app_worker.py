@@ -138,6 +138,7 @@ def test_hooks_idle_finish_on_its_thread_and_drops_reported_apart():
     never = BackgroundWorker("never", lambda item: None, on_drops=drops.append, finish=lambda: finished.append("x"))
     never.put(1)
     never.close()  # never started: finished in close, the queued item abandoned and reported apart
+    never.close()
     assert finished == ["w", "x"] and drops[-1] == "never: 1 items abandoned at shutdown" and errors == []
 
 
