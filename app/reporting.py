@@ -20,3 +20,8 @@ def call_reporter(on_error: ErrorCallback | None, message: str) -> None:
         on_error(message)
     except Exception:
         logger.exception("the outputs' error callback failed")
+
+
+def log_only(message: str) -> None:
+    """A reporter that adds nothing: `call_reporter` has logged the message already (for reports an owner keeps
+    out of its error events, e.g. the timeline's drops: it says what an outage lost when it writes again)."""

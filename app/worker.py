@@ -4,10 +4,13 @@ A `BackgroundWorker` is a bounded drop-oldest queue (`bus.DropOldestQueue`: `put
 oldest item is dropped and counted), one thread that hands each item to `send` (supervised: a crash is reported
 and the thread restarts with a backoff, `app.supervisor`), a stop, and `close(timeout)`, which delivers
 what is queued until the deadline and then abandons the rest, counted. Drops are reported through `on_error`
-(at most every `report_every_s` seconds, and once more at close), never raised.
+(or `on_drops`; at most every `report_every_s` seconds, and once more at close), never raised.
 
 A new output is then a small class with a `send(item)` handed to a worker: see `QueuedSubscriber`, which puts a
-bus subscriber (the terminal printer, the JSON-lines log) behind one.
+bus subscriber (the terminal printer, the JSON-lines log) behind one. A writer that wants more takes the hooks:
+`idle` (work for a quiet moment), `finish` (release a connection on the worker's thread), `on_drops` (where drop
+reports go), `stop()` (give up for good) and `BatchWorker` (many queued items at once: one transaction for many
+rows); the timeline writer (`app.timeline.writer`) uses them all.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from app.reporting import ErrorCallback, call_reporter
 from app.supervisor import RestartPolicy, run_supervised
@@ -49,6 +52,13 @@ class BackgroundWorker(Generic[T]):
         items: what the items are called in reports ("events", "requests").
         abort_grace_s: how long `close` still waits, after its deadline, for a `send` under way (one that
             waits should wait on `aborted`, set at the deadline).
+        on_drops: where reports of dropped and abandoned items go; None: to `on_error`. `app.reporting.log_only`
+            only logs them (an owner that counts its losses its own way).
+        idle: called on the worker's thread about every 0.1 s while nothing is queued (work that waits for a
+            quiet moment). An exception crashes the worker, as in `send`.
+        finish: called once when the worker ends: on its thread after the last `send` (or in `close` when it
+            never started). Releases what `send` used (a connection); it should not raise (an exception is
+            logged).
     """
 
     def __init__(
@@ -61,12 +71,18 @@ class BackgroundWorker(Generic[T]):
         restarts: RestartPolicy | None = None,
         items: str = "items",
         abort_grace_s: float = 1.0,
+        on_drops: ErrorCallback | None = None,
+        idle: Callable[[], None] | None = None,
+        finish: Callable[[], None] | None = None,
     ) -> None:
         if report_every_s < 0:
             raise ValueError(f"report_every_s must be >= 0, got {report_every_s}")
         self.name = name
         self.send = send
         self.on_error = on_error
+        self.on_drops = on_error if on_drops is None else on_drops
+        self.idle = idle
+        self.finish = finish
         self.report_every_s = report_every_s
         self.items = items
         self.abort_grace_s = abort_grace_s
@@ -88,6 +104,16 @@ class BackgroundWorker(Generic[T]):
         """Items dropped: the oldest when the queue was full, plus those abandoned at close."""
         return self._queue.dropped + self._abandoned
 
+    @property
+    def queued(self) -> int:
+        """Items waiting for `send` now."""
+        return self._queue.qsize()
+
+    @property
+    def closed(self) -> bool:
+        """Closed or stopped: `put` takes nothing more."""
+        return self._queue.closed
+
     def put(self, item: T) -> bool:
         """Queues `item` without blocking; False when the worker is closed (the item is not taken)."""
         try:
@@ -105,6 +131,7 @@ class BackgroundWorker(Generic[T]):
         self._queue.close()
         if self._thread.ident is None:  # never started: nothing was delivered, everything queued is abandoned
             self._abandon()
+            self._finish()
             return
         self._thread.join(timeout)
         if self._thread.is_alive():
@@ -113,10 +140,20 @@ class BackgroundWorker(Generic[T]):
             if self._thread.is_alive():
                 logger.warning("%s: the worker is still in a send after its close deadline", self.name)
 
+    def stop(self) -> None:
+        """Gives up for good (the owner's output is gone and it said why): `put` takes nothing more, what is
+        queued is discarded (neither counted nor reported) and the thread ends after the `send` under way.
+        May be called from `send`. `close` still joins the thread."""
+        self._queue.close()
+        self._queue.drain()
+
     def _supervise(self) -> None:
-        run_supervised(self.name, self._run, self.on_error, self._abort, self._restarts)
-        self._abandon()
-        self._report_drops(final=True)
+        try:
+            run_supervised(self.name, self._run, self.on_error, self._abort, self._restarts)
+            self._abandon()
+            self._report_drops(final=True)
+        finally:
+            self._finish()
 
     def _run(self) -> None:
         while not self._abort.is_set():
@@ -124,25 +161,58 @@ class BackgroundWorker(Generic[T]):
                 item = self._queue.get(timeout=POLL_S)
             except queue.Empty:
                 self._report_drops()
+                if self.idle is not None:
+                    self.idle()
                 continue
             except EOFError:  # closed and empty
                 return
-            self.send(item)  # an exception crashes the worker: reported by type, restarted (the item is lost)
+            self._deliver(item)  # an exception crashes the worker: reported by type, restarted (the item is lost)
             self._report_drops()
+
+    def _deliver(self, item: T) -> None:
+        self.send(item)
+
+    def _finish(self) -> None:
+        finish, self.finish = self.finish, None  # once, even when an unstarted worker is closed twice
+        if finish is None:
+            return
+        try:
+            finish()
+        except Exception:
+            logger.exception("%s: finishing failed", self.name)
 
     def _abandon(self) -> None:
         left = len(self._queue.drain())
         if left:
             self._abandoned += left
             self._reported += left  # reported here, not again as drops
-            call_reporter(self.on_error, f"{self.name}: {left} {self.items} abandoned at shutdown")
+            call_reporter(self.on_drops, f"{self.name}: {left} {self.items} abandoned at shutdown")
 
     def _report_drops(self, final: bool = False) -> None:
         dropped, now = self.dropped, time.monotonic()
         if report_due(dropped, self._reported, now, float("-inf") if final else self._last_report, self.report_every_s):
             self._reported, self._last_report = dropped, now
             message = f"{self.name}: queue full, {dropped} {self.items} dropped so far (oldest first)"
-            call_reporter(self.on_error, message)
+            call_reporter(self.on_drops, message)
+
+
+class BatchWorker(BackgroundWorker[T]):
+    """A `BackgroundWorker` that hands `send_batch` what is queued, up to `max_batch` items at once (oldest first):
+    one item while it keeps up, one transaction for many rows when it fell behind. The other arguments are
+    `BackgroundWorker`'s (`send` is not taken: a lone item goes to `send_batch` as a list of one)."""
+
+    def __init__(self, name: str, send_batch: Callable[[list[T]], None], max_batch: int = 32, **options: Any) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        super().__init__(name, self._send_one, **options)
+        self.send_batch = send_batch
+        self.max_batch = max_batch
+
+    def _send_one(self, item: T) -> None:
+        self.send_batch([item])
+
+    def _deliver(self, item: T) -> None:
+        self.send_batch([item, *self._queue.drain(self.max_batch - 1)])
 
 
 class QueuedSubscriber:

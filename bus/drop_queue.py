@@ -65,11 +65,11 @@ class DropOldestQueue(Generic[T]):
         """Like ``get(timeout=0)``."""
         return self.get(timeout=0.0)
 
-    def drain(self) -> list[T]:
-        """Take every item now queued (oldest first) without waiting."""
+    def drain(self, limit: int | None = None) -> list[T]:
+        """Take every item now queued, or the oldest ``limit`` of them (oldest first), without waiting."""
         with self._cond:
-            items = list(self._items)
-            self._items.clear()
+            count = len(self._items) if limit is None else min(max(limit, 0), len(self._items))
+            items = [self._items.popleft() for _ in range(count)]
             self._cond.notify_all()
             return items
 

@@ -1,13 +1,14 @@
 """The one background worker shape (app/worker.py): bounded queue with drops counted and reported, delivery in
 order on its own thread, close with a deadline that abandons (and counts) what is left, a crash reported by
-type and the thread restarted; and a subscriber behind it never holds up the publishing thread."""
+type and the thread restarted; a subscriber behind it never holds up the publishing thread; and the hooks a
+writer such as the timeline's takes (batches, idle, finish, drops reported apart, stop)."""
 
 from __future__ import annotations
 
 import threading
 
 from app.supervisor import RestartPolicy
-from app.worker import BackgroundWorker, QueuedSubscriber
+from app.worker import BackgroundWorker, BatchWorker, QueuedSubscriber
 from bus import EventBus, Status, StatusKind
 
 WAIT_S = 20.0
@@ -96,3 +97,63 @@ def test_a_slow_subscriber_behind_a_queue_never_holds_up_the_publisher():
     held.set()
     queued.close(timeout=WAIT_S)
     assert seen == ["m0", "m1", "m2"]
+
+
+def test_a_batch_worker_takes_what_is_queued_at_once_up_to_its_batch():
+    batches, done = [], threading.Event()
+
+    def send_batch(items: list[int]) -> None:
+        batches.append(items)
+        if items[-1] == 6:
+            done.set()
+
+    worker = BatchWorker("rows", send_batch, max_batch=3)
+    for i in range(7):  # queued before it starts: taken three at a time, oldest first
+        worker.put(i)
+    worker.start()
+    assert done.wait(WAIT_S)
+    worker.close()
+    assert batches == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+def test_hooks_idle_finish_on_its_thread_and_drops_reported_apart():
+    errors, drops, idle, finished = [], [], threading.Event(), []
+    worker = BackgroundWorker(
+        "w",
+        lambda item: None,
+        queue_size=1,
+        on_error=errors.append,
+        on_drops=drops.append,
+        idle=idle.set,
+        finish=lambda: finished.append(threading.current_thread().name),
+    )
+    worker.put(1)
+    worker.put(2)  # drops 1
+    worker.start()
+    assert idle.wait(WAIT_S)  # nothing queued any more: the idle hook runs
+    worker.close()
+    worker.close()  # twice: finished once
+    assert finished == ["w"] and errors == []
+    assert drops == ["w: queue full, 1 items dropped so far (oldest first)"]
+    never = BackgroundWorker("never", lambda item: None, on_drops=drops.append, finish=lambda: finished.append("x"))
+    never.put(1)
+    never.close()  # never started: finished in close, the queued item abandoned and reported apart
+    never.close()
+    assert finished == ["w", "x"] and drops[-1] == "never: 1 items abandoned at shutdown" and errors == []
+
+
+def test_stop_from_send_discards_what_is_queued_without_a_report():
+    got, errors = [], []
+
+    def send(item: int) -> None:
+        got.append(item)
+        if item == 0:
+            worker.stop()  # the output is gone for good (the owner reported why)
+
+    worker = BackgroundWorker("gone", send, on_error=errors.append)
+    for i in range(5):
+        worker.put(i)
+    worker.start()
+    worker.close(timeout=WAIT_S)
+    assert got == [0] and errors == [] and worker.dropped == 0
+    assert worker.closed and not worker.put(9)

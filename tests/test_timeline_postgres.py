@@ -114,7 +114,7 @@ def test_a_server_lost_and_back_is_an_error_event_then_writing_again(postgres_se
         postgres_server.start()
         wait_for(lambda: any(isinstance(e, Status) and "writing again" in e.message for e in events), "recovery")
         bus.publish(answer("door", 500.0, "after"))
-        wait_for(lambda: writer._events.qsize() == 0 and "after" in texts(postgres_target), "the row after")
+        wait_for(lambda: writer.worker.queued == 0 and "after" in texts(postgres_target), "the row after")
     finally:
         bus.unsubscribe(writer)
         writer.close(timeout=30.0)
@@ -221,8 +221,8 @@ def test_closing_while_the_server_is_away_ends_within_its_timeout(postgres_serve
         writer(answer("door", 2.0, "never written"))
         wait_for(lambda: errors, "the error")
         writer.close(timeout=2.0)
-        writer._thread.join(10.0)
-        assert not writer._thread.is_alive()  # gave up at the timeout instead of reconnecting forever
+        writer.worker._thread.join(10.0)
+        assert not writer.worker._thread.is_alive()  # gave up at the timeout instead of reconnecting forever
     finally:
         postgres_server.start()
     assert len(errors) == 1 and not writer.failed
@@ -272,7 +272,7 @@ def test_a_locked_table_never_blocks_the_publisher(postgres_target):
         blocker.execute("LOCK TABLE moments IN ACCESS EXCLUSIVE MODE")  # held until the block's commit
         writer.start()
         writer(answer("door", 1.0, "first"))
-        wait_for(lambda: writer._events.qsize() == 0, "the writer to take the first event")
+        wait_for(lambda: writer.worker.queued == 0, "the writer to take the first event")
         for i in range(1000):
             writer(answer("door", 2.0 + i, f"later {i}"))
         assert writer.dropped >= 1000 - 2 * queue_size

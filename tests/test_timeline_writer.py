@@ -298,7 +298,7 @@ def test_a_stuck_disk_never_blocks_the_publisher(tmp_path):
     writer.start()
     writer(answer("door", 1.0, "first?", "yes"))
     deadline = time.monotonic() + 30.0
-    while writer._events.qsize() and time.monotonic() < deadline:  # the writer took it and now waits
+    while writer.worker.queued and time.monotonic() < deadline:  # the writer took it and now waits
         time.sleep(0.01)
     for i in range(1000):
         writer(answer("door", 2.0 + i, "truck?", "no"))

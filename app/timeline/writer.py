@@ -1,7 +1,8 @@
 """The timeline's bus subscriber: answers, alerts and stream events written (SQLite or PostgreSQL) on its own thread.
 
-The bus calls `TimelineWriter.__call__` on the model worker's thread, so it only puts the event into a bounded
-queue (the oldest dropped and counted when full) and returns; it never touches the disk. Clip previews go to a
+The bus calls `TimelineWriter.__call__` on the model worker's thread, so it only puts the event into the bounded
+queue of an `app.worker.BatchWorker` (the oldest dropped and counted when full) and returns; it never touches the
+disk. The worker's thread writes what is queued, up to `BATCH` rows per transaction. Clip previews go to a
 second small queue of their own (frames are large) and become thumbnails on the writer's thread. `check`
 events are not kept (one per watch every few seconds). When writing fails (disk full, the file removed or made
 read-only, I/O errors), `on_error` is called once and the writer stops; the assistant goes on without it.
@@ -22,32 +23,26 @@ Wiring::
 from __future__ import annotations
 
 import logging
-import queue
 import threading
-import time
-from collections.abc import Callable
 
 import numpy as np
 
+from app.reporting import ErrorCallback, log_only
 from app.timeline.config import TimelineConfig, TimelineError
 from app.timeline.records import STREAM_EVENT_TYPES, alert_row, answer_row, stream_row
 from app.timeline.store import Row, TimelineStore
 from app.timeline.thumbnails import PreviewRings, thumbnail_jpeg
+from app.worker import BatchWorker
 from bus import Alert, Answer, ClipEvent, DropOldestQueue, Event
 from bus.redact import redact_source
 
 logger = logging.getLogger(__name__)
 
-ErrorCallback = Callable[[str], None]
-POLL_S = 0.1  # how often an idle writer takes previews and looks for the end
 BATCH = 32  # rows per transaction at most
-DROP_LOG_EVERY_S = 60.0
+DROP_REPORT_EVERY_S = 60.0  # drops are logged at most this often (an outage's are told when writing again)
 PREVIEW_QUEUE = 16  # clip previews waiting for the writer (full frames: kept few)
 RECONNECT_MIN_S, RECONNECT_MAX_S = 0.5, 10.0  # delays between tries while a database server is away
-
-
-class _GiveUp(Exception):
-    """Closed while the database was away, and the close's timeout passed."""
+CLOSE_GRACE_S = 2.0  # after the close's deadline: the batch in hand given up and the connection closed
 
 
 class TimelineWriter:
@@ -57,7 +52,7 @@ class TimelineWriter:
         config: where and how much; opening happens here and raises `TimelineError` with advice.
         on_error: called from the writer's thread with a one-line message when writing fails for good (once),
             or when a database server went away (once per outage); the caller typically publishes it as an
-            `error` event with where="timeline".
+            `error` event with where="timeline". Dropped events are only logged.
         on_recover: called from the writer's thread with a one-line message when it writes again after an
             outage (e.g. a `status` event).
     """
@@ -71,22 +66,30 @@ class TimelineWriter:
         self.store = TimelineStore(config)
         self.written = 0  # rows
         self.error: str | None = None
-        self._events: DropOldestQueue[Event] = DropOldestQueue(config.queue_size)
+        self.outages = 0  # times the database went away
+        self.worker: BatchWorker[Event] = BatchWorker(
+            "timeline",
+            self._send,
+            BATCH,
+            queue_size=config.queue_size,
+            on_error=on_error,
+            report_every_s=DROP_REPORT_EVERY_S,
+            items="events",
+            abort_grace_s=CLOSE_GRACE_S,
+            on_drops=log_only,
+            idle=self._take_previews,
+            finish=self._close_store,
+        )
         self._previews: DropOldestQueue[tuple[str, float, np.ndarray]] = DropOldestQueue(PREVIEW_QUEUE)
         self._failed = threading.Event()
-        self._wake = threading.Event()  # set by close: a reconnect delay ends early
-        self._give_up_at: float | None = None  # monotonic; set by close
-        self.outages = 0  # times the database went away
         self._lost_at_drops: int | None = None  # `dropped` when the current outage began; None while connected
         self._rings = PreviewRings(config.previews_per_stream)
         self._last_answer_time: dict[str, float] = {}
-        self._logged_drops, self._last_drop_log = 0, float("-inf")
-        self._thread = threading.Thread(target=self._run, name="timeline", daemon=True)
 
     @property
     def dropped(self) -> int:
-        """Events dropped (oldest first) because the writer's queue was full."""
-        return self._events.dropped
+        """Events dropped (oldest first) because the writer's queue was full, or left unwritten at close."""
+        return self.worker.dropped
 
     @property
     def failed(self) -> bool:
@@ -95,58 +98,36 @@ class TimelineWriter:
     def __call__(self, event: Event) -> None:
         """The bus subscriber: queues what the timeline keeps; never blocks, never raises."""
         stream = event.stream
-        if self._failed.is_set() or self._events.closed:
+        if self._failed.is_set() or self.worker.closed:
             return
-        try:
-            if isinstance(event, ClipEvent):
-                if stream is not None and event.preview is not None:
-                    self._previews.put((stream, float(event.stream_time or 0.0), event.preview))
-            elif isinstance(event, (Answer, Alert)) or (isinstance(event, STREAM_EVENT_TYPES) and stream is not None):
-                self._events.put(event)
-        except RuntimeError:  # closed between the check and the put
-            return
+        if isinstance(event, ClipEvent):
+            if stream is not None and event.preview is not None:
+                self._previews.put((stream, float(event.stream_time or 0.0), event.preview))
+        elif isinstance(event, (Answer, Alert)) or (isinstance(event, STREAM_EVENT_TYPES) and stream is not None):
+            self.worker.put(event)
 
     def start(self) -> None:
-        self._thread.start()
+        self.worker.start()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Writes what is queued (for up to `timeout` seconds), then closes the file. Joins the thread."""
-        self._give_up_at = time.monotonic() + 0.8 * timeout  # the rest of it to close the connection
-        self._events.close()
-        self._wake.set()
-        if self._thread.ident is not None:  # started: the thread closes the file when it ends
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                logger.warning("timeline: the writer did not finish within %.1f s", timeout)
-        else:
-            self._close_store()
+        """Writes what is queued (for up to `timeout` seconds, then about 2 s more to give up the rows in hand
+        and close the connection), then closes the file. Joins the thread."""
+        self.worker.close(timeout)
 
-    def _run(self) -> None:
+    def _send(self, events: list[Event]) -> None:
+        """The worker's `send_batch`: up to `BATCH` events become rows in one transaction."""
         try:
-            while True:
-                try:
-                    first = self._events.get(timeout=POLL_S)
-                except queue.Empty:
-                    self._take_previews()
-                    continue
-                except EOFError:
-                    return
-                events = [first, *self._events.drain()]
-                self._take_previews()
-                for start in range(0, len(events), BATCH):
-                    rows = [row for row in map(self._row, events[start : start + BATCH]) if row is not None]
-                    if rows:
-                        self._write(rows)
-                self._log_drops()
-        except _GiveUp as err:
-            logger.warning("timeline %s: %s", self.config.where, err)
+            self._take_previews()
+            rows = [row for row in map(self._row, events) if row is not None]
+            if rows and not self._write(rows):
+                logger.warning("timeline %s: closed while the database was away: %d rows not written",
+                               self.config.where, len(rows))  # fmt: skip
         except (*self.store.errors, TimelineError, OSError) as err:
             self._fail(str(err))
-        finally:
-            self._close_store()
 
-    def _write(self, rows: list[Row]) -> None:
-        """Writes `rows`; while the database is away, keeps them and reconnects (see the module)."""
+    def _write(self, rows: list[Row]) -> bool:
+        """Writes `rows`; while the database is away, keeps them and reconnects (see the module). False: the
+        close's deadline passed first."""
         delay = RECONNECT_MIN_S
         while True:
             try:
@@ -155,14 +136,10 @@ class TimelineWriter:
                 self._lost(err)
             else:
                 self._recovered()
-                return
+                return True
             while True:  # reconnect
-                wait = delay if self._give_up_at is None else min(delay, self._give_up_at - time.monotonic())
-                if wait <= 0:
-                    lost = len(rows) + self._events.qsize()
-                    raise _GiveUp(f"closed while the database was away: {lost} rows not written")
-                if self._wake.wait(wait):
-                    self._wake.clear()  # woken by close: the waits from now on end at its deadline
+                if self.worker.aborted.wait(delay):
+                    return False
                 delay = min(delay * 2, RECONNECT_MAX_S)
                 try:
                     self.store.reconnect()
@@ -232,16 +209,10 @@ class TimelineWriter:
         reason = redact_source(" ".join(reason.split()))
         self.error = f"timeline {self.config.where}: writing stopped ({reason}); the assistant goes on without it"
         self._failed.set()
-        self._events.drain()
+        self.worker.stop()
         self._previews.drain()
         logger.error("%s", self.error)
         self._call(self.on_error, self.error)
-
-    def _log_drops(self) -> None:
-        dropped, now = self.dropped, time.monotonic()
-        if dropped > self._logged_drops and now - self._last_drop_log >= DROP_LOG_EVERY_S:
-            self._logged_drops, self._last_drop_log = dropped, now
-            logger.warning("timeline: queue full, %d events dropped so far (oldest first)", dropped)
 
     def _close_store(self) -> None:
         try:
