@@ -144,3 +144,31 @@ def test_the_reader_sees_each_kind_of_import(tmp_path):
         "    from cache.decode import StaticDecoder\n"
     )
     assert _imports(source) == {"cache.rope", "cache.cpu", "cache.cpu.kernels", "cache.decode"}
+
+
+def _third_party(path: Path) -> set[str]:
+    """Top-level names of every module `path` imports (late imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_only_the_fleet_imports_ray_and_only_when_it_runs():
+    """Ray is the fleet's (app/fleet/); without --ray it is never imported: not by the CLI, the config, the
+    terminal, the page, nor by the fleet's modules themselves until they join a cluster."""
+    users = sorted(module for module, path in MODULES.items() if "ray" in _third_party(path))
+    assert users and all(module.startswith("app.fleet") for module in users), users
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, app.cli, app.config, app.terminal, app.web, app.startup, app.fleet.coordinator, "
+        "app.fleet.terminal, app.fleet.host; print('ray' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
