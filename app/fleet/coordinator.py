@@ -1,7 +1,8 @@
 """The coordinator on the head: places every stream on a host with room, routes questions to the stream's host,
 brings every host's events onto the head's bus, and places a lost host's streams again on the others.
 
-One loop thread does all of it, every `poll_s`: it collects the drains that came back (and issues the next), the
+One loop thread does all of it: it waits (at most `poll_s`) for drains to come back (each a long poll on its host,
+so an event reaches the head as soon as it is made) and issues the next; it settles the
 hosts that finished loading, the streams that started (or were refused); it looks for new boxes every few
 seconds; and it places the streams that wait. Nothing in the loop waits on a host: a busy or dying host costs
 the others nothing. A host is lost when Ray says its actor died (its process, or its machine: Ray's health checks
@@ -34,6 +35,7 @@ from bus import ErrorEvent, Event, EventBus, Status, StatusKind
 logger = logging.getLogger(__name__)
 
 ASK_TIMEOUT_S = 10.0
+DRAIN_WAIT_S = 0.5  # how long a host holds a drain open for its next event (the long poll)
 NODES_EVERY_S = 2.0  # how often the node table is read for new boxes (and boxes whose host ended)
 HOST_RETRY_S = 60.0  # a node whose host failed to start gets a new one after this long
 
@@ -167,7 +169,7 @@ class Coordinator:
     # -- the loop -----------------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        while not self._stop.wait(self.fleet.poll_s):
+        while not self._stop.is_set():
             try:
                 self._tick()
             except Exception as err:  # the loop must outlive a surprise: it is reported and goes on
@@ -184,21 +186,29 @@ class Coordinator:
         self._check_end()
 
     def _drain_hosts(self) -> None:
-        for host in [h for h in self.hosts.values() if h.ready]:
+        """Waits (at most poll_s) for the first host's drain to come back, publishes what every returned drain
+        brought and issues their next (a long poll of DRAIN_WAIT_S on the host: events arrive as they are made)."""
+        hosts = [h for h in self.hosts.values() if h.ready]
+        for host in hosts:
             if host.drain_ref is None:
-                host.drain_ref = host.actor.drain.remote()
-                continue
-            done, _ = self.ray.wait([host.drain_ref], timeout=0)
-            if not done:
-                continue  # busy (starting a stream): next tick
-            ref, host.drain_ref = host.drain_ref, None
+                host.drain_ref = host.actor.drain.remote(DRAIN_WAIT_S)
+        pending = {h.drain_ref: h for h in hosts}
+        if not pending:
+            self._stop.wait(self.fleet.poll_s)
+            return
+        done, _ = self.ray.wait(list(pending), num_returns=1, timeout=self.fleet.poll_s)
+        if done:
+            done, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=0)
+        for ref in done:
+            host = pending[ref]
+            host.drain_ref = None
             try:
                 items, _dropped = self.ray.get(ref)
             except self.ray.exceptions.RayActorError as err:
                 self._lost(host, _cause(err))
                 continue
             self._publish_items(host, items)
-            host.drain_ref = host.actor.drain.remote()
+            host.drain_ref = host.actor.drain.remote(DRAIN_WAIT_S)
 
     def _publish_items(self, host: HostHandle, items: list[dict]) -> None:
         for item in items:

@@ -5,7 +5,8 @@ Its events go to a bounded outbox (the oldest dropped and counted when full) tha
 few tenths of a second; nothing here publishes to MQTT or writes the timeline (the head does, once). Events of
 the host as a whole (ready, stopped, warnings) are renamed for the fleet: `host NAME: ...`, status kind INFO,
 so that one host's "assistant stopped" never reads as the fleet's. This class imports no Ray: the coordinator
-makes it an actor (`ray.remote(FleetHost)`), and a test may run it in-process.
+makes it an actor (`ray.remote(FleetHost)`, several calls at once: a drain that waits for events never holds
+up a question), and a test or a benchmark may run it in-process.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import queue
 import socket
+import threading
 from typing import Any
 
 from app.admission import AdmissionError
@@ -60,6 +63,7 @@ class FleetHost:
         self.bus.subscribe(self._post)
         self.monitor = MemoryMonitor()
         self.assistant: Assistant | None = None
+        self._starting = threading.Lock()  # the actor runs calls on several threads (a drain waits meanwhile)
 
     def describe(self) -> dict[str, Any]:
         """Who and where this host is, and its room (streams that fit in all)."""
@@ -83,6 +87,10 @@ class FleetHost:
     def start_stream(self, stream: StreamConfig) -> str:
         """Starts watching `stream` here; returns the admission line. Refused as `Assistant.add_stream` says
         (ValueError, AdmissionError, SourceError), nothing kept."""
+        with self._starting:
+            return self._start_stream(stream)
+
+    def _start_stream(self, stream: StreamConfig) -> str:
         capture = dataclasses.replace(stream.capture, max_size=self.loaded.adapter.frame_size())
         if self.assistant is None:
             admission = self.factory.admit(1)
@@ -107,8 +115,16 @@ class FleetHost:
     def streams(self) -> list[str]:
         return [] if self.assistant is None else list(self.assistant.streams)
 
-    def drain(self) -> tuple[list[dict[str, Any]], int]:
-        """The events since the last drain (oldest first) as wire dicts, and how many the outbox dropped so far."""
+    def drain(self, wait_s: float = 0.0) -> tuple[list[dict[str, Any]], int]:
+        """The events since the last drain (oldest first) as wire dicts, and how many the outbox dropped so far.
+        With `wait_s`, waits that long for a first event when there is none (a long poll: an event reaches the
+        head as soon as it is made, without a drain every few milliseconds)."""
+        if wait_s > 0 and not self.outbox.qsize():
+            try:
+                first = [self.outbox.get(timeout=wait_s)]
+            except queue.Empty:
+                first = []
+            return first + self.outbox.drain(), self.outbox.dropped
         return self.outbox.drain(), self.outbox.dropped
 
     def stop(self, timeout: float = 10.0) -> bool:

@@ -48,6 +48,7 @@ def start_host(ray: ModuleType, config: AppConfig, node: NodeSlots, unit: int, r
         "scheduling_strategy": NodeAffinitySchedulingStrategy(node.node_id, soft=False),
         "max_restarts": 0,  # a stream's cache lives in one process: a lost host's streams move, rebuilt
         "get_if_exists": False,
+        "max_concurrency": 4,  # a drain's long poll, a question, a stream starting, a stop: none waits on another
     }
     if node.gpus_per_host:
         options["num_gpus"] = node.gpus_per_host
