@@ -11,7 +11,7 @@ from app.config_types import check_value
 from app.input_limits import MAX_PENDING, MAX_QUESTION_CHARS, InputLimits
 from app.scheduler import DEFAULT_QUESTION, StandingQuestion
 from cache.config import POOL_MODES, POSITION_MODES, CacheConfig
-from cache.policies import POLICIES
+from cache.policies import POLICIES, InfMllmSettings, StreamingLlmSettings
 from cache.store.kv_quant import QUANT_MODES
 from capture.config import CaptureConfig
 from model.change import ChangeConfig
@@ -127,22 +127,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--window", type=int, default=defaults.window, help="retrieval window l: newest prompt tokens, always kept"
     )
     kv.add_argument(
-        "--bias", type=float, default=defaults.bias, help="Inf-MLLM attention bias b (larger = shorter memory)"
+        "--bias",
+        type=float,
+        default=default_of(InfMllmSettings, "bias"),
+        help="Inf-MLLM attention bias b (larger = shorter memory)",
     )
     kv.add_argument(
         "--pool",
         type=int,
-        default=defaults.pool,
+        default=default_of(InfMllmSettings, "pool"),
         help="span pooling of inf-mllm scores, in tokens: keeps what follows an attended token "
         "(1 = Inf-MLLM's Algorithm 1 exactly as published)",
     )
     kv.add_argument(
         "--pool-mode",
         choices=POOL_MODES,
-        default=defaults.pool_mode,
+        default=default_of(InfMllmSettings, "pool_mode"),
         help="pooling: centred max, centred mean, or span (the tokens after an attended one)",
     )
-    kv.add_argument("--sinks", type=int, default=defaults.sinks, help="sink tokens kept by streaming-llm")
+    kv.add_argument(
+        "--sinks", type=int, default=default_of(StreamingLlmSettings, "sinks"), help="sink tokens kept by streaming-llm"
+    )
     kv.add_argument(
         "--recall",
         type=int,

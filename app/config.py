@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -29,6 +31,7 @@ from app.watches.spec import specs_from_table as watch_specs_from_table
 from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
 from bus import DEFAULT_STREAM
 from cache.config import CacheConfig
+from cache.policies import POLICIES, settings_classes, settings_for, unused_settings
 from capture import CaptureConfig
 from capture.gst_pipeline import check_camera_pipeline
 from capture.policy import IPNetwork, SourcePolicy, parse_nets
@@ -37,6 +40,7 @@ from model.config import ModelConfig
 from model.session import SessionConfig
 
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -172,10 +176,7 @@ class AppConfig:
                 policy=args.policy,
                 budget=args.budget,
                 window=args.window,
-                bias=args.bias,
-                pool=args.pool,
-                pool_mode=args.pool_mode,
-                sinks=args.sinks,
+                policy_settings=_policy_settings(args),
                 recall=args.recall,
                 store_bytes=int(args.store_mb * 2**20),
                 block=args.block,
@@ -234,6 +235,18 @@ def _nets(values: object) -> tuple[IPNetwork, ...]:
     if not isinstance(values, list):
         raise ValueError(f"allow_source_nets must be a list of CIDR strings (e.g. ['192.168.1.0/24']), got {values!r}")
     return parse_nets(values)
+
+
+def _policy_settings(args: argparse.Namespace) -> object:
+    """The chosen policy's own settings from its flags. A flag of another policy (--sinks with inf-mllm) does not
+    apply: it is ignored, with a warning when it was set away from its default."""
+    names = [f.name for cls in settings_classes() for f in dataclasses.fields(cls) if "help" in f.metadata]
+    values = {name: getattr(args, name) for name in names}
+    for name in unused_settings(args.policy, **values):
+        owners = [p for p, cls in POLICIES.items() if name in {f.name for f in dataclasses.fields(cls.settings_class)}]
+        flag = "--" + name.replace("_", "-")
+        logger.warning("%s is a setting of %s, not of --policy %s: ignored", flag, ", ".join(owners), args.policy)
+    return settings_for(args.policy, **values)
 
 
 def _change(args: argparse.Namespace) -> ChangeConfig:
