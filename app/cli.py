@@ -7,12 +7,12 @@ import dataclasses
 import logging
 from pathlib import Path
 
+from app.config_flags import add_config_flags
 from app.config_types import check_value
 from app.input_limits import MAX_PENDING, MAX_QUESTION_CHARS, InputLimits
-from app.scheduler import DEFAULT_QUESTION, StandingQuestion
-from cache.config import POOL_MODES, POSITION_MODES, CacheConfig
-from cache.policies import POLICIES
-from cache.store.kv_quant import QUANT_MODES
+from app.scheduler import StandingQuestion
+from cache.config import CacheConfig
+from cache.policies import settings_classes
 from capture.config import CaptureConfig
 from model.change import ChangeConfig
 
@@ -62,15 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
         " or EDGE_ASSISTANT_SOURCE_CREDENTIALS_NAME=user:password in the environment; in --config: "
         "credentials_file in [streams.NAME]). Keeps the password out of argv, logs and the page",
     )
-    src.add_argument(
-        "--fps", type=float, default=default_of(CaptureConfig, "fps"), help="frames sampled per second of stream time"
-    )
-    src.add_argument(
-        "--clip-seconds",
-        type=float,
-        default=default_of(CaptureConfig, "clip_seconds"),
-        help="stream seconds per clip fed to the model",
-    )
+    add_config_flags(src, CaptureConfig)  # --fps, --clip-seconds
     src.add_argument(
         "--realtime",
         action=argparse.BooleanOptionalAction,
@@ -120,29 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     kv = p.add_argument_group("bounded KV cache")
-    defaults = CacheConfig()
-    kv.add_argument("--policy", choices=list(POLICIES), default=defaults.policy, help="eviction policy")
-    kv.add_argument("--budget", type=int, default=defaults.budget, help="tokens kept per layer after every eviction")
-    kv.add_argument(
-        "--window", type=int, default=defaults.window, help="retrieval window l: newest prompt tokens, always kept"
-    )
-    kv.add_argument(
-        "--bias", type=float, default=defaults.bias, help="Inf-MLLM attention bias b (larger = shorter memory)"
-    )
-    kv.add_argument(
-        "--pool",
-        type=int,
-        default=defaults.pool,
-        help="span pooling of inf-mllm scores, in tokens: keeps what follows an attended token "
-        "(1 = Inf-MLLM's Algorithm 1 exactly as published)",
-    )
-    kv.add_argument(
-        "--pool-mode",
-        choices=POOL_MODES,
-        default=defaults.pool_mode,
-        help="pooling: centred max, centred mean, or span (the tokens after an attended one)",
-    )
-    kv.add_argument("--sinks", type=int, default=defaults.sinks, help="sink tokens kept by streaming-llm")
+    add_config_flags(kv, CacheConfig)  # --policy, --budget, --window, --positions, --block, --store-dir, --store-quant
+    for settings_class in settings_classes():  # each policy's own: --bias, --pool, --pool-mode (inf-mllm), --sinks
+        add_config_flags(kv, settings_class)
     kv.add_argument(
         "--recall",
         type=int,
@@ -153,63 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
     kv.add_argument(
         "--store-mb",
         type=float,
-        default=defaults.store_bytes / 2**20,
+        default=default_of(CacheConfig, "store_bytes") / 2**20,
         help="host store bound in MiB (0 = a quarter of the available RAM, at most 4096); oldest blocks go first",
-    )
-    kv.add_argument("--block", type=int, default=defaults.block, help="tokens per host-store block (unit of recall)")
-    kv.add_argument(
-        "--store-dir",
-        default=defaults.store_dir,
-        help="keep the host store's KV as files in this existing folder instead of RAM (checked at start; "
-        "if it fails later, an error event and the store goes on in RAM)",
-    )
-    kv.add_argument(
-        "--store-quant",
-        choices=list(QUANT_MODES),
-        default=defaults.store_quant,
-        help="compress the host store: int8 or int4 (keys per channel, values per token, as KIVI)",
-    )
-    kv.add_argument(
-        "--positions",
-        choices=list(POSITION_MODES),
-        default=defaults.positions,
-        help="rerotate: compact positions after eviction (runs forever); original: keep first positions",
     )
 
     chg = p.add_argument_group("what a clip brings (only what changed)")
-    change = ChangeConfig()
-    chg.add_argument(
-        "--drop-unchanged",
-        action=argparse.BooleanOptionalAction,
-        default=change.drop_unchanged,
-        help="visual tokens of regions that did not change since the cache last saw them never enter it, "
-        "kept tokens at their true positions (--no-drop-unchanged: every clip whole, as before)",
-    )
-    chg.add_argument(
-        "--change-threshold",
-        type=float,
-        default=change.threshold,
-        help="how much a region must change to count: largest luma difference of its cells after the "
-        "frame's exposure fit, share of full scale (0..1]",
-    )
-    chg.add_argument(
-        "--keyframe-every", type=int, default=change.keyframe_every, help="clips between full refreshes (key frames)"
-    )
-    chg.add_argument(
-        "--change-floor",
-        type=float,
-        default=change.floor,
-        help="share of a changed frame's tokens kept at least (its most changed), 0..1",
-    )
+    add_config_flags(chg, ChangeConfig)  # --drop-unchanged, --change-threshold, --keyframe-every, --change-floor
 
     ask = p.add_argument_group("questions and run")
-    ask.add_argument("--question", default=DEFAULT_QUESTION, help="the standing question")
-    ask.add_argument(
-        "--every",
-        type=float,
-        default=StandingQuestion().every_s,
-        help="ask it every N seconds of stream time (0 = never)",
-    )
+    add_config_flags(ask, StandingQuestion)  # --question, --every
     ask.add_argument("--max-rounds", type=int, default=0, help="stop after N answers (0 = no limit)")
     ask.add_argument("--duration", type=float, default=0.0, help="stop after N seconds of stream time (0 = no limit)")
     ask.add_argument(

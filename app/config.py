@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import logging
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.assistant import RunLimits
+from app.config_flags import dest_of, flag_fields, flag_of, values_from
 from app.fleet.config import FleetConfig
 from app.input_limits import InputLimits
 from app.outputs import MqttConfig, WebhookConfig
@@ -30,6 +33,7 @@ from app.watches.spec import specs_from_table as watch_specs_from_table
 from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
 from bus import DEFAULT_STREAM
 from cache.config import CacheConfig
+from cache.policies import POLICIES, PolicySettings, settings_classes, settings_for, unused_settings
 from capture import CaptureConfig
 from capture.gst_pipeline import check_camera_pipeline
 from capture.policy import IPNetwork, SourcePolicy, parse_nets
@@ -38,6 +42,7 @@ from model.config import ModelConfig
 from model.session import SessionConfig
 
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -142,12 +147,7 @@ class AppConfig:
                 "nothing to watch: give --video PATH|URL, --camera INDEX or --stream NAME=SOURCE "
                 "(or --ui to pick in the page)"
             )
-        capture_settings = {
-            "fps": args.fps,
-            "clip_seconds": args.clip_seconds,
-            "realtime": args.realtime,
-            "loop": args.loop,
-        }
+        capture_settings = {**values_from(args, CaptureConfig), "realtime": args.realtime, "loop": args.loop}
         streams = []
         for spec in specs:
             try:
@@ -173,19 +173,10 @@ class AppConfig:
                 model=args.model, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code
             ),
             cache=CacheConfig(
-                policy=args.policy,
-                budget=args.budget,
-                window=args.window,
-                bias=args.bias,
-                pool=args.pool,
-                pool_mode=args.pool_mode,
-                sinks=args.sinks,
+                **values_from(args, CacheConfig),
+                policy_settings=_policy_settings(args),
                 recall=args.recall,
                 store_bytes=int(args.store_mb * 2**20),
-                block=args.block,
-                store_dir=args.store_dir,
-                store_quant=args.store_quant,
-                positions=args.positions,
             ),
             session=SessionConfig(
                 max_new_tokens=args.max_new_tokens,
@@ -193,7 +184,7 @@ class AppConfig:
                 compile_decode=args.compile,
                 change=_change(args),
             ),
-            schedule=StandingQuestion(question=args.question, every_s=args.every),
+            schedule=StandingQuestion(**values_from(args, StandingQuestion)),
             limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
             streams=streams,
             watches=watches,
@@ -257,13 +248,21 @@ def _nets(values: object) -> tuple[IPNetwork, ...]:
     return parse_nets(values)
 
 
+def _policy_settings(args: argparse.Namespace) -> PolicySettings:
+    """The chosen policy's own settings from its flags. A flag of another policy (--sinks with inf-mllm) does not
+    apply: it is ignored, with a warning when it was set (flag or --config key) away from its default."""
+    fields = {f.name: f for cls in settings_classes() for f in flag_fields(cls)}
+    values = {name: getattr(args, dest_of(f)) for name, f in fields.items()}
+    for name in unused_settings(args.policy, **values):
+        owners = [p for p, cls in POLICIES.items() if name in {f.name for f in dataclasses.fields(cls.settings_class)}]
+        logger.warning(
+            "%s is a setting of %s, not of --policy %s: ignored", flag_of(fields[name]), ", ".join(owners), args.policy
+        )
+    return settings_for(args.policy, **values)
+
+
 def _change(args: argparse.Namespace) -> ChangeConfig:
-    return ChangeConfig(
-        drop_unchanged=args.drop_unchanged,
-        threshold=args.change_threshold,
-        keyframe_every=args.keyframe_every,
-        floor=args.change_floor,
-    )
+    return ChangeConfig(**values_from(args, ChangeConfig))
 
 
 def _timeline(args: argparse.Namespace) -> TimelineConfig | None:

@@ -16,8 +16,10 @@ class StandingQuestion:
     Editable while running (the web page does): `update()` is thread-safe.
     """
 
-    question: str = DEFAULT_QUESTION
-    every_s: float = 30.0
+    question: str = field(default=DEFAULT_QUESTION, metadata={"help": "the standing question"})
+    every_s: float = field(
+        default=30.0, metadata={"flag": "--every", "help": "ask it every N seconds of stream time (0 = never)"}
+    )
     next_due_s: float = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 

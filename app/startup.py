@@ -92,10 +92,11 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream], StreamF
         session = streams[0].session
     except (ModelLoadError, ValueError) as err:
         raise StartupError(str(err)) from err
+    settings = config.cache.policy_settings.describe()  # the policy's own, e.g. "bias 0.001, pool 8 (span)"
     print(
         f"model ready: {loaded.family} on {loaded.device} ({str(loaded.dtype).removeprefix('torch.')}); "
-        f"cache: {config.cache.policy}, budget {config.cache.budget}, window {config.cache.window}, "
-        f"bias {config.cache.bias:g}, pool {config.cache.pool} ({config.cache.pool_mode}); "
+        f"cache: {config.cache.policy}, budget {config.cache.budget}, window {config.cache.window}"
+        f"{', ' + settings if settings else ''}; "
         f"decode: {'compiled' if session.runner.decoder.compiled else 'eager'}" + kernels_note,
         file=sys.stderr,
         flush=True,

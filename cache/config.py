@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from cache.policies import POLICIES, POOL_MODES, PolicySettings
 from cache.store.kv_quant import QUANT_MODES
 
+__all__ = ["POOL_MODES", "POSITION_MODES", "STORAGE_MODES", "CacheConfig"]
+
 POSITION_MODES = ("rerotate", "original")
-POOL_MODES = ("max", "avg", "span")
 STORAGE_MODES = ("static", "dynamic")
 
 
@@ -18,15 +20,6 @@ class CacheConfig:
     budget:    tokens per layer after every eviction point (the paper keeps 2K).
     window:    `l`, the retrieval window: the newest tokens of a prompt, always kept, whose attention
                scores the older tokens.
-    bias:      `b`, Inf-MLLM's attention bias; larger = shorter memory (paper: 1e-4 .. 0.1 by model).
-    pool:      span pooling of attention scores before the top-k (`inf-mllm`; snapkv has its own): each older token
-               also scores the best of its `pool` neighbours, so what follows an attended token is kept too
-               (copying a fact needs the tokens after the one the question finds). 1 = no pooling, which
-               is Inf-MLLM's Algorithm 1 exactly as published. Default 8 "span": chosen by needle retrieval
-               on the reference model (README, "What the cache remembers").
-    pool_mode: "max" (centred max), "avg" (centred mean, SnapKV's) or "span" (the best of the `pool`
-               tokens up to and including this one: a token is kept when one just before it is).
-    sinks:     first tokens that `streaming-llm` always keeps.
     recall:    tokens brought back from the host store (tier 2) per question, 0 = no second tier. The device
                cache then holds at most budget + recall tokens (cache/store/host_store.py).
     store_bytes: host store bound in bytes (0: a quarter of the RAM available when the cache is built,
@@ -41,26 +34,44 @@ class CacheConfig:
     storage:   "static" keeps each layer's tokens in preallocated buffers filled and compacted in place, so
                decode steps have static shapes (cache/static_layer.py, cache/decode.py; default); "dynamic"
                keeps transformers' DynamicLayer storage, concatenated at every step.
+    policy_settings: the chosen policy's own settings (`POLICIES[policy].settings_class`, e.g.
+               `InfMllmSettings(bias, pool, pool_mode)`, `StreamingLlmSettings(sinks)`); None: its defaults.
+               `cache.policies.settings_for(policy, **values)` builds them from loose values.
+
+    A field with `metadata={"help": ...}` is a command-line flag and a --config key (app/config_flags.py).
     """
 
-    policy: str = "inf-mllm"
-    budget: int = 2048
-    window: int = 32
-    bias: float = 1e-3
-    pool: int = 8
-    pool_mode: str = "span"
-    sinks: int = 4
-    positions: str = "rerotate"
-    recall: int = 0
-    store_bytes: int = 0
-    block: int = 32
-    store_dir: str = ""
-    store_quant: str = "none"
+    policy: str = field(default="inf-mllm", metadata={"help": "eviction policy", "choices": tuple(POLICIES)})
+    budget: int = field(default=2048, metadata={"help": "tokens kept per layer after every eviction"})
+    window: int = field(default=32, metadata={"help": "retrieval window l: newest prompt tokens, always kept"})
+    positions: str = field(
+        default="rerotate",
+        metadata={
+            "help": "rerotate: compact positions after eviction (runs forever); original: keep first positions",
+            "choices": POSITION_MODES,
+        },
+    )
+    recall: int = 0  # the app's --recall has its own default (app/cli.py, DEFAULT_RECALL)
+    store_bytes: int = 0  # --store-mb, in MiB
+    block: int = field(default=32, metadata={"help": "tokens per host-store block (unit of recall)"})
+    store_dir: str = field(
+        default="",
+        metadata={
+            "help": "keep the host store's KV as files in this existing folder instead of RAM (checked at start; "
+            "if it fails later, an error event and the store goes on in RAM)"
+        },
+    )
+    store_quant: str = field(
+        default="none",
+        metadata={
+            "help": "compress the host store: int8 or int4 (keys per channel, values per token, as KIVI)",
+            "choices": QUANT_MODES,
+        },
+    )
     storage: str = "static"
+    policy_settings: PolicySettings | None = None
 
     def __post_init__(self) -> None:
-        from cache.policies import POLICIES  # late import: policies import this module
-
         if self.policy not in POLICIES:
             raise ValueError(f"unknown cache policy {self.policy!r}; allowed: {', '.join(POLICIES)}")
         if self.window < 1:
@@ -70,16 +81,15 @@ class CacheConfig:
                 f"budget ({self.budget}) must be larger than the window ({self.window}): "
                 "the window's tokens are always kept"
             )
-        if self.bias < 0:
-            raise ValueError(f"bias must be >= 0 (0 disables the attention bias), got {self.bias}")
-        if self.pool < 1:
-            raise ValueError(f"pool must be >= 1 token (1 = no pooling), got {self.pool}")
-        if self.pool_mode not in POOL_MODES:
-            raise ValueError(f"unknown pool_mode {self.pool_mode!r}; allowed: {', '.join(POOL_MODES)}")
-        if self.sinks < 0:
-            raise ValueError(f"sinks must be >= 0, got {self.sinks}")
-        if self.sinks + self.window >= self.budget:
-            raise ValueError(f"sinks + window ({self.sinks} + {self.window}) must be below the budget ({self.budget})")
+        settings_class = POLICIES[self.policy].settings_class
+        if self.policy_settings is None:
+            self.policy_settings = settings_class()
+        elif type(self.policy_settings) is not settings_class:
+            raise ValueError(
+                f"policy {self.policy!r} takes {settings_class.__name__}, got {type(self.policy_settings).__name__} "
+                "(cache.policies.settings_for builds the right one)"
+            )
+        self.policy_settings.check_fits(self.budget, self.window)
         if self.recall < 0 or self.store_bytes < 0 or self.block < 1:
             raise ValueError(
                 "recall and store_bytes must be >= 0 and block >= 1, "

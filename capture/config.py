@@ -118,11 +118,13 @@ class CaptureConfig:
             only when the source is opened (``capture.credentials``), never shown (not in repr).
         follow_redirects: whether an http(s) source may redirect elsewhere. False for sources chosen while
             running (capture.policy checked the host of the URL given, not of where a redirect leads).
+
+    A field with `metadata={"help": ...}` is a command-line flag and a --config key (app/config_flags.py).
     """
 
     source: str | int | Path
-    fps: float = 1.0
-    clip_seconds: float = 4.0
+    fps: float = field(default=1.0, metadata={"help": "frames sampled per second of stream time"})
+    clip_seconds: float = field(default=4.0, metadata={"help": "stream seconds per clip fed to the model"})
     realtime: bool = False
     loop: bool = False
     max_size: tuple[int, int] | None = None

@@ -27,7 +27,7 @@ changed). Key frames keep everything.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,12 +43,31 @@ class ChangeConfig:
     exactly as without this feature). threshold: how much a region must change to count (largest cell
     difference of luma, 0..1 of full scale, after the frame's tone-curve fit). keyframe_every: clips between
     full refreshes (1: every clip whole). floor: share of a changed frame's tokens kept at least (its most
-    changed ones), 0..1."""
+    changed ones), 0..1. Each field is a command-line flag and a --config key (app/config_flags.py)."""
 
-    drop_unchanged: bool = True
-    threshold: float = 0.06
-    keyframe_every: int = 8
-    floor: float = 0.05
+    drop_unchanged: bool = field(
+        default=True,
+        metadata={
+            "help": "visual tokens of regions that did not change since the cache last saw them never enter it, "
+            "kept tokens at their true positions (--no-drop-unchanged: every clip whole, as before)"
+        },
+    )
+    threshold: float = field(
+        default=0.06,
+        metadata={
+            "flag": "--change-threshold",
+            "help": "how much a region must change to count: largest luma difference of its cells after the "
+            "frame's exposure fit, share of full scale (0..1]",
+        },
+    )
+    keyframe_every: int = field(default=8, metadata={"help": "clips between full refreshes (key frames)"})
+    floor: float = field(
+        default=0.05,
+        metadata={
+            "flag": "--change-floor",
+            "help": "share of a changed frame's tokens kept at least (its most changed), 0..1",
+        },
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.drop_unchanged, bool):

@@ -126,7 +126,7 @@ def question_aware(lm: TextLM, sample: NeedleSample, configs: dict[str, CacheCon
     head = prompt[:-tail]
     total = len(prompt) + len(sample.answer_ids) + 1
     needs_accumulated = any(POLICIES[c.policy].capture == "accumulate" for c in configs.values())
-    shared_config = CacheConfig(policy="h2o" if needs_accumulated else "full", budget=total, window=1, sinks=0)
+    shared_config = CacheConfig(policy="h2o" if needs_accumulated else "full", budget=total, window=1)
     rotator = KeyRotator.from_model(lm.model)
     shared = BoundedCache(lm.model.config, shared_config, rotator)
     runner = CachedRunner(lm.model, shared, lm.position_dims, chunk_size=1024)

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cache.attention import register_attention  # noqa: E402
 from cache.bounded_cache import BoundedCache  # noqa: E402
 from cache.config import CacheConfig  # noqa: E402
+from cache.policies import InfMllmSettings, settings_for  # noqa: E402
 from cache.runner import CachedRunner  # noqa: E402
 
 SHAPES = {  # Qwen2 text decoders: hidden, layers, heads, kv heads, intermediate
@@ -75,7 +76,8 @@ def synchronize(device: str) -> None:
 
 
 def measure(model, policy: str, n: int, args) -> dict:
-    config = CacheConfig(policy=policy, budget=args.budget, window=args.window, pool=args.pool)
+    settings = settings_for(policy, pool=args.pool)  # --pool tunes inf-mllm only
+    config = CacheConfig(policy=policy, budget=args.budget, window=args.window, policy_settings=settings)
     cache = BoundedCache.for_model(model, config)
     runner = CachedRunner(model, cache, chunk_size=512)
     fill_cache(cache, model, n)
@@ -133,7 +135,9 @@ def main() -> None:
     parser.add_argument("--policies", nargs="+", default=["full", "inf-mllm"])
     parser.add_argument("--budget", type=int, default=2048, help="cache budget in tokens")
     parser.add_argument("--window", type=int, default=32, help="retrieval window l in tokens")
-    parser.add_argument("--pool", type=int, default=CacheConfig.pool, help="inf-mllm span pooling (1 = Algorithm 1)")
+    parser.add_argument(
+        "--pool", type=int, default=InfMllmSettings.pool, help="inf-mllm span pooling (1 = Algorithm 1)"
+    )
     parser.add_argument("--decode-tokens", type=int, default=16, help="tokens decoded per measurement")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", choices=DTYPES, default=None, help="default: bfloat16 on GPU, float32 on CPU")

@@ -27,7 +27,7 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.config import POOL_MODES, POSITION_MODES, CacheConfig  # noqa: E402
-from cache.policies import POLICIES  # noqa: E402
+from cache.policies import POLICIES, InfMllmSettings, settings_for  # noqa: E402
 from cache.store.kv_quant import QUANT_MODES  # noqa: E402
 from model.loading import ModelLoadError  # noqa: E402
 from quality import report  # noqa: E402
@@ -50,18 +50,17 @@ def configs_for(args, budget: int) -> dict[str, CacheConfig]:
                 policy=policy,
                 budget=budget,
                 window=args.window,
-                bias=args.bias,
-                pool=args.pool,
-                pool_mode=args.pool_mode,
                 positions=positions,
+                policy_settings=settings_for(policy, bias=args.bias, pool=args.pool, pool_mode=args.pool_mode),
             )
             if args.recall and POLICIES[policy].evicts:  # the same policy with the second tier (stream only)
                 configs[f"{name}+recall"] = dataclasses.replace(
                     configs[name], recall=args.recall, block=args.block, store_quant=args.store_quant
                 )
-            if policy == "inf-mllm" and configs[name].pool > 1 and not args.no_published:
+            if policy == "inf-mllm" and args.pool > 1 and not args.no_published:
                 # Algorithm 1 exactly as published, beside the default (span-pooled) selection
-                published = dataclasses.replace(configs[name], pool=1)
+                settings = dataclasses.replace(configs[name].policy_settings, pool=1)
+                published = dataclasses.replace(configs[name], policy_settings=settings)
                 configs[name.replace("inf-mllm", PUBLISHED)] = published
     return configs
 
@@ -128,9 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--positions", nargs="+", choices=POSITION_MODES, default=["rerotate"])
     parser.add_argument("--budget", type=int, default=512, help="cache budget (tokens) for the needles")
     parser.add_argument("--window", type=int, default=CacheConfig.window, help="retrieval window l (tokens)")
-    parser.add_argument("--bias", type=float, default=CacheConfig.bias, help="Inf-MLLM attention bias b")
-    parser.add_argument("--pool", type=int, default=CacheConfig.pool, help="span pooling (1 = none)")
-    parser.add_argument("--pool-mode", choices=POOL_MODES, default=CacheConfig.pool_mode, help="pooling mode")
+    parser.add_argument("--bias", type=float, default=InfMllmSettings.bias, help="Inf-MLLM attention bias b")
+    parser.add_argument("--pool", type=int, default=InfMllmSettings.pool, help="span pooling (1 = none)")
+    parser.add_argument("--pool-mode", choices=POOL_MODES, default=InfMllmSettings.pool_mode, help="pooling mode")
     parser.add_argument(
         "--recall", type=int, default=0, help="also run each bounded policy with this recall budget (stream protocol)"
     )

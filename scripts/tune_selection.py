@@ -20,6 +20,7 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.config import CacheConfig  # noqa: E402
+from cache.policies import InfMllmSettings  # noqa: E402
 from quality import report  # noqa: E402
 from quality.lm import load_text_lm  # noqa: E402
 from quality.needle import make_samples, question_aware  # noqa: E402
@@ -34,7 +35,8 @@ def grid(budget: int, biases: list[float]) -> dict[str, CacheConfig]:
     for bias in biases:
         for mode, size in SELECTIONS:
             name = f"inf-mllm b={bias:g} {'none (Algorithm 1)' if size == 1 else f'{mode} {size}'}"
-            configs[name] = CacheConfig(policy="inf-mllm", budget=budget, bias=bias, pool=size, pool_mode=mode)
+            settings = InfMllmSettings(bias=bias, pool=size, pool_mode=mode)
+            configs[name] = CacheConfig(policy="inf-mllm", budget=budget, policy_settings=settings)
     return configs
 
 

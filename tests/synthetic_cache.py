@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
+from cache.policies import settings_for
 from tests.tiny_text_models import llama_config
 
 LAYERS, KV_HEADS, HEAD_DIM = 3, 2, 16
@@ -16,8 +19,13 @@ def filled_cache(n: int, attention: np.ndarray | None = None, **config) -> Bound
     """`n` tokens in every layer at original positions 0..n-1; key[..., 0] holds the token index.
 
     attention: [L, H_kv, n] scores to install (what a recording would have left), or None.
+    config: CacheConfig's fields and the policy's own settings (bias=, pool=, sinks=: `settings_for`).
     """
     config.setdefault("positions", "original")
+    cache_fields = {f.name for f in dataclasses.fields(CacheConfig)}
+    settings = {name: config.pop(name) for name in list(config) if name not in cache_fields}
+    if settings:
+        config["policy_settings"] = settings_for(config.get("policy", CacheConfig.policy), **settings)
     cache = BoundedCache(llama_config(layers=LAYERS, kv_heads=KV_HEADS), CacheConfig(**config))
     cache.stage_positions(torch.arange(n)[None])
     index = torch.arange(n, dtype=torch.float32)

@@ -5,6 +5,14 @@ import pytest
 import torch
 
 from cache.config import CacheConfig
+from cache.policies import (
+    InfMllmSettings,
+    PolicySettings,
+    SnapKvSettings,
+    StreamingLlmSettings,
+    settings_for,
+    unused_settings,
+)
 from tests.synthetic_cache import KV_HEADS, LAYERS, filled_cache, kept_indices
 
 N, BUDGET, WINDOW = 120, 40, 8
@@ -67,13 +75,48 @@ def test_eviction_keeps_values_paired_with_their_keys(policy):
     [
         ({"policy": "lru"}, "allowed: inf-mllm, snapkv, streaming-llm, h2o, window, full"),
         ({"budget": 32, "window": 32}, "must be larger than the window"),
-        ({"bias": -0.1}, "bias must be >= 0"),
         ({"window": 0}, "window must be >= 1"),
-        ({"sinks": -1}, "sinks must be >= 0"),
-        ({"budget": 40, "window": 32, "sinks": 8}, "must be below the budget"),
+        (
+            {"policy": "streaming-llm", "budget": 40, "window": 32, "policy_settings": StreamingLlmSettings(sinks=8)},
+            "must be below the budget",
+        ),
+        ({"policy": "snapkv", "policy_settings": InfMllmSettings()}, "takes SnapKvSettings, got InfMllmSettings"),
+        ({"policy": "h2o", "policy_settings": InfMllmSettings()}, "takes PolicySettings, got InfMllmSettings"),
         ({"positions": "absolute"}, "allowed: rerotate, original"),
     ],
 )
 def test_bad_configuration_names_what_is_allowed(kwargs, message):
     with pytest.raises(ValueError, match=message):
         CacheConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "settings_class, kwargs, message",
+    [
+        (InfMllmSettings, {"bias": -0.1}, "bias must be >= 0"),
+        (InfMllmSettings, {"pool": 0}, "pool must be >= 1"),
+        (InfMllmSettings, {"pool_mode": "median"}, "allowed: max, avg, span"),
+        (StreamingLlmSettings, {"sinks": -1}, "sinks must be >= 0"),
+        (SnapKvSettings, {"kernel": 0}, "kernel must be >= 1"),
+    ],
+)
+def test_bad_policy_settings_name_what_is_allowed(settings_class, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        settings_class(**kwargs)
+
+
+def test_each_policy_gets_its_own_settings_and_ignores_the_others():
+    """Loose values (a script's, the command line's) reach the policy they belong to; another policy's are left out."""
+    assert CacheConfig().policy_settings == InfMllmSettings()
+    assert settings_for("streaming-llm", sinks=2, bias=0.5) == StreamingLlmSettings(sinks=2)
+    assert settings_for("inf-mllm", sinks=2, bias=0.5) == InfMllmSettings(bias=0.5)
+    assert type(settings_for("h2o", sinks=2)) is PolicySettings
+    with pytest.raises(TypeError, match="no policy has the setting"):
+        settings_for("inf-mllm", bais=0.5)
+    # sinks set away from their default are reported as not applying to inf-mllm; defaults are not
+    assert unused_settings("inf-mllm", sinks=2, bias=0.5) == ["sinks"]
+    assert unused_settings("inf-mllm", sinks=4) == []
+    # a policy without sinks is not bound by them (streaming-llm's default 4 + window 32 would not fit in 34)
+    CacheConfig(budget=34, window=32)
+    with pytest.raises(ValueError, match="must be below the budget"):
+        CacheConfig(policy="streaming-llm", budget=34, window=32)

@@ -1,15 +1,42 @@
-"""A flag's default is its config dataclass's: the parser reads them from there (or, where importing the
-dataclass would make --help load transformers, this test keeps the two equal)."""
+"""A flag's default is its config dataclass's: most flags are generated from the dataclass fields
+(app/config_flags.py), so the default, the type, the choices and the help are written once; the others read the
+default from there (or, where importing the dataclass would make --help load transformers, this test keeps the
+two equal). Every generated flag is also a --config key whose value reaches the dataclass."""
 
+import argparse
+import dataclasses
+import json
+import logging
 import subprocess
 import sys
 
-from app.cli import build_parser
+import pytest
+
+from app.cli import build_parser, parse_args
+from app.config import AppConfig
+from app.config_flags import add_config_flags, dest_of, flag_fields, flag_of, type_of, values_from
 from app.scheduler import StandingQuestion
 from cache.config import POSITION_MODES, CacheConfig
+from cache.policies import POLICIES, InfMllmSettings, StreamingLlmSettings, settings_classes
 from capture.config import CaptureConfig
+from model.change import ChangeConfig
 from model.session import SessionConfig
 from tests.app_helpers import REPO
+
+# every config class whose flags are generated, and where its instance sits in the AppConfig built from them
+GENERATED = {
+    CaptureConfig: lambda config: config.streams[0].capture,
+    CacheConfig: lambda config: config.cache,
+    ChangeConfig: lambda config: config.session.change,
+    StandingQuestion: lambda config: config.schedule,
+    **{cls: (lambda config: config.cache.policy_settings) for cls in settings_classes()},
+}
+FIELDS = [(cls, f) for cls in GENERATED for f in flag_fields(cls)]
+IDS = [flag_of(f) for _, f in FIELDS]
+
+
+def _actions() -> dict[str, argparse.Action]:
+    return {a.dest: a for a in build_parser()._actions}
 
 
 def test_flag_defaults_are_the_config_dataclasses_defaults():
@@ -23,7 +50,102 @@ def test_flag_defaults_are_the_config_dataclasses_defaults():
     assert tuple(positions.choices) == POSITION_MODES
 
 
+def test_the_generated_flags_are_the_ones_users_know():
+    """The flags and --config keys stay as they were before they were generated (users have config files)."""
+    assert set(IDS) >= {
+        "--fps", "--clip-seconds", "--policy", "--budget", "--window", "--positions", "--block", "--store-dir",
+        "--store-quant", "--bias", "--pool", "--pool-mode", "--sinks", "--drop-unchanged", "--change-threshold",
+        "--keyframe-every", "--change-floor", "--question", "--every",
+    }  # fmt: skip
+    assert len(IDS) == len(set(IDS)), "two config fields claim the same flag"
+    assert {dest_of(f) for _, f in FIELDS} >= {"pool_mode", "store_quant", "change_threshold", "change_floor", "every"}
+
+
+@pytest.mark.parametrize(("config_class", "field"), FIELDS, ids=IDS)
+def test_every_generated_flag_has_its_fields_default_type_choices_and_help(config_class, field):
+    action = _actions()[dest_of(field)]
+    assert flag_of(field) in action.option_strings
+    assert action.default == field.default == getattr(config_class(**_required(config_class)), field.name)
+    assert action.help == field.metadata["help"]
+    if type_of(field) is bool:
+        assert isinstance(action, argparse.BooleanOptionalAction)
+    else:
+        assert action.type is type_of(field)
+    assert action.choices == field.metadata.get("choices")
+    assert values_from(build_parser().parse_args([]), config_class)[field.name] == field.default
+
+
+@pytest.mark.parametrize(("config_class", "field"), FIELDS, ids=IDS)
+def test_every_generated_flag_is_a_config_key_that_reaches_its_dataclass(tmp_path, config_class, field):
+    value = _another_value(field)
+    lines = [f"{dest_of(field)} = {json.dumps(value)}"]
+    owner = next((name for name, p in POLICIES.items() if p.settings_class is config_class), None)
+    if owner is not None:  # a policy's own setting reaches the dataclass when that policy is chosen
+        lines.append(f"policy = {json.dumps(owner)}")
+    path = tmp_path / "run.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = parse_args(["--config", str(path), "--video", str(tmp_path / "a.mp4"), "--timeline", ""])
+    built = GENERATED[config_class](AppConfig.from_args(args))
+    assert type(built) is config_class and getattr(built, field.name) == value
+
+
+def test_a_flag_of_another_policy_is_ignored_with_a_warning(tmp_path, caplog):
+    video = str(tmp_path / "a.mp4")
+    with caplog.at_level(logging.WARNING, logger="app.config"):
+        config = AppConfig.from_args(parse_args(["--video", video, "--timeline", "", "--sinks", "2", "--bias", "0.5"]))
+    assert config.cache.policy_settings == InfMllmSettings(bias=0.5)
+    assert "--sinks is a setting of streaming-llm, not of --policy inf-mllm: ignored" in caplog.text
+    assert "--bias" not in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="app.config"):
+        config = AppConfig.from_args(parse_args(["--video", video, "--timeline", "", "--policy", "streaming-llm"]))
+    assert config.cache.policy_settings == StreamingLlmSettings() and not caplog.text  # defaults: nothing to say
+
+
+def test_a_field_with_a_help_text_is_a_flag_and_one_without_is_not():
+    """What adding a field to a config class does: the helper itself, on a made-up class."""
+
+    @dataclasses.dataclass
+    class Example:
+        size: int = dataclasses.field(default=3, metadata={"help": "how many"})
+        mode: str = dataclasses.field(default="a", metadata={"help": "which", "choices": ("a", "b")})
+        on: bool = dataclasses.field(default=True, metadata={"help": "whether", "flag": "--example-on"})
+        hidden: float = 0.5
+
+    parser = argparse.ArgumentParser()
+    add_config_flags(parser, Example)
+    args = parser.parse_args(["--size", "4", "--mode", "b", "--no-example-on"])
+    assert Example(**values_from(args, Example)) == Example(size=4, mode="b", on=False)
+    assert values_from(parser.parse_args([]), Example) == {"size": 3, "mode": "a", "on": True}
+    assert "--hidden" not in parser.format_help()
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--mode", "c"])
+
+
 def test_help_loads_no_transformers():
     code = "import sys, app.cli; app.cli.build_parser().format_help(); print('transformers' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "False", done.stderr[-2000:]
+
+
+def _required(config_class: type) -> dict:
+    """Values for the fields that have no default (CaptureConfig's source)."""
+    return {f.name: "a.mp4" for f in dataclasses.fields(config_class) if f.init and _no_default(f)}
+
+
+def _no_default(field: dataclasses.Field) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+
+
+def _another_value(field: dataclasses.Field) -> object:
+    """A valid value other than the default: the next choice, the other bool, a bit more of a number."""
+    if "choices" in field.metadata:
+        return next(c for c in field.metadata["choices"] if c != field.default)
+    kind = type_of(field)
+    if kind is bool:
+        return not field.default
+    if kind is int:
+        return field.default + 1
+    if kind is float:
+        return field.default * 1.5 if field.default else 0.5
+    return f"{field.default} (changed)" if field.default else "changed"

@@ -4,6 +4,7 @@ kept small (1K-token contexts) so they run in CI. A needle always lies beyond th
 import pytest
 
 from cache.config import CacheConfig
+from cache.policies import InfMllmSettings
 from quality.needle import make_samples, question_aware, stream
 from tests.reference_lm import reference_lm, reference_text
 
@@ -15,7 +16,7 @@ def configs() -> dict[str, CacheConfig]:
         "full": CacheConfig(policy="full", budget=BUDGET),
         "window": CacheConfig(policy="window", budget=BUDGET),
         "inf-mllm": CacheConfig(policy="inf-mllm", budget=BUDGET),
-        "inf-mllm-published": CacheConfig(policy="inf-mllm", budget=BUDGET, pool=1),
+        "inf-mllm-published": CacheConfig(policy="inf-mllm", budget=BUDGET, policy_settings=InfMllmSettings(pool=1)),
     }
 
 

@@ -13,6 +13,7 @@ from transformers import DynamicCache
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
+from cache.policies import settings_for
 from cache.runner import CachedRunner
 from tests.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
 
@@ -38,11 +39,13 @@ def _positions(values: torch.Tensor, dims: int) -> torch.Tensor:
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
 def test_continuation_equals_fresh_run_on_kept_tokens(arch, policy, mode):
     reference, bounded, dims = build_pair(arch, layers=1, kv_heads=1)
-    config = {"budget": 40, "window": 8, "sinks": 2, "bias": 1e-3}
+    settings = settings_for(policy, sinks=2, bias=1e-3)  # each policy takes what applies to it
     prompt = (torch.randperm(VOCAB - 3)[:70] + 3)[None]  # distinct tokens
     follow_up = torch.randint(3, VOCAB, (1, 7))
 
-    cache = BoundedCache.for_model(bounded, CacheConfig(policy=policy, positions=mode, **config))
+    cache = BoundedCache.for_model(
+        bounded, CacheConfig(policy=policy, positions=mode, budget=40, window=8, policy_settings=settings)
+    )
     runner = CachedRunner(bounded, cache, position_dims=dims, chunk_size=16)
     runner.prefill(input_ids=prompt, evict_to=30)
     kept = _kept_original_indices(reference, cache, prompt)

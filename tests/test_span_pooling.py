@@ -1,10 +1,10 @@
-"""Span pooling of scores (CacheConfig.pool) and the snapkv policy, against independent numpy references."""
+"""Span pooling of scores (InfMllmSettings.pool) and the snapkv policy, against independent numpy references."""
 
 import numpy as np
 import pytest
 import torch
 
-from cache.config import CacheConfig
+from cache.policies import InfMllmSettings
 from cache.policies.base import pool_tokens
 from tests.synthetic_cache import KV_HEADS, LAYERS, filled_cache, kept_indices
 
@@ -89,4 +89,4 @@ def test_snapkv_keeps_the_top_avg_pooled_window_attention_per_head(seed):
 @pytest.mark.parametrize(("field", "value"), [("pool", 0), ("pool_mode", "median")])
 def test_bad_pooling_settings_are_rejected(field, value):
     with pytest.raises(ValueError, match=field):
-        CacheConfig(**{field: value})
+        InfMllmSettings(**{field: value})

@@ -40,11 +40,10 @@ class PageInfo:
     policy: str
     budget: int
     window: int
-    bias: float
     memory_backend: str
     memory_label: str
     random_weights: bool = False  # --model tiny
-    pool: int = 1
+    policy_settings: str = ""  # the policy's own settings, e.g. "bias 0.001, pool 8 (span)"
 
 
 def format_stream_time(t: float | None) -> str:
@@ -233,8 +232,9 @@ def status_markdown(snap: Snapshot, standing_question: str, every_s: float, firs
 
 def settings_markdown(info: PageInfo) -> str:
     line = (
-        f"**Model** {info.model} ({info.family}, {info.device}, {info.dtype}) · **policy** {info.policy} · "
-        f"**budget** {info.budget} tokens · **window** {info.window} · **bias** {info.bias:g} · **pool** {info.pool} · "
+        f"**Model** {info.model} ({info.family}, {info.device}, {info.dtype}) · **policy** {info.policy}"
+        + (f" ({info.policy_settings})" if info.policy_settings else "")
+        + f" · **budget** {info.budget} tokens · **window** {info.window} · "
         f"**memory** {info.memory_label} [{info.memory_backend}]"
     )
     if info.random_weights:

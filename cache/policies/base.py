@@ -1,17 +1,39 @@
-"""The eviction-policy interface and the shared top-k selection every policy goes through.
+"""The eviction-policy interface, the settings every policy's own settings class extends, and the shared top-k
+selection every policy goes through.
 
 A policy only scores tokens; it never holds tensors. The cache gathers the kept indices itself.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from cache.config import CacheConfig
+if TYPE_CHECKING:
+    from cache.config import CacheConfig
 
 KEEP = float("inf")  # score of a token a policy must keep (recent window, sinks)
+POOL_MODES = ("max", "avg", "span")
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """A policy's own settings (none here: the settings of a policy without knobs).
+
+    A policy with knobs declares a frozen subclass beside it, checks each knob in `__post_init__` (a ValueError
+    naming the allowed values) and names it in its class attribute `settings_class`. A field with `metadata={"help":
+    ...}` becomes a command-line flag and a --config key (app/config_flags.py); `"flag"` in the metadata names
+    the flag when it is not `--` + the field's name.
+    """
+
+    def check_fits(self, budget: int, window: int) -> None:
+        """Raises ValueError when these settings cannot work in a cache of `budget` tokens with this `window`."""
+
+    def describe(self) -> str:
+        """The settings for a status line, e.g. 'bias 0.001, pool 8 (span)'; '' when there are none."""
+        return ""
 
 
 class EvictionPolicy:
@@ -20,15 +42,19 @@ class EvictionPolicy:
     `capture` says what attention the cache must record for this policy:
     None (nothing), "window" (mean attention of a prompt's last `window` rows, prefill only) or
     "accumulate" (attention summed over every query row, prefill and decode: H2O).
+    `settings_class` is the class of the policy's own settings; `self.settings` is the instance the cache was
+    configured with (`CacheConfig.policy_settings`).
     """
 
     name: ClassVar[str]
+    settings_class: ClassVar[type[PolicySettings]] = PolicySettings
     capture: ClassVar[str | None] = None
     evicts: ClassVar[bool] = True
     per_head: ClassVar[bool] = False  # True when different KV heads may keep different tokens
 
     def __init__(self, config: CacheConfig) -> None:
         self.config = config
+        self.settings = config.policy_settings
 
     def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
         """Scores of `n` cached tokens, broadcastable to [L, B, H_kv, n].
@@ -41,12 +67,12 @@ class EvictionPolicy:
         # [1, 1, 1, n]: token i scores i, so the newest tokens win.
         return torch.arange(n, device=device, dtype=torch.float32).view(1, 1, 1, n)
 
-    def _pool_older(self, scores: torch.Tensor, n: int) -> torch.Tensor:
-        """Span pooling (see CacheConfig.pool) over the older tokens [0, n - window) of [..., n] scores."""
+    def _pool_older(self, scores: torch.Tensor, n: int, kernel: int, mode: str) -> torch.Tensor:
+        """Pools the older tokens [0, n - window) of [..., n] scores over `kernel` tokens (see `pool_tokens`)."""
         older = n - self.config.window
-        if self.config.pool <= 1 or older <= 1:
+        if kernel <= 1 or older <= 1:
             return scores
-        pooled = pool_tokens(scores[..., :older], self.config.pool, self.config.pool_mode)
+        pooled = pool_tokens(scores[..., :older], kernel, mode)
         return torch.cat([pooled, scores[..., older:]], dim=-1)
 
     def _protect_recent(self, scores: torch.Tensor, n: int) -> torch.Tensor:

@@ -1,29 +1,42 @@
 """`snapkv` (Li et al. 2024): observation-window attention, pooled, top-k per KV head, plus the window.
 
 The score of each older token is the attention the prompt's last `window` query rows give it (averaged
-over the rows and over the query heads of its KV group), average-pooled over 7 neighbouring tokens
-(SnapKV's clustering kernel, fixed: `CacheConfig.pool` tunes inf-mllm, not this policy). No attention bias.
+over the rows and over the query heads of its KV group), average-pooled over `kernel` neighbouring tokens
+(SnapKV's clustering kernel: 7). No attention bias. `--pool` and `--pool-mode` tune inf-mllm, not this policy.
 """
 
-import dataclasses
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
-from cache.config import CacheConfig
-from cache.policies.base import EvictionPolicy
+from cache.policies.base import EvictionPolicy, PolicySettings
 
-SNAPKV_POOL = 7
+
+@dataclass(frozen=True)
+class SnapKvSettings(PolicySettings):
+    """kernel: tokens of the centred average pooling of the scores (SnapKV's clustering; 1 = none). Not a flag:
+    the app runs SnapKV as published; benchmarks may set it."""
+
+    kernel: int = 7
+
+    def __post_init__(self) -> None:
+        if isinstance(self.kernel, bool) or not isinstance(self.kernel, int) or self.kernel < 1:
+            raise ValueError(f"snapkv kernel must be >= 1 token (1 = no pooling), got {self.kernel!r}")
+
+    def describe(self) -> str:
+        return f"kernel {self.kernel}"
 
 
 class SnapKV(EvictionPolicy):
     name = "snapkv"
+    settings_class = SnapKvSettings
     capture = "window"
     per_head = True
-
-    def __init__(self, config: CacheConfig) -> None:
-        super().__init__(dataclasses.replace(config, pool=SNAPKV_POOL, pool_mode="avg"))
+    settings: SnapKvSettings
 
     def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
         if attention is None:
             raise RuntimeError("snapkv needs window attention scores; none were captured")
-        return self._protect_recent(self._pool_older(attention.float(), n), n)
+        return self._protect_recent(self._pool_older(attention.float(), n, self.settings.kernel, "avg"), n)

@@ -1,14 +1,38 @@
 """`streaming-llm` (Xiao et al. 2023): the first `sinks` tokens (attention sinks) plus the most recent ones."""
 
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
 import torch
 
-from cache.policies.base import KEEP, EvictionPolicy
+from cache.policies.base import KEEP, EvictionPolicy, PolicySettings
+
+
+@dataclass(frozen=True)
+class StreamingLlmSettings(PolicySettings):
+    """sinks: the first tokens always kept (the attention sinks); the rest of the budget holds the newest."""
+
+    sinks: int = field(default=4, metadata={"help": "sink tokens kept by streaming-llm"})
+
+    def __post_init__(self) -> None:
+        if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
+            raise ValueError(f"sinks must be >= 0, got {self.sinks!r}")
+
+    def check_fits(self, budget: int, window: int) -> None:
+        if self.sinks + window >= budget:
+            raise ValueError(f"sinks + window ({self.sinks} + {window}) must be below the budget ({budget})")
+
+    def describe(self) -> str:
+        return f"sinks {self.sinks}"
 
 
 class StreamingLLM(EvictionPolicy):
     name = "streaming-llm"
+    settings_class = StreamingLlmSettings
+    settings: StreamingLlmSettings
 
     def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
         scores = self._recency(n, device).clone()
-        scores[..., : self.config.sinks] = KEEP
+        scores[..., : self.settings.sinks] = KEEP
         return scores
