@@ -155,8 +155,8 @@ def measure_question(ray, cluster, video: Path, repeats: int, bar: tqdm) -> list
     finally:
         host.stop()
     return [
-        {"measure": "question_to_answer_start_s", "setting": "through the fleet", "value": _median(fleet_s)},
-        {"measure": "question_to_answer_start_s", "setting": "same process", "value": _median(local_s)},
+        {"measure": "question_to_answer_start_ms", "setting": "through the fleet", "value": _ms(fleet_s)},
+        {"measure": "question_to_answer_start_ms", "setting": "same process", "value": _ms(local_s)},
     ]
 
 
@@ -215,6 +215,10 @@ def measure_events(ray, timeline_target, total: int, batch: int, bar: tqdm) -> l
     ]
 
 
+def _ms(seconds: list[float]) -> float:
+    return round(1000 * statistics.median(seconds), 2)
+
+
 def _median(values: list[float]) -> float:
     return round(statistics.median(values), 4) if values else float("nan")
 
@@ -228,15 +232,15 @@ def plot(rows: list[dict], path: Path) -> None:
     groups = [
         ("place_s", "hosts_start_s"),
         ("failover_lost_s", "failover_placed_s", "failover_first_clip_s"),
-        ("question_to_answer_start_s",),
+        ("question_to_answer_start_ms",),
         ("ray_rss_mib",),
     ]
-    titles = ["start and placement (s)", "failover after a node is lost (s)", "question -> answer starts (s)",
+    titles = ["start and placement (s)", "failover after a node is lost (s)", "question -> answer starts (ms)",
               "resident memory (MiB)"]  # fmt: skip
     fig, axes = plt.subplots(1, len(groups), figsize=(18, 4.5))
     for ax, measures, title in zip(axes, groups, titles, strict=True):
         picked = [r for r in rows if r["measure"] in measures]
-        labels = [f"{r['measure'].removesuffix('_s')}\n{r['setting']}" for r in picked]
+        labels = [f"{r['measure'].removesuffix('_s').removesuffix('_ms')}\n{r['setting']}" for r in picked]
         ax.barh(range(len(picked)), [r["value"] for r in picked], color="tab:blue")
         ax.set_yticks(range(len(picked)), labels, fontsize=7)
         ax.set_title(title, fontsize=9)

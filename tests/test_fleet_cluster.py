@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import parse_args
-from app.config import AppConfig
+from app.config import AppConfig, StreamConfig
 from app.fleet.coordinator import Coordinator
 from app.startup import start_publisher, start_timeline_writer
 from app.timeline.postgres_target import PASSWORD_ENV
@@ -26,7 +26,7 @@ from tests.app_helpers import REPO, read_log, video
 from tests.mqtt_broker import MosquittoBroker
 from tests.mqtt_watcher import Watcher
 from tests.postgres_server import PASSWORD
-from tests.ray_cluster import LOOPBACK_ENV, ray_cluster
+from tests.ray_cluster import LOOPBACK_ENV, add_host_node, ray_cluster
 
 pytest.importorskip("ray")
 
@@ -136,8 +136,8 @@ def test_a_lost_node_moves_its_streams_ends_their_alerts_once_and_publishes_noth
 ):
     """Three hosts, one stream each, a watch that is always on (threshold 0). The node of `two` is removed: `two`
     runs again on another host within the failover deadline and answers there; its alert ends once (reason: host
-    lost) on the bus, on MQTT and in the timeline; no alert id is published or written twice; `history` finds
-    the answers of every node."""
+    lost) on the bus, on MQTT and in the timeline; no alert id is published or written twice; a box that joins
+    later takes a new stream; `history` finds the answers of every node."""
     import ray
 
     monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
@@ -183,6 +183,14 @@ def test_a_lost_node_moves_its_streams_ends_their_alerts_once_and_publishes_noth
             )
             ends = [e for e in recorder.of(Alert, stream="two") if e.state == "end" and e.reason == "host lost"]
             assert len(ends) == 1
+            # a box that joins later gets a host, which takes a new stream (it has the most room)
+            add_host_node(cluster, "d")
+            recorder.wait_for(
+                lambda e: isinstance(e, Status) and e.kind is StatusKind.HOST_JOINED and "host d-" in e.message,
+                "the new box's host",
+            )
+            coordinator.add_stream(StreamConfig("four", config.streams[0].capture, config.schedule))
+            assert placed_on(recorder, "four").startswith("d-")
         finally:
             coordinator.stop()
             ray.shutdown()
