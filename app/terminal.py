@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import Protocol
 
 from app.assistant import Assistant
 from app.config import AppConfig
@@ -16,6 +17,10 @@ from app.text_safety import printable
 from capture import SourceError
 from capture.options import CaptureOptions
 from monitor.memory_monitor import MemoryMonitor
+
+
+class StreamRemover(Protocol):
+    def remove_stream(self, name: str) -> None: ...
 
 
 def run_terminal(config: AppConfig) -> int:
@@ -99,9 +104,9 @@ def stream_adder(
     return add
 
 
-def stream_remover(assistant: Assistant) -> Callable[[str], bool]:
-    """What a typed `-NAME` line does: removes that stream and says so (or why not) on stderr; returns whether it
-    was removed."""
+def stream_remover(assistant: Assistant | StreamRemover) -> Callable[[str], bool]:
+    """What a typed `-NAME` line does: removes that stream (from this assistant, or the fleet's coordinator) and
+    says so (or why not) on stderr; returns whether it was removed."""
 
     def remove(name: str) -> bool:
         try:

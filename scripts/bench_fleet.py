@@ -125,39 +125,37 @@ def measure_failover(ray, cluster, nodes, video: Path, bar: tqdm) -> list[dict]:
 def measure_question(ray, cluster, video: Path, repeats: int, bar: tqdm) -> list[dict]:
     """Ask -> answer_start, through the fleet and in this process, after the stream's first clips."""
     coordinator, recorder, _ = start_fleet(ray, cluster.address, video, 1)
-    fleet_s = []
     try:
-        recorder.wait(lambda e: isinstance(e, ClipEvent) and e.index >= 1)
-        for i in range(repeats):
-            mark = len(recorder.seen)
-            t0 = time.monotonic()
-            coordinator.ask(f"question {i}?", "s0")
-            fleet_s.append(recorder.wait(lambda e: isinstance(e, AnswerStart), after=mark) - t0)
-            recorder.wait(lambda e: isinstance(e, Answer), after=mark)
-            bar.update()
+        fleet_s = ask_times(coordinator.ask, recorder, repeats, bar)
     finally:
         coordinator.stop()
     config = fleet_config("auto", video, 1)
     host = FleetHost(config, "local")
     local = Recorder()
     host.bus.subscribe(local)
-    local_s = []
     try:
         host.start_stream(config.streams[0])
-        local.wait(lambda e: isinstance(e, ClipEvent) and e.index >= 1)
-        for i in range(repeats):
-            mark = len(local.seen)
-            t0 = time.monotonic()
-            host.ask(f"question {i}?", "s0")
-            local_s.append(local.wait(lambda e: isinstance(e, AnswerStart), after=mark) - t0)
-            local.wait(lambda e: isinstance(e, Answer), after=mark)
-            bar.update()
+        local_s = ask_times(host.ask, local, repeats, bar)
     finally:
         host.stop()
     return [
         {"measure": "question_to_answer_start_ms", "setting": "through the fleet", "value": _ms(fleet_s)},
         {"measure": "question_to_answer_start_ms", "setting": "same process", "value": _ms(local_s)},
     ]
+
+
+def ask_times(ask, recorder: Recorder, repeats: int, bar: tqdm) -> list[float]:
+    """Seconds from asking stream s0 (once it has clips) to its answer's start, each answer awaited whole."""
+    recorder.wait(lambda e: isinstance(e, ClipEvent) and e.index >= 1)
+    times = []
+    for i in range(repeats):
+        mark = len(recorder.seen)
+        t0 = time.monotonic()
+        ask(f"question {i}?", "s0")
+        times.append(recorder.wait(lambda e: isinstance(e, AnswerStart), after=mark) - t0)
+        recorder.wait(lambda e: isinstance(e, Answer), after=mark)
+        bar.update()
+    return times
 
 
 def measure_memory(ray, cluster, video: Path, bar: tqdm) -> list[dict]:

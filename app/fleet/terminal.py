@@ -16,6 +16,7 @@ from app.signals import StopRequested, stop_on_signals
 from app.startup import StartupError, fail, start_publisher, start_timeline_writer
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
+from app.terminal import stream_remover
 from app.text_safety import printable
 from app.timeline import TimelineError, TimelineWriter
 from app.worker import QueuedSubscriber
@@ -72,7 +73,7 @@ def _run(config: AppConfig, signals) -> int:
         coordinator.ask,
         stream_names=list(coordinator.streams),
         add=_adder(coordinator, config),
-        remove=_remover(coordinator),
+        remove=stream_remover(coordinator),
         max_chars=config.input_limits.max_question_chars,
         say=lambda message: print(printable(message), file=sys.stderr, flush=True),
     )
@@ -105,19 +106,6 @@ def _adder(coordinator: Coordinator, config: AppConfig):
         return spec.name
 
     return add
-
-
-def _remover(coordinator: Coordinator):
-    def remove(name: str) -> bool:
-        try:
-            coordinator.remove_stream(name)
-        except ValueError as err:
-            print(f"cannot remove the stream (type -NAME): {err}", file=sys.stderr, flush=True)
-            return False
-        print(f"stream {name} removed", file=sys.stderr, flush=True)
-        return True
-
-    return remove
 
 
 def _close(ray, coordinator, bus, publisher, timeline, writers, log) -> None:
