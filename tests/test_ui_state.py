@@ -571,3 +571,21 @@ def test_checks_update_each_watchs_latest_p_yes_in_its_streams_panel():
     assert "watches: person 0.40 · car 0.12" in out["panel:door"]
     assert "watches: person 0.05" in out["panel:yard"]
     assert "watches" not in render.stream_status(LiveState().snapshot().default)
+
+
+def test_answers_of_two_streams_decoded_at_once_each_reach_their_own_turn():
+    """Answers decoded together (one host's batch, or two hosts of a fleet) interleave their pieces."""
+    live = two_streams()
+    live.question_queued("what is red?", stream="a")
+    live.question_queued("what is blue?", stream="b")
+    a = list(on("a", e) for e in answer_events(1, "what is red?", ["the ", "ball"], auto=False))
+    b = list(on("b", e) for e in answer_events(1, "what is blue?", ["the ", "sky"], auto=False))
+    feed(live, [a[0], b[0], a[1], b[1], b[2], a[2], b[3], a[3]])  # starts, pieces and ends interleaved
+    turns = live.snapshot().turns
+    assert [(t.stream, t.answer, t.done) for t in turns] == [("a", "the ball", True), ("b", "the sky", True)]
+    assert all(t.metrics["ttft_s"] == 0.25 for t in turns)
+    live.question_queued("and now?", stream="b")
+    feed(live, [on("b", make_event("answer_start", round=2, question="and now?", stream_time=9.0))])
+    live(on("b", make_event("error", where="answer", message="decode failed")))
+    assert live.snapshot().turns[-1].error == "decode failed" and live.snapshot().turns[0].error is None
+
