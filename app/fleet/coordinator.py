@@ -232,7 +232,7 @@ class Coordinator:
                 f"host {host.name} joined: {info.get('family')} on {info.get('device')}, room for {info.get('room')} "
                 f"streams (node {host.node.node_id[:8]}, {info.get('hostname')})"
             )
-            self._publish(Status(kind=StatusKind.HOST_JOINED, message=message))
+            self._publish(Status(kind=StatusKind.HOST_JOINED, message=message, host=host.name))
         for host in [h for h in pending.values() if not h.ready and h.name in self.hosts]:
             if time.monotonic() - host.started_at > self.fleet.host_start_s:
                 self._failed_nodes[host.node.node_id] = time.monotonic()
@@ -273,7 +273,10 @@ class Coordinator:
                 self.tracking.restarted(stream)
             self._publish(
                 Status(
-                    stream=stream, kind=StatusKind.STREAM_PLACED, message=f"runs on host {name}; memory: {admission}"
+                    stream=stream,
+                    kind=StatusKind.STREAM_PLACED,
+                    message=f"runs on host {name}; memory: {admission}",
+                    host=name,
                 )
             )
 
@@ -330,7 +333,9 @@ class Coordinator:
                     self.waiting[stream] = (f"its host {host.name} was lost", now)
         self._publish(
             Status(
-                kind=StatusKind.HOST_LOST, message=f"host {host.name} lost ({why}); moving: {', '.join(moved) or '-'}"
+                kind=StatusKind.HOST_LOST,
+                message=f"host {host.name} lost ({why}); moving: {', '.join(moved) or '-'}",
+                host=host.name,
             )
         )
         for stream in moved:
