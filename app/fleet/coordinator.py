@@ -129,6 +129,8 @@ class Coordinator:
                 targets = [(h, None) for h in self.hosts.values() if h.ready and h.streams]
             else:
                 targets = [(self.hosts[self.owner[stream]], stream)]
+            if not targets:
+                raise ValueError("no stream runs on a host now; ask again once one does")
             refs = [host.actor.ask.remote(text, name) for host, name in targets]
         for ref in refs:
             try:
@@ -137,6 +139,8 @@ class Coordinator:
                 raise ValueError(f"the stream's host was lost ({_cause(err)}); ask again once it runs") from err
             except self.ray.exceptions.GetTimeoutError as err:
                 raise ValueError("the stream's host did not take the question in time; ask again") from err
+            except self.ray.exceptions.RayTaskError as err:  # the host refused it (busy, or the stream just left it)
+                raise ValueError(_cause(err)) from err
 
     def add_stream(self, stream: StreamConfig) -> None:
         """Adds a stream to the fleet: it is placed on a host with room by the loop (a status says where)."""
