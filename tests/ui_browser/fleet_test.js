@@ -4,8 +4,9 @@
 //   node tests/ui_browser/fleet_test.js URL OUT_DIR
 //
 // Checks: a panel per stream, each with a frame from its host (the shrunk preview), Watching, and the host it
-// runs on; the summary names both; a question sent to stream b only is answered once, labelled b. Prints one JSON
-// line with what it saw (each stream's host among it); exits 1 with a message on the first failed check.
+// runs on; the summary names both; a question sent to stream b only is answered once, labelled b; Reset memory is
+// refused with the reason; Remove stream on b marks its panel removed. Prints one JSON line with what it saw (each
+// stream's host among it); exits 1 with a message on the first failed check.
 // Screenshots: OUT_DIR/fleet.png (failure.png on a failure).
 'use strict';
 
@@ -45,6 +46,23 @@ run('fleet', outDir, { width: 1400, height: 1000 }, async (page, seen, pageError
   check(asked.length === 1 && /\[b\]/.test(asked[0].text), `question turns: ${JSON.stringify(seen.askedTurns)}`);
   check(/stream b · round \d+/.test(seen.answer) && !/stream a/.test(seen.answer), `answer label: ${seen.answer}`);
 
-  check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
+  // 3. what the fleet cannot do yet is refused with the reason (the buttons act on a)
+  await page.click('#reset');
+  await page.waitForFunction(() => /the fleet cannot reset/.test(document.querySelector('#source-msg').innerText),
+    null, { timeout: 30000, polling: 100 });
+  seen.resetRefused = await page.innerText('#source-msg');
   await page.screenshot({ path: path.join(outDir, 'fleet.png'), fullPage: true });
+
+  // 4. Remove stream b: the coordinator takes it off its host, and its panel says so once the host has
+  await page.click('#source-stream input');
+  await page.click('[role="option"]:text-is("b")');
+  await page.click('#remove-stream');
+  await page.waitForFunction(() => /stream b removed/.test(document.querySelector('#source-msg').innerText),
+    null, { timeout: 30000, polling: 100 });
+  await page.waitForFunction(() => /^removed$/.test(document.querySelector('#status-b').innerText.trim()),
+    null, { timeout: 30000, polling: 200 });
+  seen.summaryAfterRemoval = await page.innerText('#status');
+  check(!/b: /.test(seen.summaryAfterRemoval), `b is still in the summary: ${seen.summaryAfterRemoval}`);
+
+  check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
 });
