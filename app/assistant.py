@@ -66,7 +66,9 @@ class Assistant:
     called, capture. The first is the default target of `watch`, `stop_stream`, `reset` and of the page's
     standing-question box (`schedule`). memory_sample: optional callable returning extra fields for answer
     events (the memory monitor). factory: builds the streams `add_stream` adds (None: none can be added).
-    input_limits: how long a question may be and how many may wait (app/input_limits.py).
+    input_limits: how long a question may be and how many may wait (app/input_limits.py). first_stays: the first
+    stream cannot be removed (the page's buttons act on it); False (a fleet host, which has no page): removing it
+    makes the next stream the default, and only the last stream stays.
 
     `streams` is replaced, never changed in place, when a stream is added: a thread that reads it sees the
     streams before or after, whole.
@@ -81,6 +83,7 @@ class Assistant:
         notes: Notes | None = None,
         factory: StreamFactory | None = None,
         input_limits: InputLimits | None = None,
+        first_stays: bool = True,
     ) -> None:
         if not streams:
             raise ValueError("the assistant needs at least one stream")
@@ -98,6 +101,7 @@ class Assistant:
             # a stop takes effect within one forward pass: between prefill chunks and decode steps
             stream.session.stop_requested = self.stop_event.is_set
         self.input_limits = input_limits or InputLimits()
+        self.first_stays = first_stays
         self._commands: queue.Queue = queue.Queue(maxsize=_MAX_COMMANDS)
         self._questions: queue.Queue = queue.Queue(maxsize=self.input_limits.max_pending)
         self._wakeup = threading.Event()  # set when either queue gets something
@@ -163,15 +167,22 @@ class Assistant:
         """Stops and forgets the stream named `name` (any thread): its capture thread is joined, its session (cache
         and host store) dropped, a `status` event of kind STREAM_REMOVED published, and its room (--max-streams,
         admission) returned. Returns once that is done (or after `timeout` seconds, the worker busy with a long
-        answer: it is done then at the worker's next command). ValueError for an unknown name or the first stream
-        (the default of the page's buttons and standing question; stop it instead)."""
+        answer: it is done then at the worker's next command). ValueError for an unknown name, the first stream
+        (the default of the page's buttons and standing question; stop it instead) unless not `first_stays`, and the
+        only stream."""
         with self._adding:
             if self._ending():
                 raise ValueError("the assistant has stopped: no stream can be removed")
             stream = self._stream(check_name(name))
-            if stream is self.default:
+            others = {n: s for n, s in self.streams.items() if s is not stream}
+            if stream is self.default and self.first_stays:
                 raise ValueError(f"stream {name!r} is the first stream and cannot be removed; stop it instead")
-            self.streams = {n: s for n, s in self.streams.items() if s is not stream}
+            if not others:
+                raise ValueError(f"stream {name!r} is the only stream and cannot be removed; stop the assistant")
+            if stream is self.default:
+                self.default = next(iter(others.values()))
+                self.schedule = self.default.schedule
+            self.streams = others
             done = threading.Event()
             self._commands.put(("remove", stream, done))
         deadline = time.monotonic() + timeout

@@ -225,8 +225,11 @@ def _fleet(args: argparse.Namespace, streams: list[StreamConfig]) -> FleetConfig
         if pinned:
             raise ValueError(f"stream(s) {', '.join(pinned)} name a node: that is for a fleet (add --ray ADDRESS)")
         return None
-    if args.ui:
-        raise ValueError("--ray runs in the terminal for now: the page does not drive a fleet yet (drop --ui)")
+    if args.ui and not streams:
+        raise ValueError(
+            "the fleet's page starts with the streams given: name at least one with --stream NAME=SOURCE or a "
+            "[streams.NAME] table (more can be added from the page)"
+        )
     return FleetConfig(
         address=address.strip(),
         failover_s=getattr(args, "ray_failover_s", 60.0),

@@ -84,7 +84,7 @@ def memory_point(monitor: MemoryMonitor):
     return sample
 
 
-def capture_options(config: AppConfig, max_size: tuple[int, int]) -> CaptureOptions:
+def capture_options(config: AppConfig, max_size: tuple[int, int] | None) -> CaptureOptions:
     """--fps, --clip-seconds, --realtime, --loop for sources picked in the page, and which it may pick
     (capture.policy: rtsp/http(s) URLs, cameras configured at start, files uploaded into Gradio's upload folder)."""
     policy = config.source_policy(upload_dirs=(Path(get_upload_folder()),))
@@ -143,6 +143,23 @@ def launch_page(
 LOGIN_MESSAGE = "The password was printed once in the terminal that started the assistant."
 
 
+def open_page(page: gr.Blocks, ui: UIConfig) -> int | None:
+    """Serves `page` as `ui` says, with its login (required beyond loopback; generated if none was given, or the
+    --open warning) and the gate (`launch_page`), and prints where it listens and who may log in. Returns None
+    once it listens, or the exit code after saying why it cannot (a port in use, an address not of this box)."""
+    login = page_login(ui.auth, ui.beyond_loopback, ui.no_login)
+    if login is None and ui.beyond_loopback:
+        print(open_warning(ui.host, ui.port, ui.share), file=sys.stderr, flush=True)
+    try:
+        launch_page(page, ui, login)
+    except (OSError, ServerFailedToStartError) as err:
+        reason = str(err).split(". ")[0]
+        return fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
+    for line in ready_lines(ui.host, page.server_port, page.share_url, login):
+        print(line, flush=True)  # the terminal only: a generated password is never logged
+    return None
+
+
 def serve(config: AppConfig) -> int:
     with stop_on_signals() as signals, private_upload_folder():
         try:
@@ -178,16 +195,9 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     assistant.start()
     try:
         running.watch_configured_sources(config, loaded)
-        login = page_login(ui.auth, ui.beyond_loopback, ui.no_login)
-        if login is None and ui.beyond_loopback:
-            print(open_warning(ui.host, ui.port, ui.share), file=sys.stderr, flush=True)
-        try:
-            launch_page(page, ui, login)
-        except (OSError, ServerFailedToStartError) as err:
-            reason = str(err).split(". ")[0]
-            return fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
-        for line in ready_lines(ui.host, page.server_port, page.share_url, login):
-            print(line, flush=True)  # the terminal only: a generated password is never logged
+        code = open_page(page, ui)
+        if code is not None:
+            return code
         while not assistant.done.wait(0.5):
             pass
         print("the run is finished; closing the page", file=sys.stderr, flush=True)

@@ -39,7 +39,7 @@ class StatusKind(enum.Enum):
     DURATION_REACHED = "duration_reached"  # --duration of stream time reached
     HOST_JOINED = "host_joined"  # the fleet (--ray): a host loaded the model and takes streams
     HOST_LOST = "host_lost"  # the fleet: a host (its process or its machine) is gone; its streams move
-    STREAM_PLACED = "stream_placed"  # the fleet: a stream runs on a host (the message names it)
+    STREAM_PLACED = "stream_placed"  # the fleet: a stream runs on a host (its `host` names it)
     STREAM_WAITING = "stream_waiting"  # the fleet: a stream has no host now (the message says why)
     INFO = "info"  # anything else (and a status record of an older log, which had no kind)
 
@@ -59,6 +59,7 @@ class Status(Event):
     TYPE: ClassVar[str] = "status"
     kind: StatusKind = StatusKind.INFO
     message: str = ""
+    host: str | None = None  # the fleet: the host it is about (STREAM_PLACED: the stream's; HOST_JOINED, HOST_LOST)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -571,3 +571,44 @@ def test_checks_update_each_watchs_latest_p_yes_in_its_streams_panel():
     assert "watches: person 0.40 · car 0.12" in out["panel:door"]
     assert "watches: person 0.05" in out["panel:yard"]
     assert "watches" not in render.stream_status(LiveState().snapshot().default)
+
+
+def test_answers_of_two_streams_decoded_at_once_each_reach_their_own_turn():
+    """Answers decoded together (one host's batch, or two hosts of a fleet) interleave their pieces."""
+    live = two_streams()
+    live.question_queued("what is red?", stream="a")
+    live.question_queued("what is blue?", stream="b")
+    a = list(on("a", e) for e in answer_events(1, "what is red?", ["the ", "ball"], auto=False))
+    b = list(on("b", e) for e in answer_events(1, "what is blue?", ["the ", "sky"], auto=False))
+    feed(live, [a[0], b[0], a[1], b[1], b[2], a[2], b[3], a[3]])  # starts, pieces and ends interleaved
+    turns = live.snapshot().turns
+    assert [(t.stream, t.answer, t.done) for t in turns] == [("a", "the ball", True), ("b", "the sky", True)]
+    assert all(t.metrics["ttft_s"] == 0.25 for t in turns)
+    live.question_queued("and now?", stream="b")
+    feed(live, [on("b", make_event("answer_start", round=2, question="and now?", stream_time=9.0))])
+    live(on("b", make_event("error", where="answer", message="decode failed")))
+    assert live.snapshot().turns[-1].error == "decode failed" and live.snapshot().turns[0].error is None
+
+
+def test_a_fleet_streams_panel_says_the_host_it_runs_on_or_why_it_waits():
+    live = two_streams()
+    assert render.placement_line(live.snapshot().stream("a")) == ""  # one process: nothing said
+    placed = make_event(
+        "status", stream="a", kind="stream_placed", message="runs on host door-1a2b3c-0; memory: ...",
+        host="door-1a2b3c-0",
+    )  # fmt: skip
+    live(placed)
+    live(on("b", make_event("status", kind="stream_placed", message="runs on host yard-0", host="yard-0")))
+    snap = live.snapshot()
+    assert snap.stream("a").host == "door-1a2b3c-0" and snap.stream("b").host == "yard-0"
+    assert render.stream_status(snap.stream("a")).startswith("on host **door-1a2b3c-0**")
+    assert "a: idle on door-1a2b3c-0" in render.status_markdown(snap, "q", 0.0)
+    lost = make_event("status", kind="host_lost", message="host door-1a2b3c-0 lost (died); moving: a", host="door")
+    live(lost)
+    live(on("a", make_event("status", kind="stream_waiting", message="waiting: its host door-1a2b3c-0 was lost")))
+    view = live.snapshot().stream("a")
+    assert view.host is None and view.waiting == "its host door-1a2b3c-0 was lost"
+    assert render.stream_status(view).startswith("**no host now**: its host door-1a2b3c-0 was lost")
+    assert live.snapshot().stream("b").host == "yard-0"  # a host lost elsewhere changes nothing here
+    live(on("a", make_event("status", kind="stream_placed", message="runs on host yard-0", host="yard-0")))
+    assert live.snapshot().stream("a").host == "yard-0" and live.snapshot().stream("a").waiting is None

@@ -180,7 +180,17 @@ def stream_status(view: StreamView) -> str:
     if kept:
         cache += f"  \n{kept}"
     watches = watches_line(view)
-    return f"{state}  \n{cache}" + (f"  \n{watches}" if watches else "")
+    placement = placement_line(view)
+    return (f"{placement}  \n" if placement else "") + f"{state}  \n{cache}" + (f"  \n{watches}" if watches else "")
+
+
+def placement_line(view: StreamView) -> str:
+    """The fleet (--ray): `on host NAME`, or `no host now: why`; empty in one process (nothing said)."""
+    if view.host is not None:
+        return f"on host **{plain_text(view.host)}**"
+    if view.waiting is not None:
+        return f"**no host now**: {plain_text(view.waiting)}"
+    return ""
 
 
 def kept_line(view: StreamView) -> str:
@@ -222,7 +232,7 @@ def status_markdown(snap: Snapshot, standing_question: str, every_s: float, firs
     if not snap.multi:
         return f"{stream_status(snap.default)}  \n{standing_line(standing_question, every_s)}"
     first = f"{stream_status(snap.default)}  \n" if first_shown else ""
-    states = " · ".join(f"{v.name}: {v.state}" for v in snap.streams)
+    states = " · ".join(f"{v.name}: {v.state}" + (f" on {plain_text(v.host)}" if v.host else "") for v in snap.streams)
     total = f"{len(snap.streams)} streams ({states}) · KV cache, all streams: {snap.total_kv_bytes / MIB:.1f} MiB"
     memory = next((p.memory_bytes for p in reversed(snap.points) if p.memory_bytes is not None), None)
     if memory is not None:

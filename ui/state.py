@@ -185,7 +185,8 @@ class LiveState:
         self._budget = budget
         self._lock = threading.Lock()
         self._turns: deque[Turn] = deque(maxlen=MAX_TURNS)
-        self._open: Turn | None = None  # the turn being answered (one at a time: one model worker)
+        # the turns being answered, by stream: answers decoded together, and (the fleet) several hosts at once
+        self._open: dict[str, Turn] = {}
         self._points: deque[PlotPoint] = deque(maxlen=MAX_POINTS)
         self._log: deque[LogLine] = deque(maxlen=MAX_LOG)
         self._alerts = AlertBook()
@@ -264,21 +265,23 @@ class LiveState:
         else:
             turn = replace(turn, seq=queued.seq)
             self._replace_turn(queued, turn)
-        self._open = turn
+        self._open[name] = turn
         self._changed(chat=True)
 
     def _on_answer_piece(self, e: AnswerPiece, memory: MemoryPoint | None) -> None:
-        if not self._is_open(e):
+        turn = self._open_turn(e)
+        if turn is None:
             return
-        self._update_open(replace(self._open, answer=self._open.answer + e.text))
+        self._update_open(turn, replace(turn, answer=turn.answer + e.text))
 
     def _on_answer(self, e: Answer, memory: MemoryPoint | None) -> None:
         metrics = {key: getattr(e, key) for key in ANSWER_METRICS}
         evidence = tuple(item for item in e.evidence or () if isinstance(item, dict))
-        if self._is_open(e):
-            self._update_open(replace(self._open, answer=e.answer, done=True, metrics=metrics, evidence=evidence))
-        self._open = None
+        turn = self._open_turn(e)
+        if turn is not None:
+            self._update_open(turn, replace(turn, answer=e.answer, done=True, metrics=metrics, evidence=evidence))
         name = self._name(e)
+        self._open.pop(name, None)
         self._track(name).tokens_seen += int(e.prefill_tokens) + int(e.answer_tokens)
         self._set_view(stream_view.on_answer(self._view(name), e))
         self._add_point(name, e, memory, cache_tokens=int(e.cache_tokens_end))
@@ -287,9 +290,9 @@ class LiveState:
     def _on_error(self, e: ErrorEvent, memory: MemoryPoint | None) -> None:
         where, message = e.where, e.message
         self._log.append(LogLine(float(e.t_wall), "error", self._labelled(e, where, message)))
-        if where == "answer" and self._open is not None:
-            self._update_open(replace(self._open, done=True, error=message))
-            self._open = None
+        if where == "answer" and self._name(e) in self._open:
+            turn = self._open.pop(self._name(e))
+            self._update_open(turn, replace(turn, done=True, error=message))
         elif where == "question":
             # refused before its answer started; people's questions are refused in order, per stream
             name = self._name(e)
@@ -392,6 +395,7 @@ class LiveState:
         if streams:
             self._snap = replace(self._snap, streams=streams)
         self._tracks.pop(name, None)
+        self._open.pop(name, None)
         closed = self._alerts.close_stream(name, "the stream was removed", t_wall)
         self._changed(log=True, alerts=closed)
 
@@ -399,8 +403,10 @@ class LiveState:
         streams = tuple(view if v.name == view.name else v for v in self._snap.streams)
         self._snap = replace(self._snap, streams=streams)
 
-    def _is_open(self, e: AnswerPiece | Answer) -> bool:
-        return self._open is not None and self._open.round == e.round and self._open.stream == self._name(e)
+    def _open_turn(self, e: AnswerPiece | Answer) -> Turn | None:
+        """The turn `e` belongs to: its stream's open turn, of the same round."""
+        turn = self._open.get(self._name(e))
+        return turn if turn is not None and turn.round == e.round else None
 
     def _add_point(self, name: str, e: ClipEvent | Answer, memory: MemoryPoint | None, cache_tokens: int) -> None:
         track = self._track(name)
@@ -445,9 +451,11 @@ class LiveState:
                 self._turns[i] = new
                 return
 
-    def _update_open(self, turn: Turn) -> None:
-        self._replace_turn(self._open, turn)
-        self._open = turn
+    def _update_open(self, old: Turn, new: Turn) -> None:
+        """Shows `new` in the chat in place of `old`, a turn being answered (still open: `new` is it now)."""
+        self._replace_turn(old, new)
+        if old.stream is not None and self._open.get(old.stream) is old:
+            self._open[old.stream] = new
         self._changed(chat=True)
 
     def _changed(

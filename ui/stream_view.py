@@ -46,6 +46,8 @@ class StreamView:
     recent: tuple[
         tuple[float, float, np.ndarray], ...
     ] = ()  # the latest clips' (t_start, t_end, preview), oldest first
+    host: str | None = None  # the fleet (--ray): the host it runs on; None in one process, or while it waits
+    waiting: str | None = None  # the fleet: why it has no host now (the coordinator's words); None once placed
 
 
 def _kept(view: StreamView, e: ClipEvent) -> dict:
@@ -113,6 +115,10 @@ def on_status(view: StreamView, e: Status) -> StreamView:
         return replace(view, state="idle" if view.state != "ended" else "ended", source=None, stream_ended=message)
     if e.kind is StatusKind.MEMORY_RESET:
         return replace(view, cache_tokens=0, kv_bytes=0, stream_time=0.0, recent=())
+    if e.kind is StatusKind.STREAM_PLACED:
+        return replace(view, host=e.host, waiting=None)
+    if e.kind is StatusKind.STREAM_WAITING:
+        return replace(view, host=None, waiting=message.removeprefix("waiting: "))
     return view
 
 

@@ -131,6 +131,8 @@ class Coordinator:
                 targets = [(h, None) for h in self.hosts.values() if h.ready and h.streams]
             else:
                 targets = [(self.hosts[self.owner[stream]], stream)]
+            if not targets:
+                raise ValueError("no stream runs on a host now; ask again once one does")
             refs = [host.actor.ask.remote(text, name) for host, name in targets]
         for ref in refs:
             try:
@@ -139,6 +141,8 @@ class Coordinator:
                 raise ValueError(f"the stream's host was lost ({_cause(err)}); ask again once it runs") from err
             except self.ray.exceptions.GetTimeoutError as err:
                 raise ValueError("the stream's host did not take the question in time; ask again") from err
+            except self.ray.exceptions.RayTaskError as err:  # the host refused it (busy, or the stream just left it)
+                raise ValueError(_cause(err)) from err
 
     def add_stream(self, stream: StreamConfig) -> None:
         """Adds a stream to the fleet: it is placed on a host with room by the loop (a status says where)."""
@@ -242,7 +246,7 @@ class Coordinator:
                 f"host {host.name} joined: {info.get('family')} on {info.get('device')}, room for {info.get('room')} "
                 f"streams (node {host.node.node_id[:8]}, {info.get('hostname')})"
             )
-            self._publish(Status(kind=StatusKind.HOST_JOINED, message=message))
+            self._publish(Status(kind=StatusKind.HOST_JOINED, message=message, host=host.name))
         for host in [h for h in pending.values() if not h.ready and h.name in self.hosts]:
             if time.monotonic() - host.started_at > self.fleet.host_start_s:
                 self._failed_nodes[host.node.node_id] = time.monotonic()
@@ -283,7 +287,10 @@ class Coordinator:
                 self.tracking.restarted(stream)
             self._publish(
                 Status(
-                    stream=stream, kind=StatusKind.STREAM_PLACED, message=f"runs on host {name}; memory: {admission}"
+                    stream=stream,
+                    kind=StatusKind.STREAM_PLACED,
+                    message=f"runs on host {name}; memory: {admission}",
+                    host=name,
                 )
             )
 
@@ -340,7 +347,9 @@ class Coordinator:
                     self.waiting[stream] = (f"its host {host.name} was lost", now)
         self._publish(
             Status(
-                kind=StatusKind.HOST_LOST, message=f"host {host.name} lost ({why}); moving: {', '.join(moved) or '-'}"
+                kind=StatusKind.HOST_LOST,
+                message=f"host {host.name} lost ({why}); moving: {', '.join(moved) or '-'}",
+                host=host.name,
             )
         )
         for stream in moved:

@@ -108,9 +108,16 @@ class FleetHost:
         self.assistant.ask(question, stream)
 
     def remove_stream(self, name: str) -> None:
-        if self.assistant is None:
-            raise ValueError(f"host {self.name} runs no stream")
-        self.assistant.remove_stream(name)
+        """Stops and forgets one of this host's streams (its first too). Its last stream goes with the assistant:
+        the next stream placed here starts a new one. ValueError for a stream it does not run."""
+        if self.assistant is None or name not in self.assistant.streams:
+            raise ValueError(f"host {self.name} runs no stream named {name!r}")
+        if len(self.assistant.streams) > 1:
+            self.assistant.remove_stream(name)
+            return
+        self.assistant.stop()
+        self.assistant = None
+        self.bus.publish(Status(stream=name, kind=StatusKind.STREAM_REMOVED, message="stream removed"))
 
     def streams(self) -> list[str]:
         return [] if self.assistant is None else list(self.assistant.streams)
@@ -151,6 +158,7 @@ class FleetHost:
             notes=notes,
             factory=self.factory,
             input_limits=self.config.input_limits,
+            first_stays=False,  # the coordinator removes any stream of a host
         )
 
     def _post(self, event: Event) -> None:

@@ -8,19 +8,15 @@ from __future__ import annotations
 import sys
 
 from app.config import AppConfig, StreamConfig
-from app.events import JsonlLog
-from app.fleet.cluster import FleetError, connect
 from app.fleet.coordinator import Coordinator
+from app.fleet.head import start_head
 from app.printer import TerminalPrinter
 from app.signals import StopRequested, stop_on_signals
-from app.startup import StartupError, fail, start_publisher, start_timeline_writer
+from app.startup import StartupError, fail
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
 from app.terminal import stream_remover
 from app.text_safety import printable
-from app.timeline import TimelineError, TimelineWriter
-from app.worker import QueuedSubscriber
-from bus import EventBus
 from capture.options import CaptureOptions
 
 
@@ -34,39 +30,13 @@ def run_fleet(config: AppConfig) -> int:
 
 
 def _run(config: AppConfig, signals) -> int:
-    assert config.fleet is not None
-    if config.timeline is not None:
-        try:
-            TimelineWriter(config.timeline).close()  # one that cannot be opened fails before anything starts
-        except TimelineError as err:
-            return fail(str(err))
-    print(f"joining the Ray cluster at {config.fleet.address} ...", file=sys.stderr, flush=True)
+    printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=True)
     try:
-        ray = connect(config.fleet.address)
-    except FleetError as err:
-        return fail(str(err))
-    bus = EventBus()
-    printer = QueuedSubscriber("terminal", TerminalPrinter(show_clips=config.show_clips, prefix_streams=True))
-    log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
-    writers = [printer] + ([QueuedSubscriber("event log", log)] if log is not None else [])
-    for writer in writers:
-        bus.subscribe(writer)
-        writer.start()
-    alerts = {s.name: [w.name for w in config.watches if w.watches(s.name)] for s in config.streams}
-    publisher = start_publisher(config, alerts, bus)
-    try:
-        timeline = start_timeline_writer(config, bus, None)
+        head = start_head(config, writers=[printer])
     except StartupError as err:
-        timeline = None
-        _close(ray, None, bus, publisher, timeline, writers, log)
         return fail(str(err))
-    coordinator = Coordinator(config, config.fleet, bus, ray)
-    print(f"starting a host on every box that offers one (model {config.model.model}) ...", file=sys.stderr)
-    try:
-        coordinator.start()
-    except FleetError as err:
-        _close(ray, coordinator, bus, publisher, timeline, writers, log)
-        return fail(str(err))
+    coordinator = head.coordinator
+    assert coordinator is not None
     print(f"streams: {coordinator.describe()}", file=sys.stderr, flush=True)
     print("type 'NAME: question' for one stream, a plain question for all", file=sys.stderr, flush=True)
     questions = StdinQuestions(
@@ -86,7 +56,7 @@ def _run(config: AppConfig, signals) -> int:
     finally:
         signals.closing()
         questions.stop()
-        _close(ray, coordinator, bus, publisher, timeline, writers, log)
+        head.close()
     return 0
 
 
@@ -106,19 +76,3 @@ def _adder(coordinator: Coordinator, config: AppConfig):
         return spec.name
 
     return add
-
-
-def _close(ray, coordinator, bus, publisher, timeline, writers, log) -> None:
-    """Stops the hosts (their last events reach the outputs), then the outputs, the writers, and leaves Ray."""
-    if coordinator is not None:
-        coordinator.stop()
-    for output in (publisher, timeline):
-        if output is not None:
-            bus.unsubscribe(output)
-            output.close(timeout=5.0)
-    for writer in writers:
-        bus.unsubscribe(writer)
-        writer.close(timeout=5.0)
-    if log is not None:
-        log.close()
-    ray.shutdown()

@@ -1,0 +1,92 @@
+"""`python -m app --ray ADDRESS --ui`: the page on the head drives the fleet. The head joins the cluster and starts
+the coordinator as its terminal does (app/fleet/head.py); the page is the one-box page (ui/), fed from the head's
+bus, where every host's events arrive: each stream's panel shows its live view (the shrunk previews), its state
+and the host it runs on; its answers and alerts come as from one box. Questions to one stream or all are routed
+by the coordinator. The page is served with the one-box page's security (app.web.open_page: a login beyond
+loopback, the Host and Origin gate, uploads in a private folder)."""
+
+from __future__ import annotations
+
+import sys
+
+from app.config import AppConfig
+from app.fleet.coordinator import Coordinator
+from app.fleet.head import start_head
+from app.fleet.page_commands import FleetCommands
+from app.signals import SignalStop, StopRequested, stop_on_signals
+from app.startup import StartupError, fail
+from app.web import capture_options, open_page, timeline_history
+from app.web_files import private_upload_folder
+from ui.controls import Controls
+from ui.page import build_page, preview_folder
+from ui.preview_files import PreviewFiles
+from ui.render import PageInfo
+from ui.state import LiveState
+
+
+def fleet_page_info(config: AppConfig, coordinator: Coordinator) -> PageInfo:
+    """The settings line: the model and the cache as every host runs them, and the hosts' devices."""
+    hosts = [h.info for h in list(coordinator.hosts.values()) if h.ready]
+    devices = ", ".join(sorted({str(info.get("device")) for info in hosts})) or "-"
+    return PageInfo(
+        model=config.model.model,
+        family=str(hosts[0].get("family")) if hosts else "-",
+        device=f"{len(hosts)} hosts on {devices}",
+        dtype=config.model.dtype,
+        policy=config.cache.policy,
+        budget=config.cache.budget,
+        window=config.cache.window,
+        bias=config.cache.bias,
+        pool=config.cache.pool,
+        memory_backend="fleet",
+        memory_label="each host's own (in its answers)",
+        random_weights=config.model.model == "tiny",
+    )
+
+
+def serve_fleet(config: AppConfig) -> int:
+    with stop_on_signals() as signals, private_upload_folder():
+        try:
+            return _serve(config, signals)
+        except StopRequested as stop:
+            print(f"\n{stop.signal_name}: stopped before the page was served", file=sys.stderr, flush=True)
+            return 0
+
+
+def _serve(config: AppConfig, signals: SignalStop) -> int:
+    ui = config.ui
+    assert ui is not None and config.fleet is not None, "serve_fleet needs --ui and --ray"
+    names = tuple(stream.name for stream in config.streams)
+    live = LiveState(budget=config.cache.budget, streams=names)  # no memory series: memory is each host's
+    try:
+        head = start_head(config, displays=[live])
+    except StartupError as err:
+        return fail(str(err))
+    coordinator = head.coordinator
+    assert coordinator is not None
+    print(f"streams: {coordinator.describe()}", file=sys.stderr, flush=True)
+    page, previews = None, None
+    try:
+        commands = FleetCommands(coordinator)
+        options = capture_options(config, None)  # each host sizes frames for its model
+        controls = Controls(commands, live, options, max_upload_bytes=ui.max_upload_mb * 2**20, streams=names)
+        previews = PreviewFiles(preview_folder(), keep=8 * len(names))
+        info = fleet_page_info(config, coordinator)
+        page = build_page(live, controls, info, commands.schedule, previews, "", timeline_history(config))
+        page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
+        code = open_page(page, ui)
+        if code is not None:
+            return code
+        while not coordinator.done.wait(0.5):
+            pass
+        print("the run is finished; closing the page", file=sys.stderr, flush=True)
+    except StopRequested as stop:
+        print(f"\n{stop.signal_name}: stopping the fleet ...", file=sys.stderr, flush=True)
+    finally:
+        signals.closing()
+        if page is not None:
+            page.close()
+        head.close()
+        if previews is not None:
+            previews.close()
+    return 0
