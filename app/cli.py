@@ -9,6 +9,7 @@ from pathlib import Path
 
 from app.config_flags import add_config_flags
 from app.config_types import check_value
+from app.fleet.config import FleetConfig
 from app.input_limits import MAX_PENDING, MAX_QUESTION_CHARS, InputLimits
 from app.scheduler import StandingQuestion
 from cache.config import CacheConfig
@@ -229,18 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the streams on the hosts of a Ray cluster: auto (the cluster this machine joined with ray start) "
         "or HOST:PORT of its head; each box offers hosts by the resource edge_host. Without it Ray is not used",
     )
-    fleet.add_argument(
-        "--ray-failover-s",
-        type=float,
-        default=60.0,
-        help="seconds a lost host's streams may take to run again elsewhere before it is reported as an error",
-    )
-    fleet.add_argument(
-        "--ray-host-start-s",
-        type=float,
-        default=600.0,
-        help="seconds a host may take to load the model before it counts as failed",
-    )
+    add_config_flags(fleet, FleetConfig)  # --ray-host-start-s, --ray-failover-s
 
     web = p.add_argument_group(
         "web page (docs/security.md: on loopback no login by default; beyond it a login, generated if none is given)"

@@ -230,11 +230,7 @@ def _fleet(args: argparse.Namespace, streams: list[StreamConfig]) -> FleetConfig
             "the fleet's page starts with the streams given: name at least one with --stream NAME=SOURCE or a "
             "[streams.NAME] table (more can be added from the page)"
         )
-    return FleetConfig(
-        address=address.strip(),
-        failover_s=getattr(args, "ray_failover_s", 60.0),
-        host_start_s=getattr(args, "ray_host_start_s", 600.0),
-    )
+    return FleetConfig(address=address.strip(), **values_from(args, FleetConfig))
 
 
 def _max_streams(value: object) -> int:

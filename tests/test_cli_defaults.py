@@ -15,6 +15,7 @@ import pytest
 from app.cli import build_parser, parse_args
 from app.config import AppConfig
 from app.config_flags import add_config_flags, dest_of, flag_fields, flag_of, type_of, values_from
+from app.fleet.config import FleetConfig
 from app.scheduler import StandingQuestion
 from cache.config import POSITION_MODES, CacheConfig
 from cache.policies import POLICIES, InfMllmSettings, StreamingLlmSettings, settings_classes
@@ -29,6 +30,7 @@ GENERATED = {
     CacheConfig: lambda config: config.cache,
     ChangeConfig: lambda config: config.session.change,
     StandingQuestion: lambda config: config.schedule,
+    FleetConfig: lambda config: config.fleet,
     **{cls: (lambda config: config.cache.policy_settings) for cls in settings_classes()},
 }
 FIELDS = [(cls, f) for cls in GENERATED for f in flag_fields(cls)]
@@ -82,6 +84,8 @@ def test_every_generated_flag_is_a_config_key_that_reaches_its_dataclass(tmp_pat
     owner = next((name for name, p in POLICIES.items() if p.settings_class is config_class), None)
     if owner is not None:  # a policy's own setting reaches the dataclass when that policy is chosen
         lines.append(f"policy = {json.dumps(owner)}")
+    if config_class is FleetConfig:  # the fleet's settings are read with --ray only
+        lines.append('ray = "auto"')
     path = tmp_path / "run.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     args = parse_args(["--config", str(path), "--video", str(tmp_path / "a.mp4"), "--timeline", ""])
@@ -129,8 +133,9 @@ def test_help_loads_no_transformers():
 
 
 def _required(config_class: type) -> dict:
-    """Values for the fields that have no default (CaptureConfig's source)."""
-    return {f.name: "a.mp4" for f in dataclasses.fields(config_class) if f.init and _no_default(f)}
+    """Values for the fields that have no default (CaptureConfig's source, FleetConfig's address)."""
+    values = {"address": "auto"}  # FleetConfig's
+    return {f.name: values.get(f.name, "a.mp4") for f in dataclasses.fields(config_class) if f.init and _no_default(f)}
 
 
 def _no_default(field: dataclasses.Field) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.fleet.cluster import split_address
 from app.fleet.nodes import RESOURCE
@@ -18,8 +18,20 @@ class FleetConfig:
 
     address: str
     resource: str = RESOURCE
-    host_start_s: float = 600.0
-    failover_s: float = 60.0
+    host_start_s: float = field(
+        default=600.0,
+        metadata={
+            "flag": "--ray-host-start-s",
+            "help": "seconds a host may take to load the model before it counts as failed",
+        },
+    )
+    failover_s: float = field(
+        default=60.0,
+        metadata={
+            "flag": "--ray-failover-s",
+            "help": "seconds a lost host's streams may take to run again elsewhere before it is reported as an error",
+        },
+    )
     poll_s: float = 0.2
     retry_s: float = 5.0
 
