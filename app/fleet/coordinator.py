@@ -360,10 +360,11 @@ class Coordinator:
             )
 
     def _forget(self, host: HostHandle) -> None:
-        self.hosts.pop(host.name, None)
-        for ref, (_, name) in list(self._starts.items()):
-            if name == host.name:
-                del self._starts[ref]
+        with self._lock:  # `ask` reads the hosts from other threads
+            self.hosts.pop(host.name, None)
+            for ref, (_, name) in list(self._starts.items()):
+                if name == host.name:
+                    del self._starts[ref]
 
     def _check_deadlines(self) -> None:
         now = time.monotonic()
