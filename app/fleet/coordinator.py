@@ -25,8 +25,7 @@ from app.config import AppConfig, StreamConfig
 from app.events import redacted
 from app.fleet.cluster import FleetError
 from app.fleet.config import FleetConfig
-from app.fleet.hosts import HostHandle, host_config, start_host
-from app.fleet.nodes import node_slots
+from app.fleet.hosts import HostHandle, HostPool, host_config, remote_cause
 from app.fleet.placement import place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import from_wire
@@ -36,8 +35,6 @@ logger = logging.getLogger(__name__)
 
 ASK_TIMEOUT_S = 10.0
 DRAIN_WAIT_S = 0.5  # how long a host holds a drain open for its next event (the long poll)
-NODES_EVERY_S = 2.0  # how often the node table is read for new boxes (and boxes whose host ended)
-HOST_RETRY_S = 60.0  # a node whose host failed to start gets a new one after this long
 
 
 class Coordinator:
@@ -45,9 +42,9 @@ class Coordinator:
 
     def __init__(self, config: AppConfig, fleet: FleetConfig, bus: EventBus, ray: ModuleType) -> None:
         self.config, self.fleet, self.bus, self.ray = config, fleet, bus, ray
-        self.host_config = host_config(config)
         self.streams: dict[str, StreamConfig] = {s.name: s for s in config.streams}
-        self.hosts: dict[str, HostHandle] = {}
+        self._lock = threading.RLock()
+        self.pool = HostPool(ray, host_config(config), fleet, self._lock, self._publish, self._forget)
         self.owner: dict[str, str] = {}  # stream -> host running it
         self.waiting: dict[str, tuple[str, float]] = {}  # stream -> (why, since when)
         self.tracking = FleetTracking()
@@ -55,10 +52,6 @@ class Coordinator:
         self._late: set[str] = set()  # streams past the failover deadline (reported once)
         self._retry_at: dict[str, float] = {}
         self._starts: dict[Any, tuple[str, str]] = {}  # start ref -> (stream, host)
-        self._failed_nodes: dict[str, float] = {}  # node id -> when its host failed to start
-        self._units: dict[str, int] = {}  # node id -> hosts started there so far (names stay unique)
-        self._nodes_read_at = 0.0
-        self._lock = threading.RLock()
         self._stop = threading.Event()
         self._loop = threading.Thread(target=self._run, name="fleet-coordinator", daemon=True)
 
@@ -68,15 +61,15 @@ class Coordinator:
         """Starts a host on every box that offers one, waits until they have loaded the model (at most
         host_start_s), places the configured streams and starts the loop. FleetError when no box offers a host,
         no host loaded, or the streams cannot all be placed (with the arithmetic)."""
-        self._read_nodes(force=True)
+        self.pool.read_nodes(force=True)
         if not self.hosts:
             raise FleetError(
                 f"no node of the cluster offers the resource {self.fleet.resource!r}: start each box with "
                 f"`ray start --address HEAD:PORT --resources='{{\"{self.fleet.resource}\": 1}}'`"
             )
         deadline = time.monotonic() + self.fleet.host_start_s
-        while any(not h.ready for h in self.hosts.values()) and time.monotonic() < deadline:
-            self._settle_hosts(wait_s=0.5)
+        while self.pool.loading() and time.monotonic() < deadline:
+            self.pool.settle(wait_s=0.5)
         ready = [h for h in self.hosts.values() if h.ready]
         if not ready:
             raise FleetError(f"no host loaded the model within {self.fleet.host_start_s:g} s (see the error events)")
@@ -111,7 +104,7 @@ class Coordinator:
                 items, _ = self.ray.get(host.actor.drain.remote(), timeout=timeout)
                 self._publish_items(host, items)
             except Exception as err:  # a host lost or stuck at the end: the rest still stop
-                logger.warning("host %s did not stop cleanly: %s", host.name, _cause(err))
+                logger.warning("host %s did not stop cleanly: %s", host.name, remote_cause(err))
             self.ray.kill(host.actor)
         self._publish(Status(kind=StatusKind.STOPPED, message="fleet stopped"))
 
@@ -138,11 +131,11 @@ class Coordinator:
             try:
                 self.ray.get(ref, timeout=ASK_TIMEOUT_S)
             except self.ray.exceptions.RayActorError as err:
-                raise ValueError(f"the stream's host was lost ({_cause(err)}); ask again once it runs") from err
+                raise ValueError(f"the stream's host was lost ({remote_cause(err)}); ask again once it runs") from err
             except self.ray.exceptions.GetTimeoutError as err:
                 raise ValueError("the stream's host did not take the question in time; ask again") from err
             except self.ray.exceptions.RayTaskError as err:  # the host refused it (busy, or the stream just left it)
-                raise ValueError(_cause(err)) from err
+                raise ValueError(remote_cause(err)) from err
 
     def add_stream(self, stream: StreamConfig) -> None:
         """Adds a stream to the fleet: it is placed on a host with room by the loop (a status says where)."""
@@ -182,9 +175,9 @@ class Coordinator:
 
     def _tick(self) -> None:
         self._drain_hosts()
-        self._settle_hosts(wait_s=0)
+        self.pool.settle(wait_s=0)
         self._settle_starts(wait_s=0)
-        self._read_nodes()
+        self.pool.read_nodes()
         self._place_waiting()
         self._check_deadlines()
         self._check_end()
@@ -209,7 +202,7 @@ class Coordinator:
             try:
                 items, _dropped = self.ray.get(ref)
             except self.ray.exceptions.RayActorError as err:
-                self._lost(host, _cause(err))
+                self._lost(host, remote_cause(err))
                 continue
             self._publish_items(host, items)
             host.drain_ref = host.actor.drain.remote(DRAIN_WAIT_S)
@@ -223,40 +216,6 @@ class Coordinator:
                 continue
             self.tracking.saw(event)
             self.bus.publish(event)
-
-    def _settle_hosts(self, wait_s: float) -> None:
-        """Hosts that finished loading join (or failed: reported, the node retried later)."""
-        pending = {h.describe_ref: h for h in self.hosts.values() if not h.ready and h.describe_ref is not None}
-        if not pending:
-            return
-        done, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=wait_s)
-        for ref in done:
-            host = pending[ref]
-            host.describe_ref = None
-            try:
-                host.info = self.ray.get(ref)
-            except Exception as err:  # the model did not load there, or the actor could not start
-                self._failed_nodes[host.node.node_id] = time.monotonic()
-                self._forget(host)
-                self._publish(ErrorEvent(where="fleet", message=f"host {host.name} did not start: {_cause(err)}"))
-                continue
-            host.ready = True
-            info = host.info
-            message = (
-                f"host {host.name} joined: {info.get('family')} on {info.get('device')}, room for {info.get('room')} "
-                f"streams (node {host.node.node_id[:8]}, {info.get('hostname')})"
-            )
-            self._publish(Status(kind=StatusKind.HOST_JOINED, message=message, host=host.name))
-        for host in [h for h in pending.values() if not h.ready and h.name in self.hosts]:
-            if time.monotonic() - host.started_at > self.fleet.host_start_s:
-                self._failed_nodes[host.node.node_id] = time.monotonic()
-                self.ray.kill(host.actor)
-                self._forget(host)
-                self._publish(
-                    ErrorEvent(
-                        where="fleet", message=f"host {host.name} did not load within {self.fleet.host_start_s:g} s"
-                    )
-                )
 
     def _settle_starts(self, wait_s: float) -> None:
         if not self._starts:
@@ -274,7 +233,7 @@ class Coordinator:
                     continue  # the host is gone: found by its drain, and the stream still waits
                 except Exception as err:  # refused there (admission, source): tried again later
                     self._retry_at[stream] = time.monotonic() + self.fleet.retry_s
-                    self._publish(ErrorEvent(stream=stream, where="fleet", message=f"{name}: {_cause(err)}"))
+                    self._publish(ErrorEvent(stream=stream, where="fleet", message=f"{name}: {remote_cause(err)}"))
                     continue
                 if stream not in self.streams or host is None:  # removed meanwhile
                     if host is not None:
@@ -293,24 +252,6 @@ class Coordinator:
                     host=name,
                 )
             )
-
-    def _read_nodes(self, force: bool = False) -> None:
-        """Starts hosts on nodes that offer more than run there (new boxes; a box whose host failed, after a while)."""
-        now = time.monotonic()
-        if not force and now - self._nodes_read_at < NODES_EVERY_S:
-            return
-        self._nodes_read_at = now
-        for node in node_slots(self.ray.nodes(), self.fleet.resource):
-            failed_at = self._failed_nodes.get(node.node_id)
-            if failed_at is not None and now - failed_at < HOST_RETRY_S:
-                continue
-            running = sum(1 for h in self.hosts.values() if h.node.node_id == node.node_id)
-            for _ in range(node.hosts - running):
-                unit = self._units.get(node.node_id, 0)
-                self._units[node.node_id] = unit + 1
-                host = start_host(self.ray, self.host_config, node, unit, self.fleet.resource)
-                with self._lock:
-                    self.hosts[host.name] = host
 
     def _place_waiting(self) -> None:
         now = time.monotonic()
@@ -359,9 +300,13 @@ class Coordinator:
                 Status(stream=stream, kind=StatusKind.STREAM_WAITING, message=f"waiting: its host {host.name} was lost")
             )
 
+    @property
+    def hosts(self) -> dict[str, HostHandle]:
+        return self.pool.hosts
+
     def _forget(self, host: HostHandle) -> None:
         with self._lock:  # `ask` reads the hosts from other threads
-            self.hosts.pop(host.name, None)
+            self.pool.drop(host)
             for ref, (_, name) in list(self._starts.items()):
                 if name == host.name:
                     del self._starts[ref]
@@ -393,11 +338,3 @@ class Coordinator:
     def _publish(self, event: Event) -> None:
         self.tracking.saw(event)
         self.bus.publish(redacted(event))
-
-
-def _cause(err: BaseException) -> str:
-    """The message of what a host raised (Ray wraps it with the remote traceback)."""
-    cause = getattr(err, "cause", None)
-    if isinstance(cause, BaseException):
-        return str(cause) or type(cause).__name__
-    return str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__

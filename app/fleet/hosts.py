@@ -1,17 +1,25 @@
 """The host actors of the fleet, as the coordinator holds them: started one per `edge_host` unit of each node (node
-affinity), drained of events without ever waiting on one, and found lost when Ray says the actor died."""
+affinity), joined once their model has loaded, given up when they fail to start; drained of events by the
+coordinator without ever waiting on one, and found lost when Ray says the actor died."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from app.config import AppConfig
+from app.fleet.config import FleetConfig
 from app.fleet.host import FleetHost
-from app.fleet.nodes import NodeSlots
+from app.fleet.nodes import NodeSlots, node_slots
 from app.fleet.placement import HostRoom
+from bus import ErrorEvent, Event, Status, StatusKind
+
+NODES_EVERY_S = 2.0  # how often the node table is read for new boxes (and boxes whose host ended)
+HOST_RETRY_S = 60.0  # a node whose host failed to start gets a new one after this long
 
 
 @dataclass
@@ -63,3 +71,94 @@ def host_config(config: AppConfig) -> AppConfig:
     from dataclasses import replace
 
     return replace(config, mqtt=None, webhooks=[], ntfy=[], ui=None, log_jsonl=None, streams=[], fleet=None)
+
+
+class HostPool:
+    """The fleet's hosts by name: a host started for every `edge_host` unit the nodes offer and no host fills (new
+    boxes are seen within NODES_EVERY_S), joined once its model loaded (a `host_joined` status), given up when it
+    fails to start or to load within host_start_s (an error event; its node is tried again after HOST_RETRY_S).
+    lock: the coordinator's, which readers on other threads hold; publish: the head's bus; forget: what the
+    coordinator does with a host given up (its pending work)."""
+
+    def __init__(
+        self,
+        ray: ModuleType,
+        config: AppConfig,
+        fleet: FleetConfig,
+        lock: threading.RLock,
+        publish: Callable[[Event], None],
+        forget: Callable[[HostHandle], None],
+    ) -> None:
+        self.ray, self.config, self.fleet = ray, config, fleet
+        self.lock, self.publish, self.forget = lock, publish, forget
+        self.hosts: dict[str, HostHandle] = {}
+        self._failed_nodes: dict[str, float] = {}  # node id -> when its host failed to start
+        self._units: dict[str, int] = {}  # node id -> hosts started there so far (names stay unique)
+        self._nodes_read_at = 0.0
+
+    def ready(self) -> list[HostHandle]:
+        return [h for h in self.hosts.values() if h.ready]
+
+    def loading(self) -> bool:
+        return any(not h.ready for h in self.hosts.values())
+
+    def drop(self, host: HostHandle) -> None:
+        with self.lock:
+            self.hosts.pop(host.name, None)
+
+    def read_nodes(self, force: bool = False) -> None:
+        """Starts hosts on nodes that offer more than run there (new boxes; a box whose host failed, after a while)."""
+        now = time.monotonic()
+        if not force and now - self._nodes_read_at < NODES_EVERY_S:
+            return
+        self._nodes_read_at = now
+        for node in node_slots(self.ray.nodes(), self.fleet.resource):
+            failed_at = self._failed_nodes.get(node.node_id)
+            if failed_at is not None and now - failed_at < HOST_RETRY_S:
+                continue
+            running = sum(1 for h in self.hosts.values() if h.node.node_id == node.node_id)
+            for _ in range(node.hosts - running):
+                unit = self._units.get(node.node_id, 0)
+                self._units[node.node_id] = unit + 1
+                host = start_host(self.ray, self.config, node, unit, self.fleet.resource)
+                with self.lock:
+                    self.hosts[host.name] = host
+
+    def settle(self, wait_s: float) -> None:
+        """Hosts that finished loading join (or failed: reported, the node retried later)."""
+        pending = {h.describe_ref: h for h in self.hosts.values() if not h.ready and h.describe_ref is not None}
+        if not pending:
+            return
+        done, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=wait_s)
+        for ref in done:
+            host = pending[ref]
+            host.describe_ref = None
+            try:
+                host.info = self.ray.get(ref)
+            except Exception as err:  # the model did not load there, or the actor could not start
+                self._give_up(host, f"host {host.name} did not start: {remote_cause(err)}")
+                continue
+            host.ready = True
+            info = host.info
+            message = (
+                f"host {host.name} joined: {info.get('family')} on {info.get('device')}, room for {info.get('room')} "
+                f"streams (node {host.node.node_id[:8]}, {info.get('hostname')})"
+            )
+            self.publish(Status(kind=StatusKind.HOST_JOINED, message=message, host=host.name))
+        for host in [h for h in pending.values() if not h.ready and h.name in self.hosts]:
+            if time.monotonic() - host.started_at > self.fleet.host_start_s:
+                self.ray.kill(host.actor)
+                self._give_up(host, f"host {host.name} did not load within {self.fleet.host_start_s:g} s")
+
+    def _give_up(self, host: HostHandle, message: str) -> None:
+        self._failed_nodes[host.node.node_id] = time.monotonic()
+        self.forget(host)
+        self.publish(ErrorEvent(where="fleet", message=message))
+
+
+def remote_cause(err: BaseException) -> str:
+    """The message of what a host raised (Ray wraps it with the remote traceback)."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, BaseException):
+        return str(cause) or type(cause).__name__
+    return str(err).strip().splitlines()[-1] if str(err).strip() else type(err).__name__
