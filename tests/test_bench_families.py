@@ -91,3 +91,5 @@ def test_quick_run_writes_rows_whose_kv_bytes_match_the_config_arithmetic(tmp_pa
     assert [s["kind"] for s in steps if s["family"] == "smolvlm2"] == ["clip"] * 2 + ["decode"] * 4
     assert (out / "bench_families.png").stat().st_size > 10_000
     assert "Machine: " in table and table.count("load average") == 2 and "`Qwen/Qwen2-VL-2B-Instruct`" in table
+    # --report-only rebuilds the same rows from the CSV
+    assert load().main(["--report-only", "--out", str(out)]).splitlines()[1:] == table.splitlines()[1:]
