@@ -23,6 +23,8 @@ from tests.app_helpers import video
 from tests.mqtt_broker import free_port
 from ui import render
 from ui.controls import ALL_STREAMS, NOT_ASKED, Controls, Feedback
+from ui.page import build_page
+from ui.preview_files import PreviewFiles
 from ui.state import LiveState
 
 
@@ -163,6 +165,29 @@ def test_a_question_to_every_stream_marks_the_turn_of_a_stream_without_a_host_as
     coordinator.hosts["h1"].streams.add("b")
     assert controls.ask("and now?", ALL_STREAMS) == Feedback(True, "")
     assert [t.queued for t in live.snapshot().turns if t.question == "and now?"] == [True, True]
+
+
+def page_elements(page) -> set[str]:
+    return {block.elem_id for block in page.blocks.values() if getattr(block, "elem_id", None)}
+
+
+@pytest.mark.parametrize("fleet_page", [False, True])
+def test_the_fleets_page_leaves_out_what_the_fleet_cannot_do(tmp_path, fleet_page):
+    coordinator, _ = fleet(tmp_path)
+    commands = FleetCommands(coordinator)
+    live = LiveState(streams=("a", "b"))
+    controls = Controls(commands, live, CaptureOptions(), max_upload_bytes=2**20)
+    info = render.PageInfo("tiny", "-", "1 host", "float32", "inf-mllm", 256, 16, "fleet", "each host's own")
+    previews = PreviewFiles(tmp_path / "previews")
+    page = build_page(live, controls, info, commands.schedule, previews, fleet=fleet_page)
+    try:
+        shown = page_elements(page)
+    finally:
+        page.close()
+    in_place = {"start", "stop", "reset", "standing", "every", "apply", "standing-msg"}
+    assert shown & in_place == (set() if fleet_page else in_place)
+    kept = {"ask-box", "ask", "ask-stream", "remove-stream", "add-stream", "source-stream", "location", "status"}
+    assert kept <= shown
 
 
 def test_the_page_of_a_fleet_without_a_cluster_exits_2_with_the_reason(capsys):
