@@ -167,8 +167,9 @@ def test_a_question_to_every_stream_marks_the_turn_of_a_stream_without_a_host_as
     assert [t.queued for t in live.snapshot().turns if t.question == "and now?"] == [True, True]
 
 
-def page_elements(page) -> set[str]:
-    return {block.elem_id for block in page.blocks.values() if getattr(block, "elem_id", None)}
+def page_elements(page) -> dict[str, bool]:
+    """{elem_id: visible} of the page's components."""
+    return {block.elem_id: block.visible for block in page.blocks.values() if getattr(block, "elem_id", None)}
 
 
 @pytest.mark.parametrize("fleet_page", [False, True])
@@ -181,13 +182,15 @@ def test_the_fleets_page_leaves_out_what_the_fleet_cannot_do(tmp_path, fleet_pag
     previews = PreviewFiles(tmp_path / "previews")
     page = build_page(live, controls, info, commands.schedule, previews, fleet=fleet_page)
     try:
-        shown = page_elements(page)
+        elements = page_elements(page)
     finally:
         page.close()
     in_place = {"start", "stop", "reset", "standing", "every", "apply", "standing-msg"}
-    assert shown & in_place == (set() if fleet_page else in_place)
+    assert elements.keys() & in_place == (set() if fleet_page else in_place)
+    one_box_sources = {"source-kind", "upload", "camera"}  # the fleet's page adds by URL only
+    assert {name for name in one_box_sources if elements[name]} == (set() if fleet_page else one_box_sources)
     kept = {"ask-box", "ask", "ask-stream", "remove-stream", "add-stream", "source-stream", "location", "status"}
-    assert kept <= shown
+    assert all(elements[name] for name in kept)
 
 
 def test_the_page_of_a_fleet_without_a_cluster_exits_2_with_the_reason(capsys):

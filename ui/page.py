@@ -9,8 +9,9 @@ turn's stream and a selector sends a question to one stream or to all; the sourc
 chosen in theirs.
 
 The page on the head of a fleet (`fleet=True`) leaves out what the fleet cannot do, each stream's cache living on
-its host: Start (a new source in place), Stop, Reset memory and the standing question's editor. Adding and
-removing streams and asking questions stay.
+its host: Start (a new source in place), Stop, Reset memory and the standing question's editor; and it adds
+network streams only, so its source is the URL box alone (no file upload, no camera). Adding and removing streams
+and asking questions stay.
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def build_page(
     """The whole page, for the streams `live` was made with. `previews` holds the preview frames as files (see
     `preview_folder`); `initial_source` fills the path box (the first stream's source, if given); `history`
     searches the timeline (None: the timeline is off; the History tab says so); `fleet`: the page on a fleet's
-    head, without Start, Stop, Reset memory and the standing question's editor (the module's docstring)."""
+    head, without Start, Stop, Reset memory, the standing question's editor and the file and camera sources (the
+    module's docstring)."""
     streams = tuple(view.name for view in live.snapshot().streams)
     multi = len(streams) > 1
     spares = max(MAX_STREAMS - len(streams), 0)
@@ -202,10 +204,12 @@ def build_page(
                                 visible=multi,
                                 elem_id="source-stream",
                             )
+                            # a fleet's page adds network streams only: the URL box alone (FleetCommands.add_stream)
                             kind = gr.Radio(
                                 list(SOURCE_KINDS),
-                                value="path or URL" if initial_source else "file upload",
+                                value="path or URL" if initial_source or fleet else "file upload",
                                 label="Source",
+                                visible=not fleet,
                                 elem_id="source-kind",
                             )
                             upload = gr.File(
@@ -213,15 +217,27 @@ def build_page(
                                 file_types=list(VIDEO_EXTENSIONS),
                                 type="filepath",
                                 height=120,
+                                visible=not fleet,
                                 elem_id="upload",
                             )
                             location = gr.Textbox(
                                 value=initial_source,
-                                label="Path or URL",
-                                placeholder="/path/to/video.mp4, rtsp://camera/stream, https://host/clip.mp4",
+                                label="Stream URL (rtsp, http or https)" if fleet else "Path or URL",
+                                placeholder=(
+                                    "rtsp://camera/stream, https://host/live.m3u8"
+                                    if fleet
+                                    else "/path/to/video.mp4, rtsp://camera/stream, https://host/clip.mp4"
+                                ),
                                 elem_id="location",
                             )
-                            camera = gr.Number(value=0, label="Camera index", precision=0, minimum=0, elem_id="camera")
+                            camera = gr.Number(
+                                value=0,
+                                label="Camera index",
+                                precision=0,
+                                minimum=0,
+                                visible=not fleet,
+                                elem_id="camera",
+                            )
                         with gr.Row():
                             if not fleet:
                                 start = gr.Button("Start", variant="primary", elem_id="start")

@@ -4,7 +4,7 @@ bus, where every host's events arrive: each stream's panel shows its live view (
 and the host it runs on; its answers and alerts come as from one box. Questions to one stream or all are routed
 by the coordinator. The page is served with the one-box page's security (app.web.open_page: a login beyond
 loopback, the Host and Origin gate, uploads in a private folder), without the controls the fleet cannot do (Start,
-Stop, Reset memory, the standing question's editor: ui/page.py `build_page(fleet=True)`)."""
+Stop, Reset memory, the standing question's editor, file and camera sources: ui/page.py `build_page(fleet=True)`)."""
 
 from __future__ import annotations
 

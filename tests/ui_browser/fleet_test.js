@@ -5,8 +5,8 @@
 //
 // Checks: a panel per stream, each with a frame from its host (the shrunk preview), Watching, and the host it
 // runs on; the summary names both; a question sent to stream b only is answered once, labelled b; the controls the
-// fleet cannot do (Start, Stop, Reset memory, the standing question's editor) are not on the page, those it can
-// (ask, add, remove) are; Remove stream on b marks its panel removed. Prints one JSON line with what it saw (each
+// fleet cannot do (Start, Stop, Reset memory, the standing question's editor, file and camera sources) are not on
+// the page, those it can (ask, add by URL, remove) are; Remove stream on b marks its panel removed. Prints one JSON line with what it saw (each
 // stream's host among it); exits 1 with a message on the first failed check.
 // Screenshots: OUT_DIR/fleet.png (failure.png on a failure).
 'use strict';
@@ -53,10 +53,18 @@ run('fleet', outDir, { width: 1400, height: 1000 }, async (page, seen, pageError
     for (const id of ids) if (await page.isVisible(`#${id}`)) shown.push(id);
     return shown;
   };
-  seen.inPlaceShown = await visible(['start', 'stop', 'reset', 'standing', 'every', 'apply']);
-  seen.fleetShown = await visible(['ask-box', 'ask', 'ask-stream', 'add-stream', 'remove-stream', 'source-stream']);
+  seen.inPlaceShown = await visible(['start', 'stop', 'reset', 'standing', 'every', 'apply', 'upload', 'camera']);
+  seen.fleetShown = await visible(['ask-box', 'ask', 'ask-stream', 'add-stream', 'remove-stream', 'source-stream',
+    'location']);
   check(seen.inPlaceShown.length === 0, `controls the fleet cannot do are shown: ${seen.inPlaceShown}`);
-  check(seen.fleetShown.length === 6, `controls the fleet can do: only ${seen.fleetShown} shown`);
+  check(seen.fleetShown.length === 7, `controls the fleet can do: only ${seen.fleetShown} shown`);
+  // adding takes its source from the URL box (the hidden source choice says so): an empty one is asked for
+  await page.fill('#new-stream-name textarea, #new-stream-name input', 'c');
+  await page.click('#add-stream');
+  await page.waitForFunction(() => /cannot add stream 'c'/.test(document.querySelector('#add-stream-msg').innerText),
+    null, { timeout: 30000, polling: 100 });
+  seen.addWithoutUrl = await page.innerText('#add-stream-msg');
+  check(/type a video path or a stream URL first/.test(seen.addWithoutUrl), `add without a URL: ${seen.addWithoutUrl}`);
   await page.screenshot({ path: path.join(outDir, 'fleet.png'), fullPage: true });
 
   // 4. Remove stream b: the coordinator takes it off its host, and its panel says so once the host has
