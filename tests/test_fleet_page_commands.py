@@ -1,7 +1,8 @@
 """The page's commands on a fleet (app/fleet/page_commands.py), without a cluster: questions routed by the
 coordinator to the stream's host, streams added (network sources only) and removed, and what the fleet cannot do
 yet (switch a source in place, stop, reset, change the standing question) refused with a message the page shows,
-the fleet unchanged. The real routing through Ray is tests/test_ui_browser_fleet.py."""
+the fleet unchanged, and left off the fleet's page; a question to every stream marks the turn of a stream without
+a host as not asked. The real routing through Ray is tests/test_ui_browser_fleet.py."""
 
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ from bus import EventBus
 from capture.options import CaptureOptions
 from tests.app_helpers import video
 from tests.mqtt_broker import free_port
-from ui.controls import Controls
+from ui import render
+from ui.controls import ALL_STREAMS, NOT_ASKED, Controls, Feedback
+from ui.page import build_page
+from ui.preview_files import PreviewFiles
 from ui.state import LiveState
 
 
@@ -86,8 +90,8 @@ def test_the_page_and_a_fleet_are_allowed_together_and_need_a_stream_to_start_wi
 def test_questions_are_routed_to_the_streams_host_and_refused_with_the_reason(tmp_path):
     coordinator, actor = fleet(tmp_path)
     commands = FleetCommands(coordinator)
-    commands.ask("what is at the door?", "a")
-    commands.ask("anything new?", None)  # every host, for all of its streams
+    assert commands.ask("what is at the door?", "a") == ["a"]
+    assert commands.ask("anything new?", None) == ["a"]  # every host, for all of its streams; b has none
     assert actor.calls == [("ask", "what is at the door?", "a"), ("ask", "anything new?", None)]
     with pytest.raises(ValueError, match=r"stream 'b' has no host now \(no host in the fleet has room"):
         commands.ask("and b?", "b")
@@ -143,6 +147,50 @@ def test_what_the_fleet_cannot_do_yet_is_refused_on_the_page_and_changes_nothing
     assert actor.calls == [] and set(coordinator.streams) == {"a", "b"} and coordinator.owner == {"a": "h1"}
     assert [line.message for line in live.snapshot().log] == [f.message for f in refusals.values()]
     assert controls.ask("what is at the door?", "a").ok and actor.calls == [("ask", "what is at the door?", "a")]
+
+
+def test_a_question_to_every_stream_marks_the_turn_of_a_stream_without_a_host_as_not_asked(tmp_path):
+    coordinator, actor = fleet(tmp_path)
+    live = LiveState(streams=("a", "b"))
+    controls = Controls(FleetCommands(coordinator), live, CaptureOptions(), max_upload_bytes=2**20)
+    feedback = controls.ask("anything new?", ALL_STREAMS)
+    assert feedback.ok and feedback.message == "not asked: b (no host then)"
+    assert actor.calls == [("ask", "anything new?", None)]  # a's host, for a
+    turns = {turn.stream: turn for turn in live.snapshot().turns}
+    assert turns["a"].queued and turns["a"].error is None  # its answer fills it
+    assert not turns["b"].queued and turns["b"].done and turns["b"].error == NOT_ASKED
+    body = render.turn_messages(turns["b"], label=True)[1]["content"]
+    assert "no host then" in body and "queued" not in body
+    coordinator.owner["b"] = "h1"  # b placed on h1 too: every turn waits for its answer
+    coordinator.hosts["h1"].streams.add("b")
+    assert controls.ask("and now?", ALL_STREAMS) == Feedback(True, "")
+    assert [t.queued for t in live.snapshot().turns if t.question == "and now?"] == [True, True]
+
+
+def page_elements(page) -> dict[str, bool]:
+    """{elem_id: visible} of the page's components."""
+    return {block.elem_id: block.visible for block in page.blocks.values() if getattr(block, "elem_id", None)}
+
+
+@pytest.mark.parametrize("fleet_page", [False, True])
+def test_the_fleets_page_leaves_out_what_the_fleet_cannot_do(tmp_path, fleet_page):
+    coordinator, _ = fleet(tmp_path)
+    commands = FleetCommands(coordinator)
+    live = LiveState(streams=("a", "b"))
+    controls = Controls(commands, live, CaptureOptions(), max_upload_bytes=2**20)
+    info = render.PageInfo("tiny", "-", "1 host", "float32", "inf-mllm", 256, 16, "fleet", "each host's own")
+    previews = PreviewFiles(tmp_path / "previews")
+    page = build_page(live, controls, info, commands.schedule, previews, fleet=fleet_page)
+    try:
+        elements = page_elements(page)
+    finally:
+        page.close()
+    in_place = {"start", "stop", "reset", "standing", "every", "apply", "standing-msg"}
+    assert elements.keys() & in_place == (set() if fleet_page else in_place)
+    one_box_sources = {"source-kind", "upload", "camera"}  # the fleet's page adds by URL only
+    assert {name for name in one_box_sources if elements[name]} == (set() if fleet_page else one_box_sources)
+    kept = {"ask-box", "ask", "ask-stream", "remove-stream", "add-stream", "source-stream", "location", "status"}
+    assert all(elements[name] for name in kept)
 
 
 def test_the_page_of_a_fleet_without_a_cluster_exits_2_with_the_reason(capsys):

@@ -10,6 +10,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -25,6 +26,7 @@ VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mp
 SOURCE_KINDS = ("file upload", "path or URL", "camera")
 ALL_STREAMS = "all streams"  # the page's choice of sending a question to every stream
 MAX_STREAMS = 8  # the page has a panel for at most this many streams; adding one more is refused
+NOT_ASKED = "not asked: its stream had no host then (waiting to be placed); ask again once it runs"
 
 
 class Schedule(Protocol):
@@ -39,7 +41,8 @@ class Schedule(Protocol):
 
 class AssistantCommands(Protocol):
     """What the page needs from `app.assistant.Assistant`. `stream`: a stream's name; None is the first stream
-    (for `ask`: every stream). `schedule` is the first stream's standing question."""
+    (for `ask`: every stream). `schedule` is the first stream's standing question. `ask` may return the streams
+    it asked (a fleet: those on a host then); None: every stream it was sent to."""
 
     schedule: Schedule
 
@@ -47,7 +50,7 @@ class AssistantCommands(Protocol):
 
     def check_question(self, question: str) -> str: ...
 
-    def ask(self, question: str, stream: str | None = None) -> None: ...
+    def ask(self, question: str, stream: str | None = None) -> Collection[str] | None: ...
 
     def stop_stream(self, stream: str | None = None) -> None: ...
 
@@ -200,7 +203,8 @@ class Controls:
         return Feedback(True, f"memory reset{self._on(target)}: the cache is empty; the stream goes on")
 
     def ask(self, question: str | None, stream: str | None = None) -> Feedback:
-        """Asks one stream (its name) or every stream (None or "all streams")."""
+        """Asks one stream (its name) or every stream (None or "all streams"). A stream the assistant says it did
+        not ask (a fleet's stream without a host) gets its turn marked so, not left queued."""
         text = (question or "").strip()
         if not text:
             return Feedback(False, "type a question about the stream first")
@@ -210,12 +214,17 @@ class Controls:
             return self._refuse(str(err))
         target = stream_choice(stream)
         with self._ask_lock:
-            self.live.question_queued(text, target)
+            queued = self.live.question_queued(text, target)
             try:
-                self.assistant.ask(text, stream=target)
+                asked = self.assistant.ask(text, stream=target)
             except ValueError as err:
                 self.live.question_refused(text, str(err), target)
                 return self._refuse(str(err))
+            skipped = [] if asked is None else [name for name in queued if name not in asked]
+            for name in skipped:
+                self.live.question_refused(text, NOT_ASKED, name)
+        if skipped:
+            return Feedback(True, f"not asked: {', '.join(skipped)} (no host then)")
         return Feedback(True, "")
 
     def set_standing(self, question: str | None, every_s: float | None) -> Feedback:

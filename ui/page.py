@@ -7,6 +7,11 @@ appear as they are generated) and a one-second one (plots). Each tab remembers w
 With several streams, each has a panel (frame, caption, status) above the controls; the chat names each
 turn's stream and a selector sends a question to one stream or to all; the source buttons act on the stream
 chosen in theirs.
+
+The page on the head of a fleet (`fleet=True`) leaves out what the fleet cannot do, each stream's cache living on
+its host: Start (a new source in place), Stop, Reset memory and the standing question's editor; and it adds
+network streams only, so its source is the URL box alone (no file upload, no camera). Adding and removing streams
+and asking questions stay.
 """
 
 from __future__ import annotations
@@ -158,10 +163,13 @@ def build_page(
     previews: PreviewFiles,
     initial_source: str = "",
     history: HistorySource | None = None,
+    fleet: bool = False,
 ) -> gr.Blocks:
     """The whole page, for the streams `live` was made with. `previews` holds the preview frames as files (see
     `preview_folder`); `initial_source` fills the path box (the first stream's source, if given); `history`
-    searches the timeline (None: the timeline is off; the History tab says so)."""
+    searches the timeline (None: the timeline is off; the History tab says so); `fleet`: the page on a fleet's
+    head, without Start, Stop, Reset memory, the standing question's editor and the file and camera sources (the
+    module's docstring)."""
     streams = tuple(view.name for view in live.snapshot().streams)
     multi = len(streams) > 1
     spares = max(MAX_STREAMS - len(streams), 0)
@@ -192,14 +200,16 @@ def build_page(
                             source_stream = gr.Dropdown(
                                 list(streams),
                                 value=streams[0],
-                                label="Stream the source buttons act on",
+                                label="Stream to remove" if fleet else "Stream the source buttons act on",
                                 visible=multi,
                                 elem_id="source-stream",
                             )
+                            # a fleet's page adds network streams only: the URL box alone (FleetCommands.add_stream)
                             kind = gr.Radio(
                                 list(SOURCE_KINDS),
-                                value="path or URL" if initial_source else "file upload",
+                                value="path or URL" if initial_source or fleet else "file upload",
                                 label="Source",
+                                visible=not fleet,
                                 elem_id="source-kind",
                             )
                             upload = gr.File(
@@ -207,19 +217,32 @@ def build_page(
                                 file_types=list(VIDEO_EXTENSIONS),
                                 type="filepath",
                                 height=120,
+                                visible=not fleet,
                                 elem_id="upload",
                             )
                             location = gr.Textbox(
                                 value=initial_source,
-                                label="Path or URL",
-                                placeholder="/path/to/video.mp4, rtsp://camera/stream, https://host/clip.mp4",
+                                label="Stream URL (rtsp, http or https)" if fleet else "Path or URL",
+                                placeholder=(
+                                    "rtsp://camera/stream, https://host/live.m3u8"
+                                    if fleet
+                                    else "/path/to/video.mp4, rtsp://camera/stream, https://host/clip.mp4"
+                                ),
                                 elem_id="location",
                             )
-                            camera = gr.Number(value=0, label="Camera index", precision=0, minimum=0, elem_id="camera")
+                            camera = gr.Number(
+                                value=0,
+                                label="Camera index",
+                                precision=0,
+                                minimum=0,
+                                visible=not fleet,
+                                elem_id="camera",
+                            )
                         with gr.Row():
-                            start = gr.Button("Start", variant="primary", elem_id="start")
-                            stop = gr.Button("Stop", elem_id="stop")
-                            reset = gr.Button("Reset memory", elem_id="reset")
+                            if not fleet:
+                                start = gr.Button("Start", variant="primary", elem_id="start")
+                                stop = gr.Button("Stop", elem_id="stop")
+                                reset = gr.Button("Reset memory", elem_id="reset")
                             remove = gr.Button("Remove stream", elem_id="remove-stream")
                         source_msg = gr.Markdown(elem_id="source-msg")
                         with gr.Row():
@@ -257,22 +280,23 @@ def build_page(
                             )
                             ask = gr.Button("Ask", scale=1, elem_id="ask")
                         ask_msg = gr.Markdown(elem_id="ask-msg")
-                        with gr.Row():
-                            standing = gr.Textbox(
-                                value=schedule.question,
-                                label=f"Standing question ({streams[0]})" if multi else "Standing question",
-                                scale=3,
-                                elem_id="standing",
-                            )
-                            every = gr.Number(
-                                value=schedule.every_s,
-                                label="every (s of stream, 0 = never)",
-                                minimum=0,
-                                scale=1,
-                                elem_id="every",
-                            )
-                            apply = gr.Button("Apply", scale=1, elem_id="apply")
-                        standing_msg = gr.Markdown(elem_id="standing-msg")
+                        if not fleet:  # the hosts hold each stream's own copy
+                            with gr.Row():
+                                standing = gr.Textbox(
+                                    value=schedule.question,
+                                    label=f"Standing question ({streams[0]})" if multi else "Standing question",
+                                    scale=3,
+                                    elem_id="standing",
+                                )
+                                every = gr.Number(
+                                    value=schedule.every_s,
+                                    label="every (s of stream, 0 = never)",
+                                    minimum=0,
+                                    scale=1,
+                                    elem_id="every",
+                                )
+                                apply = gr.Button("Apply", scale=1, elem_id="apply")
+                            standing_msg = gr.Markdown(elem_id="standing-msg")
                 with gr.Accordion(
                     f"Alerts (the latest {MAX_ALERTS}, newest first)", open=True, elem_id="alerts-section"
                 ):
@@ -330,11 +354,12 @@ def build_page(
         def command(method: Callable[..., Feedback]) -> Callable[..., str]:
             return lambda *args: feedback_markdown(method(*args))
 
-        start.click(command(controls.start), [kind, upload, location, camera, source_stream], [source_msg])
-        stop.click(command(controls.stop), [source_stream], [source_msg])
-        reset.click(command(controls.reset), [source_stream], [source_msg])
+        if not fleet:
+            start.click(command(controls.start), [kind, upload, location, camera, source_stream], [source_msg])
+            stop.click(command(controls.stop), [source_stream], [source_msg])
+            reset.click(command(controls.reset), [source_stream], [source_msg])
+            apply.click(command(controls.set_standing), [standing, every], [standing_msg])
         remove.click(command(controls.remove_stream), [source_stream], [source_msg])
-        apply.click(command(controls.set_standing), [standing, every], [standing_msg])
 
         def on_ask(text: str, target: str | None) -> tuple[str, str]:
             feedback = controls.ask(text, target)

@@ -203,13 +203,15 @@ class LiveState:
 
     # -- commands from the page (before the assistant acts on them) ---------------------------------
 
-    def question_queued(self, question: str, stream: str | None = None) -> None:
+    def question_queued(self, question: str, stream: str | None = None) -> list[str]:
         """A person's question was handed to the assistant for `stream` (None: every stream); shown as queued
-        (one turn per stream) until its answer starts."""
+        (one turn per stream) until its answer starts. Returns the streams it has a turn for."""
         with self._lock:
-            for name in self._targets(stream):
+            names = self._targets(stream)
+            for name in names:
                 self._turns.append(Turn(question=question.strip(), auto=False, stream=name, seq=self._next_seq()))
             self._changed(chat=True)
+            return names
 
     def question_refused(self, question: str, message: str, stream: str | None = None) -> None:
         """The assistant refused a question just queued with `question_queued` (same `stream`)."""

@@ -110,9 +110,11 @@ class Coordinator:
 
     # -- people (any thread) ------------------------------------------------------------------------------
 
-    def ask(self, question: str, stream: str | None = None) -> None:
-        """Routes a person's question to the host of `stream` (None: every running stream). ValueError when it is
-        empty or too long, names no stream, or its stream has no host now; AssistantBusy from the host."""
+    def ask(self, question: str, stream: str | None = None) -> list[str]:
+        """Routes a person's question to the host of `stream` (None: every running stream). Returns the streams
+        asked: for None, those running on a host now (a stream waiting to be placed, or still starting, is not
+        asked). ValueError when it is empty or too long, names no stream, or its stream has no host now (with None:
+        when no stream runs); AssistantBusy from the host."""
         text = self.config.input_limits.check(question)
         with self._lock:
             if stream is not None and stream not in self.streams:
@@ -126,6 +128,7 @@ class Coordinator:
                 targets = [(self.hosts[self.owner[stream]], stream)]
             if not targets:
                 raise ValueError("no stream runs on a host now; ask again once one does")
+            asked = sorted(name for host, _ in targets for name in host.streams) if stream is None else [stream]
             refs = [host.actor.ask.remote(text, name) for host, name in targets]
         for ref in refs:
             try:
@@ -136,6 +139,7 @@ class Coordinator:
                 raise ValueError("the stream's host did not take the question in time; ask again") from err
             except self.ray.exceptions.RayTaskError as err:  # the host refused it (busy, or the stream just left it)
                 raise ValueError(remote_cause(err)) from err
+        return asked
 
     def add_stream(self, stream: StreamConfig) -> None:
         """Adds a stream to the fleet: it is placed on a host with room by the loop (a status says where)."""

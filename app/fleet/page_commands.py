@@ -65,9 +65,10 @@ class FleetCommands:
     def check_question(self, question: str) -> str:
         return self.coordinator.config.input_limits.check(question)
 
-    def ask(self, question: str, stream: str | None = None) -> None:
-        """Routed to the stream's host (None: every host, for all of its streams). ValueError saying why not."""
-        self.coordinator.ask(question, stream)
+    def ask(self, question: str, stream: str | None = None) -> list[str]:
+        """Routed to the stream's host (None: every host, for all of its streams). Returns the streams asked (a
+        stream without a host then is not: the page marks its turn). ValueError saying why not."""
+        return self.coordinator.ask(question, stream)
 
     def add_stream(self, name: str, capture_config: CaptureConfig) -> str:
         """The stream joins the fleet; the coordinator places it on a host with room (its panel then names the

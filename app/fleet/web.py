@@ -3,7 +3,8 @@ the coordinator as its terminal does (app/fleet/head.py); the page is the one-bo
 bus, where every host's events arrive: each stream's panel shows its live view (the shrunk previews), its state
 and the host it runs on; its answers and alerts come as from one box. Questions to one stream or all are routed
 by the coordinator. The page is served with the one-box page's security (app.web.open_page: a login beyond
-loopback, the Host and Origin gate, uploads in a private folder)."""
+loopback, the Host and Origin gate, uploads in a private folder), without the controls the fleet cannot do (Start,
+Stop, Reset memory, the standing question's editor, file and camera sources: ui/page.py `build_page(fleet=True)`)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
         controls = Controls(commands, live, options, max_upload_bytes=ui.max_upload_mb * 2**20, streams=names)
         previews = PreviewFiles(preview_folder(), keep=8 * len(names))
         info = fleet_page_info(config, coordinator)
-        page = build_page(live, controls, info, commands.schedule, previews, "", timeline_history(config))
+        history = timeline_history(config)
+        page = build_page(live, controls, info, commands.schedule, previews, "", history, fleet=True)
         page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
         code = open_page(page, ui)
         if code is not None:

@@ -4,8 +4,9 @@
 //   node tests/ui_browser/fleet_test.js URL OUT_DIR
 //
 // Checks: a panel per stream, each with a frame from its host (the shrunk preview), Watching, and the host it
-// runs on; the summary names both; a question sent to stream b only is answered once, labelled b; Reset memory is
-// refused with the reason; Remove stream on b marks its panel removed. Prints one JSON line with what it saw (each
+// runs on; the summary names both; a question sent to stream b only is answered once, labelled b; the controls the
+// fleet cannot do (Start, Stop, Reset memory, the standing question's editor, file and camera sources) are not on
+// the page, those it can (ask, add by URL, remove) are; Remove stream on b marks its panel removed. Prints one JSON line with what it saw (each
 // stream's host among it); exits 1 with a message on the first failed check.
 // Screenshots: OUT_DIR/fleet.png (failure.png on a failure).
 'use strict';
@@ -46,11 +47,24 @@ run('fleet', outDir, { width: 1400, height: 1000 }, async (page, seen, pageError
   check(asked.length === 1 && /\[b\]/.test(asked[0].text), `question turns: ${JSON.stringify(seen.askedTurns)}`);
   check(/stream b · round \d+/.test(seen.answer) && !/stream a/.test(seen.answer), `answer label: ${seen.answer}`);
 
-  // 3. what the fleet cannot do yet is refused with the reason (the buttons act on a)
-  await page.click('#reset');
-  await page.waitForFunction(() => /the fleet cannot reset/.test(document.querySelector('#source-msg').innerText),
+  // 3. what the fleet cannot do yet is not on the page; what it can do is
+  const visible = async (ids) => {
+    const shown = [];
+    for (const id of ids) if (await page.isVisible(`#${id}`)) shown.push(id);
+    return shown;
+  };
+  seen.inPlaceShown = await visible(['start', 'stop', 'reset', 'standing', 'every', 'apply', 'upload', 'camera']);
+  seen.fleetShown = await visible(['ask-box', 'ask', 'ask-stream', 'add-stream', 'remove-stream', 'source-stream',
+    'location']);
+  check(seen.inPlaceShown.length === 0, `controls the fleet cannot do are shown: ${seen.inPlaceShown}`);
+  check(seen.fleetShown.length === 7, `controls the fleet can do: only ${seen.fleetShown} shown`);
+  // adding takes its source from the URL box (the hidden source choice says so): an empty one is asked for
+  await page.fill('#new-stream-name textarea, #new-stream-name input', 'c');
+  await page.click('#add-stream');
+  await page.waitForFunction(() => /cannot add stream 'c'/.test(document.querySelector('#add-stream-msg').innerText),
     null, { timeout: 30000, polling: 100 });
-  seen.resetRefused = await page.innerText('#source-msg');
+  seen.addWithoutUrl = await page.innerText('#add-stream-msg');
+  check(/type a video path or a stream URL first/.test(seen.addWithoutUrl), `add without a URL: ${seen.addWithoutUrl}`);
   await page.screenshot({ path: path.join(outDir, 'fleet.png'), fullPage: true });
 
   // 4. Remove stream b: the coordinator takes it off its host, and its panel says so once the host has
