@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -62,3 +62,14 @@ def stop_on_signals() -> Iterator[SignalStop]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def run_stoppable(run: Callable[[SignalStop], int], before: str) -> int:
+    """Runs `run(signals)` with Ctrl-C and SIGTERM turned into `StopRequested` (see `stop_on_signals`); a stop that
+    `run` does not handle itself (it came `before` its work started) is said on stderr and ends with 0."""
+    with stop_on_signals() as signals:
+        try:
+            return run(signals)
+        except StopRequested as stop:
+            print(f"\n{stop.signal_name}: stopped before {before}", file=sys.stderr, flush=True)
+            return 0

@@ -9,7 +9,7 @@ from typing import Protocol
 from app.assistant import Assistant
 from app.config import AppConfig
 from app.printer import TerminalPrinter
-from app.signals import SignalStop, StopRequested, stop_on_signals
+from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
@@ -24,12 +24,7 @@ class StreamRemover(Protocol):
 
 
 def run_terminal(config: AppConfig) -> int:
-    with stop_on_signals() as signals:
-        try:
-            return _run(config, signals)
-        except StopRequested as stop:
-            print(f"\n{stop.signal_name}: stopped before the run started", file=sys.stderr, flush=True)
-            return 0
+    return run_stoppable(lambda signals: _run(config, signals), "the run started")
 
 
 def _run(config: AppConfig, signals: SignalStop) -> int:

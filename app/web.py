@@ -19,7 +19,7 @@ from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
 from app.config import AppConfig, UIConfig
-from app.signals import SignalStop, StopRequested, stop_on_signals
+from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.timeline import Moment, PostgresTarget, TimelineError, TimelineReader
 from app.timeline.config import Location
@@ -161,12 +161,11 @@ def open_page(page: gr.Blocks, ui: UIConfig) -> int | None:
 
 
 def serve(config: AppConfig) -> int:
-    with stop_on_signals() as signals, private_upload_folder():
-        try:
+    def run(signals: SignalStop) -> int:
+        with private_upload_folder():
             return _serve(config, signals)
-        except StopRequested as stop:
-            print(f"\n{stop.signal_name}: stopped before the page was served", file=sys.stderr, flush=True)
-            return 0
+
+    return run_stoppable(run, "the page was served")
 
 
 def _serve(config: AppConfig, signals: SignalStop) -> int:

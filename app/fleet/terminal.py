@@ -11,7 +11,7 @@ from app.config import AppConfig, StreamConfig
 from app.fleet.coordinator import Coordinator
 from app.fleet.head import start_head
 from app.printer import TerminalPrinter
-from app.signals import StopRequested, stop_on_signals
+from app.signals import StopRequested, run_stoppable
 from app.startup import StartupError, fail
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
@@ -21,12 +21,7 @@ from capture.options import CaptureOptions
 
 
 def run_fleet(config: AppConfig) -> int:
-    with stop_on_signals() as signals:
-        try:
-            return _run(config, signals)
-        except StopRequested as stop:
-            print(f"\n{stop.signal_name}: stopped before the fleet started", file=sys.stderr, flush=True)
-            return 0
+    return run_stoppable(lambda signals: _run(config, signals), "the fleet started")
 
 
 def _run(config: AppConfig, signals) -> int:

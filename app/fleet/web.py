@@ -14,7 +14,7 @@ from app.config import AppConfig
 from app.fleet.coordinator import Coordinator
 from app.fleet.head import start_head
 from app.fleet.page_commands import FleetCommands
-from app.signals import SignalStop, StopRequested, stop_on_signals
+from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, fail
 from app.web import capture_options, open_page, timeline_history
 from app.web_files import private_upload_folder
@@ -45,12 +45,11 @@ def fleet_page_info(config: AppConfig, coordinator: Coordinator) -> PageInfo:
 
 
 def serve_fleet(config: AppConfig) -> int:
-    with stop_on_signals() as signals, private_upload_folder():
-        try:
+    def run(signals: SignalStop) -> int:
+        with private_upload_folder():
             return _serve(config, signals)
-        except StopRequested as stop:
-            print(f"\n{stop.signal_name}: stopped before the page was served", file=sys.stderr, flush=True)
-            return 0
+
+    return run_stoppable(run, "the page was served")
 
 
 def _serve(config: AppConfig, signals: SignalStop) -> int:
