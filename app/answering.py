@@ -27,7 +27,7 @@ class Question:
 
 
 class Notes(Protocol):
-    """Earlier moments of a stream for a person's question (app.timeline.notes.TimelineNotes)."""
+    """Earlier moments of a stream for a person's question (timeline.notes.TimelineNotes)."""
 
     def prompt(self, question: str, stream: str, fits: Callable[[str], bool]) -> tuple[str, list[dict]]: ...
 

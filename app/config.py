@@ -14,8 +14,6 @@ from app.assistant import RunLimits
 from app.config_flags import dest_of, flag_fields, flag_of, values_from
 from app.fleet.config import FleetConfig
 from app.input_limits import InputLimits
-from app.outputs import MqttConfig, WebhookConfig
-from app.outputs.ntfy import NtfyConfig
 from app.scheduler import StandingQuestion
 from app.sizes import check_sizes
 from app.source_credentials import stream_credentials
@@ -27,10 +25,8 @@ from app.streams import (
     unique,
     with_credentials_files,
 )
-from app.timeline import TimelineConfig, timeline_location
 from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
 from app.watches.spec import specs_from_table as watch_specs_from_table
-from app.web_access import AUTH_ENV, given_login, ip_literal, is_loopback
 from bus import DEFAULT_STREAM
 from cache.config import CacheConfig
 from cache.policies import POLICIES, PolicySettings, settings_classes, settings_for, unused_settings
@@ -40,6 +36,10 @@ from capture.policy import IPNetwork, SourcePolicy, parse_nets
 from model.change import ChangeConfig
 from model.config import ModelConfig
 from model.session import SessionConfig
+from outputs import MqttConfig, WebhookConfig
+from outputs.ntfy import NtfyConfig
+from timeline import TimelineConfig, timeline_location
+from ui.access import AUTH_ENV, given_login, ip_literal, is_loopback
 
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 logger = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class UIConfig:
-    """The web page: where it listens and who may use it (app.web_access). `auth`: the login given through
+    """The web page: where it listens and who may use it (ui.access). `auth`: the login given through
     --auth-file or $EDGE_ASSISTANT_AUTH (never argv); `no_login`: --open, no login even beyond loopback;
     `allowed_hosts`: extra names accepted in the Host header (--allowed-host)."""
 

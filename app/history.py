@@ -10,11 +10,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.text_safety import printable
-from app.timeline.config import DATA_ENV, TimelineError, default_timeline_path, timeline_location
-from app.timeline.reader import Moment, TimelineReader
 from bus.clock import clock
 from bus.redact import redact_source
+from bus.text_safety import printable
+from timeline.config import DATA_ENV, TimelineError, default_timeline_path, timeline_location
+from timeline.reader import Moment, TimelineReader
 
 SINCE_FORMS = "a number with s, m, h or d: 90s, 30m, 2h, 1d"
 SINCE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

@@ -15,17 +15,11 @@ import torch
 from app.admission import AdmissionError, CaptureShape
 from app.assistant import Assistant
 from app.config import AppConfig
-from app.events import JsonlLog, redacted
-from app.outputs import MqttSink, OutputPublisher, Sink, WebhookSink
-from app.outputs.ntfy import NtfySink
-from app.outputs.queued_sink import QueuedSink
 from app.stream import Stream
 from app.stream_factory import StreamFactory
-from app.timeline import TimelineError, TimelineWriter
-from app.timeline.notes import TimelineNotes
-from app.worker import QueuedSubscriber
 from bus import DEFAULT_STREAM, ErrorEvent, EventBus, Status, StatusKind, Subscriber
-from bus.redact import redact_source
+from bus.redact import redact_source, redacted
+from bus.worker import QueuedSubscriber
 from cache.attention import register_attention
 from cache.cpu.kernels import build_in_background, kernels_ready
 from cache.cpu.layouts import tune_linear_layouts
@@ -34,6 +28,12 @@ from capture import SourceError, open_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
 from monitor.memory_monitor import MemoryMonitor
+from outputs import MqttSink, OutputPublisher, Sink, WebhookSink
+from outputs.event_log import JsonlLog
+from outputs.ntfy import NtfySink
+from outputs.queued_sink import QueuedSink
+from timeline import TimelineError, TimelineWriter
+from timeline.notes import TimelineNotes
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ def build_assistant(
     writers: Sequence[Subscriber] = (),
 ) -> Running:
     """The assistant (not started yet), its event bus with `displays` (called on the publishing thread),
-    `writers` (the terminal printer: each on its own `app.worker` thread) and the --log-jsonl file (the same)
+    `writers` (the terminal printer: each on its own `bus.worker` thread) and the --log-jsonl file (the same)
     subscribed. factory: how streams added while it runs are built (None: it cannot add streams)."""
     bus = EventBus()
     for display in displays:
@@ -255,7 +255,7 @@ def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> Outpu
 
 
 def start_publisher(config: AppConfig, alerts: dict[str, list[str]], bus: EventBus) -> OutputPublisher | None:
-    """MQTT and webhooks behind one bounded queue off the model worker (app/outputs); None when neither is set.
+    """MQTT and webhooks behind one bounded queue off the model worker (outputs); None when neither is set.
     alerts: stream -> the names of its watches (announced to Home Assistant). What they cannot deliver is
     reported as `error` events (where: outputs), never raised."""
     if config.mqtt is None and not config.webhooks and not config.ntfy:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.events import redacted
 from app.stream import Stream
 from bus import ErrorEvent, Event, EventBus
+from bus.redact import redacted
 
 
 class StreamEvents:

@@ -1,9 +1,9 @@
 """`python -m app --ui`: load the model, start the assistant, serve the page until Ctrl-C (or SIGTERM).
 
 Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, an unopenable --video, a port in use).
-Who may use the page (docs/security.md, "The page"): the login (app.web_access), the gate in front of Gradio (ui.guard:
+Who may use the page (docs/security.md, "The page"): the login (ui.access), the gate in front of Gradio (ui.guard:
 Host and Origin checked, failed logins throttled), bounded session state, uploads in a private folder
-(app.web_files).
+(ui.served_files).
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ from starlette.middleware import Middleware
 from app.config import AppConfig, UIConfig
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
-from app.timeline import Moment, PostgresTarget, TimelineError, TimelineReader
-from app.timeline.config import Location
-from app.web_access import PageLogin, open_warning, page_login, ready_lines
-from app.web_files import private_upload_folder
 from bus.redact import redact_source
 from capture import SourceError
 from capture.options import CaptureOptions
 from model.loading import LoadedModel
 from monitor.memory_monitor import MemoryMonitor
+from timeline import Moment, PostgresTarget, TimelineError, TimelineReader
+from timeline.config import Location
+from ui.access import PageLogin, open_warning, page_login, ready_lines
 from ui.controls import Controls
 from ui.guard import HostRule, PageGuard
 from ui.history import HistoryUnavailable
@@ -37,6 +36,7 @@ from ui.login_throttle import LoginThrottle
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
 from ui.render import PageInfo
+from ui.served_files import private_upload_folder
 from ui.state import LiveState, MemoryPoint
 
 

@@ -15,8 +15,12 @@ The URL's userinfo is everything between ``scheme://`` and the last ``@`` before
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
+from typing import Any
+
+from bus.events import Event
 
 MASK = "***"
 
@@ -74,3 +78,25 @@ class RedactingFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         return redact_source(super().format(record))
+
+
+def redacted(event: Event) -> Event:
+    """The event with every login redacted from its text (at any depth of dicts, lists and tuples)."""
+    changes = {}
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        clean = _redacted(value)
+        if clean is not value:
+            changes[f.name] = clean
+    return dataclasses.replace(event, **changes) if changes else event
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        clean = redact_source(value)
+        return value if clean == value else clean
+    if isinstance(value, dict):
+        return {key: _redacted(v) for key, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_redacted(v) for v in value)
+    return value

@@ -40,10 +40,10 @@ from app.config import AppConfig  # noqa: E402
 from app.fleet.coordinator import Coordinator  # noqa: E402
 from app.fleet.host import FleetHost  # noqa: E402
 from app.fleet.wire import from_wire, to_wire  # noqa: E402
-from app.timeline import TimelineConfig, TimelineWriter  # noqa: E402
 from bus import Answer, AnswerStart, ClipEvent, Event, EventBus, Status, StatusKind  # noqa: E402
 from capture.synth import write_video  # noqa: E402
 from scripts.bench_streams import write_csv  # noqa: E402
+from timeline import TimelineConfig, TimelineWriter  # noqa: E402
 
 
 class Recorder:
@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 def _timeline(args: argparse.Namespace):
     """The PostgreSQL target to write: --timeline, or a database of a server started for this run."""
     if args.timeline:
-        from app.timeline import timeline_location
+        from timeline import timeline_location
 
         return (timeline_location(args.timeline, None),)
     from tests.postgres_server import PostgresServer

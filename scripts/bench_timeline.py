@@ -28,8 +28,6 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.timeline import TimelineConfig, TimelineReader, TimelineWriter  # noqa: E402
-from app.timeline.notes import TimelineNotes  # noqa: E402
 from cache.bounded_cache import BoundedCache  # noqa: E402
 from cache.config import CacheConfig  # noqa: E402
 from cache.runner import CachedRunner  # noqa: E402
@@ -39,6 +37,8 @@ from quality.lm import load_text_lm  # noqa: E402
 from quality.needle import benchmark_sample  # noqa: E402
 from quality.reference import load_text  # noqa: E402
 from scripts.bench_streams import write_csv  # noqa: E402
+from timeline import TimelineConfig, TimelineReader, TimelineWriter  # noqa: E402
+from timeline.notes import TimelineNotes  # noqa: E402
 
 CLIP_TOKENS, CLIP_SECONDS, HEADROOM = 256, 4.0, 64
 

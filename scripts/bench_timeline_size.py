@@ -24,11 +24,11 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.timeline.config import TimelineConfig  # noqa: E402
-from app.timeline.records import alert_row, answer_row  # noqa: E402
-from app.timeline.store import TimelineStore  # noqa: E402
-from app.timeline.thumbnails import thumbnail_jpeg  # noqa: E402
 from bus import Alert, Answer  # noqa: E402
+from timeline.config import TimelineConfig  # noqa: E402
+from timeline.records import alert_row, answer_row  # noqa: E402
+from timeline.store import TimelineStore  # noqa: E402
+from timeline.thumbnails import thumbnail_jpeg  # noqa: E402
 
 ANSWER = "A person in a dark jacket walks to the door, leaves a parcel on the step and goes back to a white van."
 

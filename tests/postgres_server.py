@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from app.timeline.postgres_target import PostgresTarget
 from tests.mqtt_broker import free_port
+from timeline.postgres_target import PostgresTarget
 
 POSTGRES_PACKAGE = "postgresql"
 USER, PASSWORD = "assistant", "s3cret-Test-pw"

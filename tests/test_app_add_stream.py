@@ -16,7 +16,6 @@ from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.cli import parse_args
 from app.config import AppConfig
-from app.printer import TerminalPrinter
 from app.stdin_questions import StdinQuestions
 from app.stream_factory import FreeMemory, StreamFactory
 from app.terminal import stream_adder, stream_remover
@@ -28,6 +27,7 @@ from model.session import SessionConfig
 from tests.app_helpers import of_type, read_log, run_app, video
 from tests.session_helpers import loaded
 from tests.source_servers import FolderServer
+from ui.terminal_printer import TerminalPrinter
 
 HANG_S = 300  # a guard against a hang, not a time the test expects
 WATCHES = [WatchSpec("anyone", "Is anyone there?"), WatchSpec("door_open", "Is the door open?", streams=("a",))]

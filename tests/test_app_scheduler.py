@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from app.events import JsonlLog
 from app.scheduler import StandingQuestion
 from bus import EventBus
+from outputs.event_log import JsonlLog
 from tests.event_helpers import make_event
 
 

@@ -1,4 +1,4 @@
-"""The one background worker shape (app/worker.py): bounded queue with drops counted and reported, delivery in
+"""The one background worker shape (bus/worker.py): bounded queue with drops counted and reported, delivery in
 order on its own thread, close with a deadline that abandons (and counts) what is left, a crash reported by
 type and the thread restarted; a subscriber behind it never holds up the publishing thread; and the hooks a
 writer such as the timeline's takes (batches, idle, finish, drops reported apart, stop)."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import threading
 
-from app.supervisor import RestartPolicy
-from app.worker import BackgroundWorker, BatchWorker, QueuedSubscriber
 from bus import EventBus, Status, StatusKind
+from bus.supervisor import RestartPolicy
+from bus.worker import BackgroundWorker, BatchWorker, QueuedSubscriber
 
 WAIT_S = 20.0
 

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from app.printer import TerminalPrinter
 from bus import (
     EVENT_TYPES,
     RECORD_VERSION,
@@ -31,6 +30,7 @@ from bus import (
 from bus.clock import clock, merge_evidence, span
 from tests.app_helpers import run_app, video
 from ui.state import LiveState
+from ui.terminal_printer import TerminalPrinter
 
 ONE_OF_EACH = [
     Status(kind=StatusKind.READY, message="assistant ready"),

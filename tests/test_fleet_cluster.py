@@ -19,14 +19,14 @@ from app.cli import parse_args
 from app.config import AppConfig, StreamConfig
 from app.fleet.coordinator import Coordinator
 from app.startup import start_publisher, start_timeline_writer
-from app.timeline.postgres_target import PASSWORD_ENV
-from app.timeline.reader import TimelineReader
 from bus import Alert, Answer, ClipEvent, Event, EventBus, Status, StatusKind
 from tests.app_helpers import REPO, read_log, video
 from tests.mqtt_broker import MosquittoBroker
 from tests.mqtt_watcher import Watcher
 from tests.postgres_server import PASSWORD
 from tests.ray_cluster import LOOPBACK_ENV, add_host_node, ray_cluster
+from timeline.postgres_target import PASSWORD_ENV
+from timeline.reader import TimelineReader
 
 pytest.importorskip("ray")
 

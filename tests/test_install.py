@@ -11,7 +11,7 @@ build/ folder), with `pip wheel --no-deps --no-build-isolation --no-index` (noth
   there, or a version that does not match, fails the install;
 - run from a folder outside the checkout, with no PYTHONPATH, the installed `edge-assistant` command answers
   `--help` and `history --help`, its `app` is the installed copy, and a short `--model tiny` run watches a
-  generated video, answers, writes its timeline (`app.timeline`) and builds the CPU kernels from the wheel's C++
+  generated video, answers, writes its timeline (`timeline`) and builds the CPU kernels from the wheel's C++
   sources (where the CPU has AVX2).
 """
 
@@ -136,7 +136,7 @@ def test_the_installed_command_runs_outside_the_checkout(installed):
     assert "--budget" in helped.stdout and "--timeline" in helped.stdout
     history = _run([installed.command, "history", "--help"], cwd=installed.home, timeout=120)
     assert history.returncode == 0, history.stderr[-2000:]
-    code = "import app, app.timeline, cache.cpu.kernels as k; print(app.__file__); print(k.SOURCES[0])"
+    code = "import app, timeline, cache.cpu.kernels as k; print(app.__file__); print(k.SOURCES[0])"
     where = _run([installed.python, "-c", code], cwd=installed.home, timeout=120)
     assert where.returncode == 0, where.stderr[-2000:]
     for path in map(Path, where.stdout.split()):  # the installed copy ran, not the checkout

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from app.outputs import WebhookConfig, WebhookSink
-from app.outputs.http_post import RESPONSE_LIMIT, PostError, final_status, post, request_bytes
-from app.supervisor import RestartPolicy
+from bus.supervisor import RestartPolicy
+from outputs import WebhookConfig, WebhookSink
+from outputs.http_post import RESPONSE_LIMIT, PostError, final_status, post, request_bytes
 from tests.event_helpers import make_event
 from tests.mqtt_broker import free_port
 from tests.webhook_receiver import Receiver, endless_body, endless_status_line, garbage, redirect, start, trickle

@@ -19,10 +19,10 @@ import paho.mqtt.client as paho
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from app.outputs import MqttConfig, MqttSink, OutputPublisher
-from app.outputs.mqtt_config import parse_mqtt_url
-from app.supervisor import RestartPolicy
 from bus import EventBus
+from bus.supervisor import RestartPolicy
+from outputs import MqttConfig, MqttSink, OutputPublisher
+from outputs.mqtt_config import parse_mqtt_url
 from tests.event_helpers import make_event
 from tests.mqtt_broker import MosquittoBroker
 from tests.mqtt_watcher import Watcher
@@ -191,7 +191,7 @@ def test_discovery_can_be_turned_off(tmp_path, closing):
 
 SCRIPT = """
 import sys, threading
-from app.outputs import MqttConfig, MqttSink
+from outputs import MqttConfig, MqttSink
 sink = MqttSink(MqttConfig(sys.argv[1], prefix="killed", discovery=False), ["door"], {"door": ["person"]})
 sink.start()
 threading.Event().wait()

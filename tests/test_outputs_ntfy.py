@@ -1,4 +1,4 @@
-"""The ntfy output (app/outputs/ntfy.py), the example of a sink that is one small class with a `send`: fed by
+"""The ntfy output (outputs/ntfy.py), the example of a sink that is one small class with a `send`: fed by
 the publisher through `QueuedSink`, it POSTs one line per alert begin to a real HTTP server on 127.0.0.1, and a
 receiver that fails is reported by type while the next alert still goes out."""
 
@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
-from app.outputs import OutputPublisher
-from app.outputs.ntfy import NtfyConfig, NtfySink
-from app.outputs.queued_sink import QueuedSink
 from bus import Alert, Answer, EventBus
+from outputs import OutputPublisher
+from outputs.ntfy import NtfyConfig, NtfySink
+from outputs.queued_sink import QueuedSink
 from tests.app_helpers import run_app
 
 WAIT_S = 20.0

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from app.outputs import OutputPublisher
-from app.worker import report_due
 from bus import EventBus
+from bus.worker import report_due
+from outputs import OutputPublisher
 from tests.event_helpers import make_event
 
 WAIT_S = 10.0

@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
-from app.supervisor import RestartPolicy, run_supervised
 from bus import EventBus
+from bus.supervisor import RestartPolicy, run_supervised
+from outputs import OutputPublisher, WebhookConfig, WebhookSink
 from tests.event_helpers import make_event
 from tests.test_outputs_publisher import RecordingSink
 from tests.webhook_receiver import Receiver

@@ -13,9 +13,9 @@ import threading
 
 import pytest
 
-from app.outputs import OutputPublisher, WebhookConfig, WebhookSink
-from app.outputs.webhook import SIGNATURE_HEADER, backoff_delay
 from bus import EventBus
+from outputs import OutputPublisher, WebhookConfig, WebhookSink
+from outputs.webhook import SIGNATURE_HEADER, backoff_delay
 from tests.event_helpers import make_event
 from tests.webhook_receiver import start
 

@@ -9,11 +9,12 @@ import logging
 import stat
 from pathlib import Path
 
-from app.events import JsonlLog, redacted
-from app.timeline import TimelineConfig
-from app.timeline.store import TimelineStore
 from bus import to_record
+from bus.redact import redacted
+from outputs.event_log import JsonlLog
 from tests.event_helpers import make_event
+from timeline import TimelineConfig
+from timeline.store import TimelineStore
 
 
 def mode(path: Path) -> int:

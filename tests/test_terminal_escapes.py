@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from app.printer import TerminalPrinter
-from app.text_safety import printable
+from bus.text_safety import printable
 from tests.event_helpers import make_event
+from ui.terminal_printer import TerminalPrinter
 
 CLEAR = "\x1b[2J\x1b[H"
 LINK = "\x1b]8;;https://example.invalid/x\x1b\\click\x1b]8;;\x1b\\"

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.timeline import TimelineConfig
-from app.timeline.store import TimelineStore
 from tests.timeline_backends import cli_args, is_postgres, query
+from timeline import TimelineConfig
+from timeline.store import TimelineStore
 
 REPO = Path(__file__).resolve().parents[1]
 WRITE_FOREVER = """
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from app.timeline import TimelineConfig, TimelineWriter, timeline_location
+from timeline import TimelineConfig, TimelineWriter, timeline_location
 from bus import EventBus
 from tests.event_helpers import make_event
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from app.history import parse_since
-from app.timeline import TimelineConfig, default_timeline_path
-from app.timeline.store import Row, TimelineStore
 from bus.clock import clock
 from tests.timeline_backends import cli_args
+from timeline import TimelineConfig, default_timeline_path
+from timeline.store import Row, TimelineStore
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,15 +12,15 @@ from types import SimpleNamespace
 import pytest
 
 from app.startup import start_timeline_writer
-from app.timeline import PostgresTarget, TimelineConfig, TimelineError, TimelineReader, TimelineWriter
-from app.timeline.postgres_target import PASSWORD_ENV, read_password_file
-from app.timeline.store import Row, TimelineStore
 from bus import ErrorEvent, EventBus, Status
 from tests.app_helpers import REPO, run_app, video
 from tests.event_helpers import make_event
 from tests.mqtt_broker import free_port
 from tests.postgres_server import PASSWORD
 from tests.timeline_backends import count, query
+from timeline import PostgresTarget, TimelineConfig, TimelineError, TimelineReader, TimelineWriter
+from timeline.postgres_target import PASSWORD_ENV, read_password_file
+from timeline.store import Row, TimelineStore
 
 SECRET = "Sup3r-Secret-pw"
 WAIT_S = 60.0
@@ -202,7 +202,7 @@ def test_schema_and_foreign_tables(postgres_target):
 def test_psycopg_is_imported_only_for_a_postgresql_timeline(tmp_path):
     code = (
         "import sys; from pathlib import Path; import app.history;"
-        "from app.timeline import TimelineConfig, TimelineReader; from app.timeline.store import Row, TimelineStore;"
+        "from timeline import TimelineConfig, TimelineReader; from timeline.store import Row, TimelineStore;"
         f"s = TimelineStore(TimelineConfig(Path({str(tmp_path / 't.sqlite')!r}))); s.write([Row('answer', 1.0, 'd')]);"
         "s.close(); assert 'psycopg' not in sys.modules, 'psycopg imported'"
     )

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from app.timeline import TimelineConfig, TimelineError, TimelineReader
-from app.timeline.query import fts_query
-from app.timeline.store import Row, TimelineStore
 from tests.timeline_backends import count, is_postgres
+from timeline import TimelineConfig, TimelineError, TimelineReader
+from timeline.query import fts_query
+from timeline.store import Row, TimelineStore
 
 NOW = time.time()
 HOUR = 3600.0

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from app.timeline import TimelineConfig, TimelineError, TimelineWriter
-from app.timeline.store import Row, TimelineStore
 from bus import ClipEvent, EventBus
 from tests.event_helpers import make_event
 from tests.timeline_backends import count, is_postgres, query
+from timeline import TimelineConfig, TimelineError, TimelineWriter
+from timeline.store import Row, TimelineStore
 
 
 def frame(value: int = 90, width: int = 640, height: int = 360) -> np.ndarray:

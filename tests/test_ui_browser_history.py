@@ -10,8 +10,8 @@ import json
 import subprocess
 import sys
 
-from app.timeline import TimelineReader
 from tests.test_ui_browser import ARTIFACTS, REPO, browser, drive_app
+from timeline import TimelineReader
 
 __all__ = ["browser"]  # the fixture: a missing browser fails (or skips) before the app starts
 

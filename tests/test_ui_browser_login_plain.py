@@ -9,8 +9,8 @@ from __future__ import annotations
 import http.server
 import threading
 
-from app.web_access import AUTH_ENV
 from tests.test_ui_browser import browser, drive_app
+from ui.access import AUTH_ENV
 
 __all__ = ["browser"]  # the fixture: a missing browser fails (or skips) before the app starts
 

@@ -1,5 +1,5 @@
 """The History tab's formatting and search handler, and the evidence under answers in the chat: pure, no model,
-no browser. One test writes a real timeline (app.timeline.TimelineWriter) and searches it through app.web's
+no browser. One test writes a real timeline (timeline.TimelineWriter) and searches it through app.web's
 adapter, as the page does."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.timeline import TimelineConfig, TimelineWriter
 from app.web import TimelineHistory
 from bus import ClipEvent
 from tests.event_helpers import make_event
+from timeline import TimelineConfig, TimelineWriter
 from ui import evidence, history, render
 from ui.history import HistoryUnavailable
 from ui.state import LiveState

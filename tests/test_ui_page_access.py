@@ -9,8 +9,8 @@ import pytest
 
 from app.cli import parse_args
 from app.config import AppConfig, UIConfig
-from app.web_access import AUTH_ENV, given_login, is_loopback, open_warning, page_login, ready_lines
 from tests.app_helpers import run_app
+from ui.access import AUTH_ENV, given_login, is_loopback, open_warning, page_login, ready_lines
 
 
 def config_from(argv: list[str], monkeypatch, env: str | None = None) -> AppConfig:

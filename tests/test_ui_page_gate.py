@@ -13,7 +13,7 @@ import pytest
 
 from app.config import UIConfig
 from app.web import MAX_PAGE_SESSIONS, launch_page
-from app.web_access import PageLogin, page_login
+from ui.access import PageLogin, page_login
 from ui.login_throttle import LoginThrottle
 
 

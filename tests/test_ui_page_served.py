@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.web_access import AUTH_ENV
 from tests.test_ui_browser import AppProcess, free_port
+from ui.access import AUTH_ENV
 
 PASSWORD = "correct horse battery"
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from app.timeline import PostgresTarget
-from app.timeline.postgres_target import PASSWORD_ENV
+from timeline import PostgresTarget
+from timeline.postgres_target import PASSWORD_ENV
 
 BACKENDS = ("sqlite", "postgres")
 

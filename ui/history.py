@@ -2,7 +2,7 @@
 stream and age. Pure: HTML strings from moments; the search itself is a `HistorySource` passed in by the app
 (ui/ does not import app/), called on the Gradio handler's thread, never on the model worker.
 
-A moment is anything with the attributes of `app.timeline.Moment`: id, kind, stream, t_wall (seconds since the
+A moment is anything with the attributes of `timeline.Moment`: id, kind, stream, t_wall (seconds since the
 epoch), start_s/end_s (stream seconds), question, text, who, alert, has_thumbnail.
 """
 

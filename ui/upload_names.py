@@ -1,6 +1,6 @@
 """An upload is shown by its file name, not by where the server keeps it: `file '/tmp/edge-assistant-page-x1/
 3f9a/holiday.mp4'` reads `file 'upload:holiday.mp4'` in the page (a visitor learns nothing of the server's
-folders). app.web_files makes the run's upload folder with this prefix."""
+folders). ui.served_files makes the run's upload folder with this prefix."""
 
 from __future__ import annotations
 

@@ -22,7 +22,6 @@ from types import ModuleType
 from typing import Any
 
 from app.config import AppConfig, StreamConfig
-from app.events import redacted
 from app.fleet.cluster import FleetError
 from app.fleet.config import FleetConfig
 from app.fleet.hosts import HostHandle, HostPool, host_config, remote_cause
@@ -30,6 +29,7 @@ from app.fleet.placement import place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import from_wire
 from bus import ErrorEvent, Event, EventBus, Status, StatusKind
+from bus.redact import redacted
 
 logger = logging.getLogger(__name__)
 

@@ -10,14 +10,14 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from app.config import AppConfig
-from app.events import JsonlLog
 from app.fleet.cluster import FleetError, connect
 from app.fleet.coordinator import Coordinator
-from app.outputs import OutputPublisher
 from app.startup import StartupError, start_publisher, start_timeline_writer
-from app.timeline import TimelineError, TimelineWriter
-from app.worker import QueuedSubscriber
 from bus import EventBus, Subscriber
+from bus.worker import QueuedSubscriber
+from outputs import OutputPublisher
+from outputs.event_log import JsonlLog
+from timeline import TimelineError, TimelineWriter
 
 
 @dataclass

@@ -22,11 +22,11 @@ from typing import Any
 from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.config import AppConfig, StreamConfig
-from app.events import redacted
 from app.fleet.wire import to_wire
 from app.startup import memory_fields, stream_factory
 from app.stream_factory import StreamFactory
 from bus import DropOldestQueue, ErrorEvent, Event, EventBus, Status, StatusKind, WarningEvent
+from bus.redact import redacted
 from cache.attention import register_attention
 from model.loading import load_model
 from monitor.memory_monitor import MemoryMonitor
@@ -147,7 +147,7 @@ class FleetHost:
         limits = RunLimits(max_rounds=0, duration_s=self.config.limits.duration_s, end_with_stream=False)
         notes = None
         if self.config.timeline is not None and self.config.timeline_notes:
-            from app.timeline.notes import TimelineNotes
+            from timeline.notes import TimelineNotes
 
             notes = TimelineNotes(self.config.timeline.path)
         return Assistant(

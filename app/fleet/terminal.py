@@ -10,14 +10,14 @@ import sys
 from app.config import AppConfig, StreamConfig
 from app.fleet.coordinator import Coordinator
 from app.fleet.head import start_head
-from app.printer import TerminalPrinter
 from app.signals import StopRequested, run_stoppable
 from app.startup import StartupError, fail
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
 from app.terminal import stream_remover
-from app.text_safety import printable
+from bus.text_safety import printable
 from capture.options import CaptureOptions
+from ui.terminal_printer import TerminalPrinter
 
 
 def run_fleet(config: AppConfig) -> int:

@@ -17,11 +17,11 @@ from app.fleet.page_commands import FleetCommands
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, fail
 from app.web import capture_options, open_page, timeline_history
-from app.web_files import private_upload_folder
 from ui.controls import Controls
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
 from ui.render import PageInfo
+from ui.served_files import private_upload_folder
 from ui.state import LiveState
 
 

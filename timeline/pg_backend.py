@@ -5,7 +5,7 @@ placeholders and turned into psycopg's `%s` here. Search uses PostgreSQL's own f
 words in `websearch_to_tsquery` syntax (`"red car" -blue`), where plain words and phrases are OR'ed (a moment
 matching any of them is found, like the SQLite reader; matching more ranks higher) and `-word` excludes.
 Ranking: `ts_rank` (alert name weighs twice a question's or an answer's words), negated so lower is better,
-times the same recency boost as SQLite's (app/timeline/query.py).
+times the same recency boost as SQLite's (timeline/query.py).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any
 
 import psycopg
 
-from app.timeline.config import TimelineConfig, TimelineError
-from app.timeline.pg_schema import TEXT_CONFIG, one_line, open_for_reading, open_for_writing
-from app.timeline.postgres_target import PostgresTarget
-from app.timeline.query import MAX_TERMS, RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, WORD
-from app.timeline.rows import COLUMNS, Row
+from timeline.config import TimelineConfig, TimelineError
+from timeline.pg_schema import TEXT_CONFIG, one_line, open_for_reading, open_for_writing
+from timeline.postgres_target import PostgresTarget
+from timeline.query import MAX_TERMS, RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, WORD
+from timeline.rows import COLUMNS, Row
 
 logger = logging.getLogger(__name__)
 

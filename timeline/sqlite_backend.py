@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from app.timeline.config import TimelineConfig, TimelineError
-from app.timeline.database import open_for_reading, open_for_writing
-from app.timeline.query import fts_query, recency_boost
-from app.timeline.rows import COLUMNS, Row
+from timeline.config import TimelineConfig, TimelineError
+from timeline.database import open_for_reading, open_for_writing
+from timeline.query import fts_query, recency_boost
+from timeline.rows import COLUMNS, Row
 
 logger = logging.getLogger(__name__)
 

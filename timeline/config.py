@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.timeline.postgres_target import PostgresTarget, is_postgres_url
+from timeline.postgres_target import PostgresTarget, is_postgres_url
 
 DATA_ENV = "EDGE_ASSISTANT_DATA"  # a folder; the timeline is `timeline.sqlite` in it
 MIB = 1024 * 1024

@@ -13,7 +13,7 @@ unreachable or refusing), and once when it ends if messages were dropped meanwhi
 during the outage"); at close if it never ended. paho's network thread is supervised (`SupervisedClient`):
 a crash in it is one report and a restart.
 
-Topics (see `app.outputs.discovery`): `<prefix>/available` online/offline (retained; offline is also the
+Topics (see `outputs.discovery`): `<prefix>/available` online/offline (retained; offline is also the
 last will), `<prefix>/<stream>/<alert>/state` ON/OFF (retained), `<prefix>/<stream>/<alert>/snapshot` JPEG
 (retained), `<prefix>/<stream>/events` alert begin/end JSON, `<prefix>/<stream>/answer` answer JSON.
 """
@@ -30,13 +30,13 @@ import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
-from app.outputs import discovery as topics
-from app.outputs.mqtt_client import SupervisedClient
-from app.outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
-from app.outputs.payloads import alert_payload, answer_payload, to_json
-from app.reporting import ErrorCallback, call_reporter
-from app.supervisor import RestartPolicy
 from bus import Alert, Answer, Event, Status, StatusKind
+from bus.reporting import ErrorCallback, call_reporter
+from bus.supervisor import RestartPolicy
+from outputs import discovery as topics
+from outputs.mqtt_client import SupervisedClient
+from outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
+from outputs.payloads import alert_payload, answer_payload, to_json
 
 __all__ = ["URL_FORMS", "MqttConfig", "MqttSink", "parse_mqtt_url"]
 

@@ -1,6 +1,6 @@
 """ntfy (https://ntfy.sh, or a self-hosted server): a phone notification when a watch's alert begins.
 
-The whole output is this file: a config and a `send`; `app.outputs.queued_sink.QueuedSink` runs it on its own
+The whole output is this file: a config and a `send`; `outputs.queued_sink.QueuedSink` runs it on its own
 worker. The topic URL is a secret of sorts (anyone who knows it can read the topic), so messages show only its
 scheme, host and port.
 
@@ -13,9 +13,9 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from app.outputs.http_post import PostError, post
-from app.outputs.webhook import WebhookConfig
 from bus import Alert, Event
+from outputs.http_post import PostError, post
+from outputs.webhook import WebhookConfig
 
 
 @dataclass(frozen=True)

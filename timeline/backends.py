@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.timeline.config import Location, TimelineConfig, TimelineError
-from app.timeline.postgres_target import PostgresTarget
-from app.timeline.sqlite_backend import SqliteReader, SqliteWriter
+from timeline.config import Location, TimelineConfig, TimelineError
+from timeline.postgres_target import PostgresTarget
+from timeline.sqlite_backend import SqliteReader, SqliteWriter
 
 
 def open_writer(config: TimelineConfig) -> Any:
@@ -27,7 +27,7 @@ def open_reader(location: Location, busy_timeout_s: float) -> Any:
 
 def _pg() -> Any:
     try:
-        from app.timeline import pg_backend
+        from timeline import pg_backend
     except ImportError as err:
         raise TimelineError(f"a postgresql:// timeline needs psycopg: pip install 'psycopg[binary]' ({err})") from None
     return pg_backend

@@ -14,9 +14,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from app.timeline.backends import open_writer
-from app.timeline.config import TimelineConfig, TimelineError
-from app.timeline.rows import COLUMNS, Row
+from timeline.backends import open_writer
+from timeline.config import TimelineConfig, TimelineError
+from timeline.rows import COLUMNS, Row
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from app.outputs.mqtt_config import MqttConfig
+from outputs.mqtt_config import MqttConfig
 
 STATE_ON, STATE_OFF = "ON", "OFF"
 ONLINE, OFFLINE = "online", "offline"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app.outputs.credentials import MQTT_PASSWORD_ENV, MQTT_USERNAME_ENV, read_secret
+from outputs.credentials import MQTT_PASSWORD_ENV, MQTT_USERNAME_ENV, read_secret
 
 DEFAULT_PORTS = {"mqtt": 1883, "mqtts": 8883}
 URL_FORMS = "mqtt://HOST[:PORT] (default port 1883) or mqtts://HOST[:PORT] (TLS, default port 8883)"

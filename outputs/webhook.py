@@ -6,9 +6,9 @@ Connection errors, timeouts and 5xx answers are retried with exponential backoff
 able to send the signed request elsewhere). The first request given up is reported with its reason; further
 ones are counted until a request gets through again (or the sink closes), then reported as one count.
 
-A receiver is not trusted (`app.outputs.http_post`): only its status line is read (at most 64 KiB), and each
+A receiver is not trusted (`outputs.http_post`): only its status line is read (at most 64 KiB), and each
 request has one deadline for all of it. The thread survives anything: an unexpected exception is reported
-once and the worker restarts (`app.supervisor`).
+once and the worker restarts (`bus.supervisor`).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app.outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
-from app.outputs.http_post import PostError, post
-from app.outputs.payloads import alert_payload, answer_payload, to_json
-from app.reporting import ErrorCallback, call_reporter
-from app.supervisor import RestartPolicy
-from app.worker import BackgroundWorker
 from bus import Alert, Answer, Event
+from bus.reporting import ErrorCallback, call_reporter
+from bus.supervisor import RestartPolicy
+from bus.worker import BackgroundWorker
+from outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
+from outputs.http_post import PostError, post
+from outputs.payloads import alert_payload, answer_payload, to_json
 
 logger = logging.getLogger(__name__)
 

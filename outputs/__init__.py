@@ -1,11 +1,11 @@
 """Outputs that leave the process: the publisher fed by the event bus, and its sinks (webhooks, MQTT, ntfy).
 A new sink is a class with `name`, `wants` and `send`, run by `QueuedSink` (see ntfy.py)."""
 
-from app.outputs.mqtt import MqttConfig, MqttSink
-from app.outputs.ntfy import NtfyConfig, NtfySink
-from app.outputs.publisher import OutputPublisher, Sink
-from app.outputs.queued_sink import QueuedSink, SendSink
-from app.outputs.webhook import WebhookConfig, WebhookSink
+from outputs.mqtt import MqttConfig, MqttSink
+from outputs.ntfy import NtfyConfig, NtfySink
+from outputs.publisher import OutputPublisher, Sink
+from outputs.queued_sink import QueuedSink, SendSink
+from outputs.webhook import WebhookConfig, WebhookSink
 
 __all__ = [
     "MqttConfig",

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.reporting import ErrorCallback, call_reporter
+from bus.reporting import ErrorCallback, call_reporter
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-from app.private_paths import make_private_dir, make_private_file
-from app.timeline.config import TimelineError, default_timeline_path
+from bus.private_paths import make_private_dir, make_private_file
+from timeline.config import TimelineError, default_timeline_path
 
 logger = logging.getLogger(__name__)
 

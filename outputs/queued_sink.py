@@ -1,6 +1,6 @@
 """A sink that only knows how to `send` one event, made into an output the publisher can feed.
 
-`QueuedSink(sink)` gives it its own `app.worker.BackgroundWorker` (bounded queue, thread, close with a deadline,
+`QueuedSink(sink)` gives it its own `bus.worker.BackgroundWorker` (bounded queue, thread, close with a deadline,
 drops counted and reported), so a slow receiver delays neither the model nor another output. A failed `send`
 is reported by the exception's type only (its text may hold a URL with a token) and the next event goes on.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from app.reporting import ErrorCallback, call_reporter
-from app.worker import BackgroundWorker
 from bus import Event
+from bus.reporting import ErrorCallback, call_reporter
+from bus.worker import BackgroundWorker
 
 logger = logging.getLogger(__name__)
 

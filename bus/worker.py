@@ -2,7 +2,7 @@
 
 A `BackgroundWorker` is a bounded drop-oldest queue (`bus.DropOldestQueue`: `put` never blocks; when full the
 oldest item is dropped and counted), one thread that hands each item to `send` (supervised: a crash is reported
-and the thread restarts with a backoff, `app.supervisor`), a stop, and `close(timeout)`, which delivers
+and the thread restarts with a backoff, `bus.supervisor`), a stop, and `close(timeout)`, which delivers
 what is queued until the deadline and then abandons the rest, counted. Drops are reported through `on_error`
 (or `on_drops`; at most every `report_every_s` seconds, and once more at close), never raised.
 
@@ -10,7 +10,7 @@ A new output is then a small class with a `send(item)` handed to a worker: see `
 bus subscriber (the terminal printer, the JSON-lines log) behind one. A writer that wants more takes the hooks:
 `idle` (work for a quiet moment), `finish` (release a connection on the worker's thread), `on_drops` (where drop
 reports go), `stop()` (give up for good) and `BatchWorker` (many queued items at once: one transaction for many
-rows); the timeline writer (`app.timeline.writer`) uses them all.
+rows); the timeline writer (`timeline.writer`) uses them all.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from app.reporting import ErrorCallback, call_reporter
-from app.supervisor import RestartPolicy, run_supervised
 from bus import DropOldestQueue, Event
+from bus.reporting import ErrorCallback, call_reporter
+from bus.supervisor import RestartPolicy, run_supervised
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class BackgroundWorker(Generic[T]):
     Args:
         name: for thread names and reports ("outputs", "event log", ...).
         send: called with each item, in order, on the worker's thread; may take its time (the queue absorbs
-            it). An exception crashes the worker: it is reported by type (`app.supervisor`), the item is lost,
+            it). An exception crashes the worker: it is reported by type (`bus.supervisor`), the item is lost,
             and the thread restarts after a backoff.
         queue_size: items kept while `send` is busy; beyond it the oldest is dropped (`dropped`).
         on_error: called with a one-line message about drops, failures and crashes.
@@ -52,7 +52,7 @@ class BackgroundWorker(Generic[T]):
         items: what the items are called in reports ("events", "requests").
         abort_grace_s: how long `close` still waits, after its deadline, for a `send` under way (one that
             waits should wait on `aborted`, set at the deadline).
-        on_drops: where reports of dropped and abandoned items go; None: to `on_error`. `app.reporting.log_only`
+        on_drops: where reports of dropped and abandoned items go; None: to `on_error`. `bus.reporting.log_only`
             only logs them (an owner that counts its losses its own way).
         idle: called on the worker's thread about every 0.1 s while nothing is queued (work that waits for a
             quiet moment). An exception crashes the worker, as in `send`.

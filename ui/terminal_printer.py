@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-from app.text_safety import printable
 from bus import (
     Alert,
     Answer,
@@ -20,6 +19,7 @@ from bus import (
     WarningEvent,
 )
 from bus.clock import merge_evidence
+from bus.text_safety import printable
 
 
 def _mib(n: int | None) -> str:

@@ -2,10 +2,10 @@
 FTS5; one box) or PostgreSQL (tsvector; several boxes, one database), with thumbnails, kept for `days` and under
 `max_bytes`, searchable by words, time and stream."""
 
-from app.timeline.config import TimelineConfig, TimelineError, default_timeline_path, timeline_location
-from app.timeline.postgres_target import PostgresTarget
-from app.timeline.reader import Moment, TimelineReader
-from app.timeline.writer import TimelineWriter
+from timeline.config import TimelineConfig, TimelineError, default_timeline_path, timeline_location
+from timeline.postgres_target import PostgresTarget
+from timeline.reader import Moment, TimelineReader
+from timeline.writer import TimelineWriter
 
 __all__ = [
     "Moment",

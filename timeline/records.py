@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from app.timeline.store import Row
 from bus import Alert, Answer, CaptureChange, End, ErrorEvent, Event, Status, StatusKind
+from timeline.store import Row
 
 STREAM_EVENT_TYPES = (Status, CaptureChange, ErrorEvent, End)  # kept when they name a stream
 OWN_ERROR_WHERE = "timeline"  # the writer's own error events are not written back into the timeline

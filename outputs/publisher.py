@@ -23,9 +23,9 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from app.reporting import ErrorCallback, call_reporter
-from app.worker import BackgroundWorker
 from bus import Alert, Answer, Event, Status
+from bus.reporting import ErrorCallback, call_reporter
+from bus.worker import BackgroundWorker
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Sink(Protocol):
 
 class OutputPublisher:
     """Subscribes to the bus (it is the subscriber: `bus.subscribe(publisher)`) and feeds the sinks from one
-    `app.worker.BackgroundWorker` (bounded queue, its own thread, drops counted and reported).
+    `bus.worker.BackgroundWorker` (bounded queue, its own thread, drops counted and reported).
 
     Args:
         sinks: the outputs; `start()` starts them and `close()` closes them.

@@ -13,9 +13,9 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.timeline.backends import open_reader
-from app.timeline.config import Location
-from app.timeline.query import RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, recency_boost
+from timeline.backends import open_reader
+from timeline.config import Location
+from timeline.query import RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, recency_boost
 
 __all__ = ["RECENCY_HALF_LIFE_S", "RECENCY_WEIGHT", "Moment", "TimelineReader", "recency_boost"]
 

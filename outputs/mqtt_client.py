@@ -2,7 +2,7 @@
 
 `loop_start()` runs `loop_forever()` in paho's thread (paho documents this); an exception raised there (by a
 callback, or by paho itself) would end that thread, and with it every reconnect, without a word. Here
-`loop_forever` runs under `app.supervisor.run_supervised`: the crash is reported once and the loop
+`loop_forever` runs under `bus.supervisor.run_supervised`: the crash is reported once and the loop
 restarts after a backoff (bounded), picking up the connection where it was or reconnecting.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import paho.mqtt.client as paho
 
-from app.reporting import ErrorCallback
-from app.supervisor import RestartPolicy, run_supervised
+from bus.reporting import ErrorCallback
+from bus.supervisor import RestartPolicy, run_supervised
 
 
 class SupervisedClient(paho.Client):

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.timeline.config import TimelineError
-from app.timeline.database import KINDS, WHO
-from app.timeline.postgres_target import PostgresTarget
 from bus.redact import redact_source
+from timeline.config import TimelineError
+from timeline.database import KINDS, WHO
+from timeline.postgres_target import PostgresTarget
 
 APPLICATION = "edge-stream-assistant timeline"
 SCHEMA_VERSION = "1"

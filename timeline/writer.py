@@ -1,7 +1,7 @@
 """The timeline's bus subscriber: answers, alerts and stream events written (SQLite or PostgreSQL) on its own thread.
 
 The bus calls `TimelineWriter.__call__` on the model worker's thread, so it only puts the event into the bounded
-queue of an `app.worker.BatchWorker` (the oldest dropped and counted when full) and returns; it never touches the
+queue of an `bus.worker.BatchWorker` (the oldest dropped and counted when full) and returns; it never touches the
 disk. The worker's thread writes what is queued, up to `BATCH` rows per transaction. Clip previews go to a
 second small queue of their own (frames are large) and become thumbnails on the writer's thread. `check`
 events are not kept (one per watch every few seconds). When writing fails (disk full, the file removed or made
@@ -27,14 +27,14 @@ import threading
 
 import numpy as np
 
-from app.reporting import ErrorCallback, log_only
-from app.timeline.config import TimelineConfig, TimelineError
-from app.timeline.records import STREAM_EVENT_TYPES, alert_row, answer_row, stream_row
-from app.timeline.store import Row, TimelineStore
-from app.timeline.thumbnails import PreviewRings, thumbnail_jpeg
-from app.worker import BatchWorker
 from bus import Alert, Answer, ClipEvent, DropOldestQueue, Event
 from bus.redact import redact_source
+from bus.reporting import ErrorCallback, log_only
+from bus.worker import BatchWorker
+from timeline.config import TimelineConfig, TimelineError
+from timeline.records import STREAM_EVENT_TYPES, alert_row, answer_row, stream_row
+from timeline.store import Row, TimelineStore
+from timeline.thumbnails import PreviewRings, thumbnail_jpeg
 
 logger = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.timeline.config import Location, TimelineError
-from app.timeline.reader import Moment, TimelineReader
 from bus.clock import clock
+from timeline.config import Location, TimelineError
+from timeline.reader import Moment, TimelineReader
 
 logger = logging.getLogger(__name__)
 

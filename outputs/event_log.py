@@ -1,0 +1,33 @@
+"""The JSON-lines event log (--log-jsonl): one record per logged event, the file created private (0600).
+
+Its events arrive already redacted (`bus.redact.redacted` runs before an event is published)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from bus import Event, to_json
+from bus.private_paths import open_private_append
+
+
+class JsonlLog:
+    """Appends logged events to a file, one record (`bus.records.to_record`) per line, flushed per event. The
+    file is created with mode 0600 (an existing one of ours is made 0600; see `bus.private_paths`)."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open_private_append(path)
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        if not event.LOGGED:
+            return
+        line = to_json(event)
+        with self._lock:
+            if not self._file.closed:
+                self._file.write(line + "\n")
+                self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
