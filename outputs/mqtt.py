@@ -30,10 +30,10 @@ import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
+import outputs.discovery as topics
 from bus import Alert, Answer, Event, Status, StatusKind
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
-from outputs import discovery as topics
 from outputs.mqtt_client import SupervisedClient
 from outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
 from outputs.payloads import alert_payload, answer_payload, to_json

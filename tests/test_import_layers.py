@@ -133,6 +133,45 @@ def test_no_two_modules_import_each_other():
     assert not circles, f"modules that import each other: {sorted(circles)}"
 
 
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node: every import circle, whatever its length."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for target in graph.get(node, ()):
+            if target not in order:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], order[target])
+        if low[node] == order[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_of_any_length():
+    """No chain of imports comes back to where it started, a package's `__init__` included (a member imports
+    its siblings as `import pkg.sibling as name`, never `from pkg import sibling`, which runs the `__init__`)."""
+    assert not _circles(IMPORTS), _circles(IMPORTS)
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the finder finds
+
+
 def test_the_reader_sees_each_kind_of_import(tmp_path):
     """The parser itself: a late import counts, a TYPE_CHECKING one does not, `from pkg import module` resolves."""
     source = tmp_path / "example.py"

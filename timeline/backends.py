@@ -27,7 +27,7 @@ def open_reader(location: Location, busy_timeout_s: float) -> Any:
 
 def _pg() -> Any:
     try:
-        from timeline import pg_backend
+        import timeline.pg_backend as pg_backend
     except ImportError as err:
         raise TimelineError(f"a postgresql:// timeline needs psycopg: pip install 'psycopg[binary]' ({err})") from None
     return pg_backend
