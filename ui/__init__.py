@@ -8,5 +8,7 @@
 - `controls.Controls`: the page's buttons as commands to the assistant; bad input becomes a message.
 - `evidence`: under each answer, the spans it drew on ("seen at ...") and a few thumbnails of them.
 - `history`, `history_tab`: the History tab, searching the timeline through a `HistorySource` the app passes in.
-- `page.build_page`: the Gradio layout (a Live and a History tab) and its timers.
+- `page.build_page`: the Gradio page (a Live and a History tab) as a short list of its sections
+  (`page_layout`, one function each) and their wiring: the buttons to `Controls`, the two refresh timers
+  (`page_refresh`: what each tab is sent from the shared `LiveState`).
 """

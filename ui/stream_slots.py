@@ -14,12 +14,17 @@ from typing import Any
 import gradio as gr
 
 from ui import history, render
-from ui.controls import ALL_STREAMS
+from ui.controls import ALL_STREAMS, MAX_STREAMS
 from ui.state import Snapshot
 
 PALETTE = ("#f97316", "#16a34a", "#9333ea", "#0891b2", "#db2777", "#ca8a04", "#4b5563", "#65a30d")
 PANEL_KINDS = ("preview", "caption", "panel")
 REMOVED = "**removed**"
+
+
+def spare_count(streams: Sequence[str]) -> int:
+    """How many spare panels a page built for `streams` has: room for MAX_STREAMS streams in all."""
+    return max(MAX_STREAMS - len(streams), 0)
 
 
 def spare_outputs(count: int) -> tuple[str, ...]:
