@@ -16,6 +16,7 @@ from cache.config import CacheConfig
 from cache.policies import settings_classes
 from capture.config import CaptureConfig
 from model.change import ChangeConfig
+from outputs.registry import output_kinds
 
 # On in the app: in a stream, only recall lets an answer reach what the cache evicted (README, "Memory beyond
 # the budget"). The library's CacheConfig keeps recall=0, a cache with no host store.
@@ -196,32 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     out = p.add_argument_group("alerts and answers out of the box (secrets: environment or files, never flags)")
-    out.add_argument(
-        "--mqtt", metavar="URL", help="publish to this MQTT broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"
-    )
-    out.add_argument("--mqtt-prefix", default="edge-assistant", help="topic prefix")
-    out.add_argument(
-        "--mqtt-discovery",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="announce every watch and answer to Home Assistant (MQTT discovery)",
-    )
-    out.add_argument("--mqtt-discovery-prefix", default="homeassistant", help="Home Assistant's discovery prefix")
-    out.add_argument(
-        "--mqtt-password-file",
-        type=Path,
-        help="file whose first line is the broker password (or set EDGE_ASSISTANT_MQTT_PASSWORD; the user name "
-        "comes from EDGE_ASSISTANT_MQTT_USERNAME)",
-    )
-    out.add_argument("--mqtt-ca-file", type=Path, help="CA certificate for mqtts:// (none: the system's certificates)")
-    out.add_argument("--webhook", action="append", metavar="URL", help="POST every alert and answer as JSON here")
-    out.add_argument("--ntfy", action="append", metavar="URL", help="an ntfy topic URL: a notification per alert begin")
-    out.add_argument(
-        "--webhook-secret-file",
-        type=Path,
-        help="file whose first line signs webhook bodies (HMAC-SHA256, header X-Edge-Assistant-Signature; or set "
-        "EDGE_ASSISTANT_WEBHOOK_SECRET)",
-    )
+    for kind in output_kinds():  # every registered output's flags: --mqtt, --webhook, --ntfy, ... (outputs/)
+        add_config_flags(out, kind.settings_class)
 
     fleet = p.add_argument_group("fleet: streams placed across machines with Ray (docs/fleet.md)")
     fleet.add_argument(

@@ -9,6 +9,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from app.assistant import RunLimits
 from app.config_flags import dest_of, flag_fields, flag_of, values_from
@@ -36,8 +37,7 @@ from capture.policy import IPNetwork, SourcePolicy, parse_nets
 from model.change import ChangeConfig
 from model.config import ModelConfig
 from model.session import SessionConfig
-from outputs import MqttConfig, WebhookConfig
-from outputs.ntfy import NtfyConfig
+from outputs.registry import configured_outputs
 from timeline import TimelineConfig, timeline_location
 from ui.access import AUTH_ENV, given_login, ip_literal, is_loopback
 
@@ -97,11 +97,10 @@ class AppConfig:
     limits: RunLimits
     streams: list[StreamConfig]  # empty: the web page picks the source
     watches: list[WatchSpec] = field(default_factory=list)  # yes/no watches (--alert, [alerts.NAME])
-    mqtt: MqttConfig | None = None
+    # the configured outputs: a registered output's name -> the settings of each one turned on (outputs/registry.py)
+    outputs: dict[str, list[Any]] = field(default_factory=dict)
     timeline: TimelineConfig | None = None  # None: --timeline ""
     timeline_notes: bool = True
-    webhooks: list[WebhookConfig] = field(default_factory=list)
-    ntfy: list[NtfyConfig] = field(default_factory=list)
     ui: UIConfig | None = None  # None: terminal mode
     log_jsonl: Path | None = None
     show_clips: bool = True
@@ -188,11 +187,9 @@ class AppConfig:
             limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
             streams=streams,
             watches=watches,
-            mqtt=_mqtt(args),
+            outputs=configured_outputs(lambda settings_class: values_from(args, settings_class)),
             timeline=_timeline(args),
             timeline_notes=args.timeline_notes,
-            webhooks=[_webhook(url, args.webhook_secret_file) for url in args.webhook or []],
-            ntfy=[NtfyConfig(url) for url in getattr(args, "ntfy", None) or []],
             ui=_ui(args) if args.ui else None,
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
@@ -269,29 +266,6 @@ def _timeline(args: argparse.Namespace) -> TimelineConfig | None:
         return None
     path = timeline_location(args.timeline, getattr(args, "timeline_password_file", None))
     return TimelineConfig(path, days=args.timeline_days, max_bytes=int(args.timeline_mb * 2**20))
-
-
-def _mqtt(args: argparse.Namespace) -> MqttConfig | None:
-    if args.mqtt is None:
-        return None
-    try:
-        return MqttConfig.from_environment(
-            args.mqtt,
-            password_file=args.mqtt_password_file,
-            prefix=args.mqtt_prefix,
-            discovery=args.mqtt_discovery,
-            discovery_prefix=args.mqtt_discovery_prefix,
-            ca_file=args.mqtt_ca_file,
-        )
-    except OSError as err:
-        raise ValueError(f"--mqtt-password-file: {err.strerror}: {err.filename}") from err
-
-
-def _webhook(url: str, secret_file: Path | None) -> WebhookConfig:
-    try:
-        return WebhookConfig.from_environment(url, secret_file=secret_file)
-    except OSError as err:
-        raise ValueError(f"--webhook-secret-file: {err.strerror}: {err.filename}") from err
 
 
 def _stream_specs(args: argparse.Namespace) -> list[StreamSpec]:

@@ -7,17 +7,21 @@ A field becomes a flag when its metadata has a help text:
 gives `--change-threshold` (type float from the annotation, default 0.06, that help) and the --config key
 `change_threshold` (the flag's dest: every flag is a TOML key, app/cli.py `_read_config_file`). Metadata keys:
 "help" (required), "flag" (when it is not `--` + the field's name with `-` for `_`), "choices" (a tuple of the
-allowed values). A bool field is a `--x/--no-x` pair. Fields without "help" are left to hand-written flags or
-to the library (flags that are not 1:1: other units, another default in the app, several fields at once).
+allowed values), "metavar" (the value's name in --help), "repeat" (True: the flag may be given several times, a
+list in TOML; an output's URL, one output per value). A bool field is a `--x/--no-x` pair; a `Path` field takes a
+path; a field without a default gives a flag whose default is None (not given). Fields without "help" are left
+to hand-written flags or to the library (flags that are not 1:1: other units, another default in the app, several
+fields at once).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 from typing import Any
 
-TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+TYPES = {"int": int, "float": float, "str": str, "bool": bool, "Path": Path}
 
 
 def flag_fields(config_class: type) -> list[dataclasses.Field]:
@@ -36,10 +40,11 @@ def dest_of(field: dataclasses.Field) -> str:
 
 
 def type_of(field: dataclasses.Field) -> type:
-    """int, float, str or bool, from the annotation (a string under `from __future__ import annotations`)."""
-    kind = TYPES.get(field.type) if isinstance(field.type, str) else field.type
+    """int, float, str, bool or Path, from the annotation (a string under `from __future__ import annotations`;
+    `X | None` is X)."""
+    kind = TYPES.get(field.type.removesuffix(" | None")) if isinstance(field.type, str) else field.type
     if kind not in TYPES.values():
-        raise TypeError(f"{field.name}: a flag needs an int, float, str or bool field, got {field.type!r}")
+        raise TypeError(f"{field.name}: a flag needs an int, float, str, bool or Path field, got {field.type!r}")
     return kind
 
 
@@ -48,13 +53,17 @@ def add_config_flags(group: argparse._ActionsContainer, config_class: type) -> l
     actions = []
     for field in flag_fields(config_class):
         kind = type_of(field)
-        options: dict[str, Any] = {"dest": dest_of(field), "default": field.default, "help": field.metadata["help"]}
+        default = None if field.default is dataclasses.MISSING else field.default
+        options: dict[str, Any] = {"dest": dest_of(field), "default": default, "help": field.metadata["help"]}
         if kind is bool:
             options["action"] = argparse.BooleanOptionalAction
         else:
             options["type"] = kind
-        if "choices" in field.metadata:
-            options["choices"] = field.metadata["choices"]
+        if field.metadata.get("repeat"):
+            options["action"] = "append"
+        for key in ("choices", "metavar"):
+            if key in field.metadata:
+                options[key] = field.metadata[key]
         actions.append(group.add_argument(flag_of(field), **options))
     return actions
 

@@ -28,10 +28,9 @@ from capture import SourceError, open_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
 from monitor.memory_monitor import MemoryMonitor
-from outputs import MqttSink, OutputPublisher, Sink, WebhookSink
+from outputs import OutputPublisher
 from outputs.event_log import JsonlLog
-from outputs.ntfy import NtfySink
-from outputs.queued_sink import QueuedSink
+from outputs.registry import SinkContext, build_sinks, wanted_types
 from timeline import TimelineError, TimelineWriter
 from timeline.notes import TimelineNotes
 
@@ -255,20 +254,18 @@ def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> Outpu
 
 
 def start_publisher(config: AppConfig, alerts: dict[str, list[str]], bus: EventBus) -> OutputPublisher | None:
-    """MQTT and webhooks behind one bounded queue off the model worker (outputs); None when neither is set.
-    alerts: stream -> the names of its watches (announced to Home Assistant). What they cannot deliver is
-    reported as `error` events (where: outputs), never raised."""
-    if config.mqtt is None and not config.webhooks and not config.ntfy:
+    """The configured outputs (`config.outputs`, from outputs/registry.py) behind one bounded queue off the model
+    worker, which takes only the event types they want; None when no output is configured. alerts: stream -> the
+    names of its watches (announced to Home Assistant). What they cannot deliver is reported as `error` events
+    (where: outputs), never raised."""
+    if not config.outputs:
         return None
 
     def report(message: str) -> None:
         bus.publish(redacted(ErrorEvent(where="outputs", message=message)))
 
-    sinks: list[Sink] = [WebhookSink(webhook, on_error=report) for webhook in config.webhooks]
-    sinks += [QueuedSink(NtfySink(ntfy), on_error=report) for ntfy in config.ntfy]
-    if config.mqtt is not None:
-        sinks.append(MqttSink(config.mqtt, streams=list(alerts), alerts=alerts, on_error=report))
-    publisher = OutputPublisher(sinks, on_error=report)
+    sinks = build_sinks(config.outputs, SinkContext(on_error=report, alerts=alerts))
+    publisher = OutputPublisher(sinks, on_error=report, wants=wanted_types(config.outputs))
     bus.subscribe(publisher)
     publisher.start()
     return publisher

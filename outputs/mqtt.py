@@ -37,6 +37,7 @@ from bus.supervisor import RestartPolicy
 from outputs.mqtt_client import SupervisedClient
 from outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
 from outputs.payloads import alert_payload, answer_payload, to_json
+from outputs.registry import OutputKind, SinkContext, register
 
 __all__ = ["URL_FORMS", "MqttConfig", "MqttSink", "parse_mqtt_url"]
 
@@ -285,3 +286,18 @@ class MqttSink:
             call_reporter(self.on_error, message)
         else:
             logger.debug("%s", message)
+
+
+def _sink(config: MqttConfig, context: SinkContext) -> MqttSink:
+    return MqttSink(config, streams=context.streams, alerts=context.alerts, on_error=context.on_error)
+
+
+register(
+    OutputKind(
+        "mqtt",
+        MqttConfig,
+        _sink,
+        wants=(Alert, Answer, Status),  # Status: the assistant ready or stopped (the availability topic)
+        from_flags=MqttConfig.from_environment,  # the credentials from the environment or --mqtt-password-file
+    )
+)

@@ -51,6 +51,7 @@ class MqttConfig:
         discovery_prefix: Home Assistant's discovery root.
         username, password: broker credentials; build them with `MqttConfig.from_environment`. The password
             is left out of the repr.
+        password_file: where the password was read from (None: the environment).
         ca_file: CA bundle for mqtts (None: the system's).
         client_id: MQTT client id ("" lets the broker pick one).
         keepalive_s: MQTT keepalive; a dead connection is noticed after about 1.5 times this.
@@ -60,13 +61,39 @@ class MqttConfig:
         device_name: the Home Assistant device grouping the assistant's entities.
     """
 
-    url: str
-    prefix: str = "edge-assistant"
-    discovery: bool = True
-    discovery_prefix: str = "homeassistant"
+    url: str = field(
+        metadata={
+            "flag": "--mqtt",
+            "metavar": "URL",
+            "help": "publish to this MQTT broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT]",
+        }
+    )
+    prefix: str = field(default="edge-assistant", metadata={"flag": "--mqtt-prefix", "help": "topic prefix"})
+    discovery: bool = field(
+        default=True,
+        metadata={
+            "flag": "--mqtt-discovery",
+            "help": "announce every watch and answer to Home Assistant (MQTT discovery)",
+        },
+    )
+    discovery_prefix: str = field(
+        default="homeassistant",
+        metadata={"flag": "--mqtt-discovery-prefix", "help": "Home Assistant's discovery prefix"},
+    )
     username: str | None = None
     password: str | None = field(default=None, repr=False)
-    ca_file: Path | None = None
+    password_file: Path | None = field(
+        default=None,
+        metadata={
+            "flag": "--mqtt-password-file",
+            "help": "file whose first line is the broker password (or set EDGE_ASSISTANT_MQTT_PASSWORD; the user "
+            "name comes from EDGE_ASSISTANT_MQTT_USERNAME)",
+        },
+    )
+    ca_file: Path | None = field(
+        default=None,
+        metadata={"flag": "--mqtt-ca-file", "help": "CA certificate for mqtts:// (none: the system's certificates)"},
+    )
     client_id: str = ""
     keepalive_s: int = 30
     qos: int = 1
@@ -111,4 +138,5 @@ class MqttConfig:
         of `password_file` if given, else from $EDGE_ASSISTANT_MQTT_PASSWORD (each None when unset)."""
         username = read_secret(None, MQTT_USERNAME_ENV, env)
         password = read_secret(password_file, MQTT_PASSWORD_ENV, env)
-        return cls(url, username=username, password=password, **kwargs)
+        password_path = Path(password_file) if password_file is not None else None
+        return cls(url, username=username, password=password, password_file=password_path, **kwargs)

@@ -1,8 +1,9 @@
 """ntfy (https://ntfy.sh, or a self-hosted server): a phone notification when a watch's alert begins.
 
-The whole output is this file: a config and a `send`; `outputs.queued_sink.QueuedSink` runs it on its own
-worker. The topic URL is a secret of sorts (anyone who knows it can read the topic), so messages show only its
-scheme, host and port.
+The whole output is this file: its settings (whose `url` field is the flag `--ntfy`, repeatable, and the
+--config key `ntfy`), a `send`, and its registration at the bottom; `outputs.queued_sink.QueuedSink` runs it on
+its own worker. The topic URL is a secret of sorts (anyone who knows it can read the topic), so messages show only
+its scheme, host and port.
 
     sink = QueuedSink(NtfySink(NtfyConfig("https://ntfy.sh/my-door-alerts")), on_error=report)
 """
@@ -10,11 +11,13 @@ scheme, host and port.
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from bus import Alert, Event
 from outputs.http_post import PostError, post
+from outputs.queued_sink import QueuedSink
+from outputs.registry import OutputKind, SinkContext, register
 from outputs.webhook import WebhookConfig
 
 
@@ -23,7 +26,14 @@ class NtfyConfig:
     """url: the topic's http(s) URL (checked like a webhook's: no credentials, printable ASCII); timeout_s: the
     deadline of one request, seconds; priority: ntfy's 1 (min) .. 5 (max)."""
 
-    url: str
+    url: str = field(
+        metadata={
+            "flag": "--ntfy",
+            "metavar": "URL",
+            "repeat": True,
+            "help": "an ntfy topic URL: a notification per alert begin",
+        }
+    )
     timeout_s: float = 5.0
     priority: int = 4
 
@@ -64,3 +74,10 @@ class NtfySink:
         status = post(self.config.url, body.encode("utf-8"), headers, self.config.timeout_s, ssl_context=self._ssl)
         if not 200 <= status.status < 300:
             raise PostError(f"HTTP {status.status}", retry=False)
+
+
+def _sink(config: NtfyConfig, context: SinkContext) -> QueuedSink:
+    return QueuedSink(NtfySink(config), on_error=context.on_error)
+
+
+register(OutputKind("ntfy", NtfyConfig, _sink, wants=(Alert,)))  # head only: one notification per alert

@@ -1,4 +1,4 @@
-"""The bridge between the event bus and the outputs that leave the process (MQTT, webhooks).
+"""The bridge between the event bus and the outputs that leave the process (MQTT, webhooks, ntfy, ...).
 
 The bus calls subscribers in the publishing thread, which is the model worker. `OutputPublisher.__call__`
 therefore only puts the event into a bounded queue (dropping the oldest when full, counted) and returns; its
@@ -8,7 +8,7 @@ output never delays another.
 
 Wiring::
 
-    publisher = OutputPublisher([MqttSink(...), WebhookSink(...)], on_error=report)
+    publisher = OutputPublisher([MqttSink(...), WebhookSink(...)], on_error=report, wants=(Alert, Answer))
     bus.subscribe(publisher)
     publisher.start()
     ...
@@ -23,13 +23,11 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from bus import Alert, Answer, Event, Status
+from bus import ErrorEvent, Event
 from bus.reporting import ErrorCallback, call_reporter
 from bus.worker import BackgroundWorker
 
 logger = logging.getLogger(__name__)
-
-OUTPUT_TYPES = (Answer, Alert, Status)  # the event types any sink acts on
 
 
 class Sink(Protocol):
@@ -58,6 +56,8 @@ class OutputPublisher:
             on the bus: error events are not queued here.
         queue_size: events kept while the sinks are busy; beyond it the oldest is dropped (`dropped`).
         report_every_s: drops are reported at most this often (seconds).
+        wants: the event types queued for the sinks (the union of what the configured outputs want:
+            `outputs.registry.wanted_types`); error events never are, whatever it says.
     """
 
     def __init__(
@@ -66,8 +66,10 @@ class OutputPublisher:
         on_error: ErrorCallback | None = None,
         queue_size: int = 256,
         report_every_s: float = 10.0,
+        wants: tuple[type[Event], ...] = (Event,),
     ) -> None:
         self.sinks = list(sinks)
+        self.wants = wants
         self.on_error = on_error
         self.worker: BackgroundWorker[Event] = BackgroundWorker(
             "outputs", self._send, queue_size, on_error, report_every_s, items="events"
@@ -80,7 +82,7 @@ class OutputPublisher:
 
     def __call__(self, event: Event) -> None:
         """The bus subscriber: queues the event if a sink may act on it; never blocks."""
-        if isinstance(event, OUTPUT_TYPES):
+        if isinstance(event, self.wants) and not isinstance(event, ErrorEvent):
             self.worker.put(event)
 
     def start(self) -> None:

@@ -29,6 +29,7 @@ from bus.worker import BackgroundWorker
 from outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
 from outputs.http_post import PostError, post
 from outputs.payloads import alert_payload, answer_payload, to_json
+from outputs.registry import OutputKind, SinkContext, register
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +45,30 @@ class WebhookConfig:
             path), so reprs and messages show only its scheme, host and port (`display`).
         secret: HMAC-SHA256 key for the signature header; None sends no signature. Never from the command
             line: use `WebhookConfig.from_environment`.
+        secret_file: where the secret was read from (None: the environment, or no secret).
         timeout_s: the deadline of one request (connect, TLS, sending, the answer's status line), seconds.
         retries: further attempts after a failed first one (connection errors, timeouts, 5xx).
         backoff_s: wait before the first retry; doubles for each further one, at most `max_backoff_s`.
         queue_size: requests kept while the receiver is slow; beyond it the oldest is dropped (counted).
     """
 
-    url: str
+    url: str = field(
+        metadata={
+            "flag": "--webhook",
+            "metavar": "URL",
+            "repeat": True,
+            "help": "POST every alert and answer as JSON here",
+        }
+    )
     secret: str | None = field(default=None, repr=False)
+    secret_file: Path | None = field(
+        default=None,
+        metadata={
+            "flag": "--webhook-secret-file",
+            "help": "file whose first line signs webhook bodies (HMAC-SHA256, header X-Edge-Assistant-Signature; or "
+            "set EDGE_ASSISTANT_WEBHOOK_SECRET)",
+        },
+    )
     timeout_s: float = 5.0
     retries: int = 3
     backoff_s: float = 0.5
@@ -114,7 +131,8 @@ class WebhookConfig:
     ) -> WebhookConfig:
         """A config whose secret is the first line of `secret_file` if given, else $EDGE_ASSISTANT_WEBHOOK_SECRET
         (else none)."""
-        return cls(url, secret=read_secret(secret_file, WEBHOOK_SECRET_ENV, env), **kwargs)
+        secret_path = Path(secret_file) if secret_file is not None else None
+        return cls(url, secret=read_secret(secret_file, WEBHOOK_SECRET_ENV, env), secret_file=secret_path, **kwargs)
 
 
 def signature(body: bytes, secret: str) -> str:
@@ -229,3 +247,18 @@ class WebhookSink:
         if 300 <= status < 400:
             return False, f"HTTP {status}: redirects are not followed (configure the URL the receiver answers at)"
         return status >= 500, f"HTTP {status}"
+
+
+def _sink(config: WebhookConfig, context: SinkContext) -> WebhookSink:
+    return WebhookSink(config, on_error=context.on_error)
+
+
+register(
+    OutputKind(
+        "webhook",
+        WebhookConfig,
+        _sink,
+        wants=(Alert, Answer),
+        from_flags=WebhookConfig.from_environment,  # the secret from --webhook-secret-file or the environment
+    )
+)

@@ -92,7 +92,7 @@ def test_the_app_accepts_the_command_and_reads_each_secret(tmp_path):
     assert config.streams[0].name == "camera"
     assert config.streams[0].capture.source == "rtsp://10.0.0.5:554/live"
     assert config.streams[0].capture.credentials == ("adm@in", "SOURCE/PW")
-    assert config.mqtt is not None and config.mqtt.password == "MQTTPW"
+    assert [mqtt.password for mqtt in config.outputs["mqtt"]] == ["MQTTPW"]
 
 
 def test_sandbox_install_writes_root_only_secrets_once_and_uninstall_removes_them(tmp_path):

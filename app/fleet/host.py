@@ -2,7 +2,8 @@
 (several streams, answers decoded together, watches) for the streams the coordinator places on it.
 
 Its events go to a bounded outbox (the oldest dropped and counted when full) that the coordinator drains every
-few tenths of a second; nothing here publishes to MQTT or writes the timeline (the head does, once). Events of
+few tenths of a second; nothing here publishes to MQTT or writes the timeline (the head does, once): only an
+output registered to run on every host (`OutputKind.head_only=False`, outputs/registry.py) runs here too. Events of
 the host as a whole (ready, stopped, warnings) are renamed for the fleet: `host NAME: ...`, status kind INFO,
 so that one host's "assistant stopped" never reads as the fleet's. This class imports no Ray: the coordinator
 makes it an actor (`ray.remote(FleetHost)`, several calls at once: a drain that waits for events never holds
@@ -23,7 +24,7 @@ from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.config import AppConfig, StreamConfig
 from app.fleet.wire import to_wire
-from app.startup import memory_fields, stream_factory
+from app.startup import memory_fields, start_publisher, stream_factory
 from app.stream_factory import StreamFactory
 from bus import DropOldestQueue, ErrorEvent, Event, EventBus, Status, StatusKind, WarningEvent
 from bus.redact import redacted
@@ -61,6 +62,7 @@ class FleetHost:
         self.outbox: DropOldestQueue[dict[str, Any]] = DropOldestQueue(OUTBOX)
         self.bus = EventBus()
         self.bus.subscribe(self._post)
+        self.publisher = start_publisher(config, {}, self.bus)  # the per-host outputs (the head's stay there)
         self.monitor = MemoryMonitor()
         self.assistant: Assistant | None = None
         self._starting = threading.Lock()  # the actor runs calls on several threads (a drain waits meanwhile)
@@ -139,6 +141,10 @@ class FleetHost:
         stopped = True
         if self.assistant is not None:
             stopped = self.assistant.stop(timeout)
+        if self.publisher is not None:
+            self.bus.unsubscribe(self.publisher)
+            self.publisher.close(timeout=5.0)
+            self.publisher = None
         self.monitor.close()
         return stopped
 

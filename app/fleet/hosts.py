@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 
@@ -17,6 +17,7 @@ from app.fleet.host import FleetHost
 from app.fleet.nodes import NodeSlots, node_slots
 from app.fleet.placement import HostRoom
 from bus import ErrorEvent, Event, Status, StatusKind
+from outputs.registry import per_host
 
 NODES_EVERY_S = 2.0  # how often the node table is read for new boxes (and boxes whose host ended)
 HOST_RETRY_S = 60.0  # a node whose host failed to start gets a new one after this long
@@ -67,10 +68,9 @@ def start_host(ray: ModuleType, config: AppConfig, node: NodeSlots, unit: int, r
 
 
 def host_config(config: AppConfig) -> AppConfig:
-    """What a host needs of the run's settings: outputs, the log and the page stay on the head."""
-    from dataclasses import replace
-
-    return replace(config, mqtt=None, webhooks=[], ntfy=[], ui=None, log_jsonl=None, streams=[], fleet=None)
+    """What a host needs of the run's settings: the head-only outputs (outputs/registry.py: all of MQTT, webhooks
+    and ntfy), the log and the page stay on the head; an output registered to run per host goes along."""
+    return replace(config, outputs=per_host(config.outputs), ui=None, log_jsonl=None, streams=[], fleet=None)
 
 
 class HostPool:
