@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.api.auth import given_tokens
+from app.api.settings import ApiConfig
 from app.assistant import RunLimits
 from app.config_flags import dest_of, flag_fields, flag_of, values_from
 from app.fleet.config import FleetConfig
@@ -111,6 +113,7 @@ class AppConfig:
     max_streams: int = 8  # configured and added streams together
     allow_source_nets: tuple[IPNetwork, ...] = ()  # where sources chosen while running may reach non-public hosts
     fleet: FleetConfig | None = None  # --ray: the streams run on the hosts of a Ray cluster (app/fleet)
+    api: ApiConfig = field(default_factory=ApiConfig)  # the HTTP API (with --ui, or alone with --api)
 
     def source_policy(self, upload_dirs: tuple[Path, ...] = ()) -> SourcePolicy:
         """What may be watched when chosen while running (page, terminal): capture.policy."""
@@ -142,7 +145,8 @@ class AppConfig:
                 except ValueError as err:
                     raise ValueError(f"stream {spec.name!r}: {err}") from err
         allow_source_nets = _nets(args.allow_source_nets)
-        if not args.ui and not specs:
+        serving = args.ui or getattr(args, "api", False)
+        if not serving and not specs:
             raise ValueError(
                 "nothing to watch: give --video PATH|URL, --camera INDEX or --stream NAME=SOURCE "
                 "(or --ui to pick in the page)"
@@ -185,7 +189,7 @@ class AppConfig:
                 change=_change(args),
             ),
             schedule=StandingQuestion(**values_from(args, StandingQuestion)),
-            limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
+            limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not serving),
             streams=streams,
             watches=watches,
             mqtt=_mqtt(args),
@@ -193,7 +197,7 @@ class AppConfig:
             timeline_notes=args.timeline_notes,
             webhooks=[_webhook(url, args.webhook_secret_file) for url in args.webhook or []],
             ntfy=[NtfyConfig(url) for url in getattr(args, "ntfy", None) or []],
-            ui=_ui(args) if args.ui else None,
+            ui=_ui(args) if serving else None,
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
             capture_settings=capture_settings,
@@ -203,7 +207,17 @@ class AppConfig:
             max_streams=max_streams,
             allow_source_nets=allow_source_nets,
             fleet=_fleet(args, streams),
+            api=_api(args),
         )
+
+
+def _api(args: argparse.Namespace) -> ApiConfig:
+    """--api, --api-tokens-file / $EDGE_ASSISTANT_API_TOKENS and the API's limits."""
+    headless = bool(getattr(args, "api", False)) and not args.ui
+    if headless and getattr(args, "ray", None) is not None:
+        raise ValueError("--api with --ray is not served yet: use --ui with --ray for the fleet's page")
+    tokens_file = getattr(args, "api_tokens_file", None)
+    return ApiConfig(headless=headless, tokens=given_tokens(tokens_file, os.environ), **values_from(args, ApiConfig))
 
 
 def _ui(args: argparse.Namespace) -> UIConfig:
