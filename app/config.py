@@ -151,6 +151,7 @@ class AppConfig:
                 "nothing to watch: give --video PATH|URL, --camera INDEX or --stream NAME=SOURCE "
                 "(or --ui to pick in the page)"
             )
+        ui = _ui(args) if serving else None
         capture_settings = {**values_from(args, CaptureConfig), "realtime": args.realtime, "loop": args.loop}
         streams = []
         for spec in specs:
@@ -197,7 +198,7 @@ class AppConfig:
             timeline_notes=args.timeline_notes,
             webhooks=[_webhook(url, args.webhook_secret_file) for url in args.webhook or []],
             ntfy=[NtfyConfig(url) for url in getattr(args, "ntfy", None) or []],
-            ui=_ui(args) if serving else None,
+            ui=ui,
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
             capture_settings=capture_settings,
@@ -207,17 +208,23 @@ class AppConfig:
             max_streams=max_streams,
             allow_source_nets=allow_source_nets,
             fleet=_fleet(args, streams),
-            api=_api(args),
+            api=_api(args, ui),
         )
 
 
-def _api(args: argparse.Namespace) -> ApiConfig:
-    """--api, --api-tokens-file / $EDGE_ASSISTANT_API_TOKENS and the API's limits."""
+def _api(args: argparse.Namespace, ui: UIConfig | None) -> ApiConfig:
+    """--api, --api-tokens-file / $EDGE_ASSISTANT_API_TOKENS and the API's limits. --api where the page would need
+    a login (beyond loopback, or a login given) and no token is given: refused (exit 2) before the model loads."""
     headless = bool(getattr(args, "api", False)) and not args.ui
     if headless and getattr(args, "ray", None) is not None:
         raise ValueError("--api with --ray is not served yet: use --ui with --ray for the fleet's page")
-    tokens_file = getattr(args, "api_tokens_file", None)
-    return ApiConfig(headless=headless, tokens=given_tokens(tokens_file, os.environ), **values_from(args, ApiConfig))
+    tokens = given_tokens(getattr(args, "api_tokens_file", None), os.environ)
+    if headless and not tokens and ui is not None and (ui.auth is not None or (ui.beyond_loopback and not ui.no_login)):
+        raise ValueError(
+            "--api beyond loopback (or with a page login) needs API tokens: --api-tokens-file FILE (lines TOKEN "
+            "SCOPE[,SCOPE...] [NAME], chmod 600) or $EDGE_ASSISTANT_API_TOKENS"
+        )
+    return ApiConfig(headless=headless, tokens=tokens, **values_from(args, ApiConfig))
 
 
 def _ui(args: argparse.Namespace) -> UIConfig:
