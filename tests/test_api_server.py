@@ -195,7 +195,10 @@ def test_bad_questions_get_clear_4xx(client):
 
 def test_one_token_may_have_only_its_share_of_questions_waiting(server):
     """--api-questions-per-token 1: while one streamed question waits, the same token's next one is refused."""
-    with httpx.Client(base_url=server.base, timeout=120) as first, httpx.Client(base_url=server.base) as second:
+    with (
+        httpx.Client(base_url=server.base, timeout=120) as first,
+        httpx.Client(base_url=server.base, timeout=120) as second,
+    ):
         body = {"question": "What is there?", "streaming": True}
         with first.stream("POST", "/api/v1/ask", json=body, headers=auth(LIMITED)) as reply:
             lines = reply.iter_lines()
