@@ -396,6 +396,65 @@ def test_history_search_and_thumbnails(client):
     assert client.get("/api/v1/history/notanumber/thumbnail", headers=auth(READER)).status_code == 422
 
 
+# -- OpenAI-compatible chat ---------------------------------------------------------------------------------
+
+
+def test_the_openai_client_lists_streams_as_models_and_chats_with_and_without_streaming(server, client):
+    from openai import AuthenticationError, NotFoundError, OpenAI, PermissionDeniedError
+
+    ai = OpenAI(base_url=f"{server.base}/v1", api_key=ASKER, timeout=120, max_retries=0)
+    name = stream_name(client)
+    assert [m.id for m in ai.models.list()] == ["all", name]
+    messages = [
+        {"role": "system", "content": "You are a camera."},
+        {"role": "user", "content": "Is anyone there?"},
+        {"role": "assistant", "content": "No one."},
+        {"role": "user", "content": "What is there now?"},
+    ]
+    reply = ai.chat.completions.create(model=name, messages=messages)
+    assert reply.object == "chat.completion" and reply.choices[0].message.role == "assistant"
+    assert reply.choices[0].finish_reason == "stop" and reply.choices[0].message.content
+    evidence = reply.model_extra["evidence"]
+    assert isinstance(evidence, list)
+    if evidence:
+        assert "Seen at" in reply.choices[0].message.content
+    # the question went to the assistant with the earlier turns in front, as one context line
+    asked = client.get("/api/v1/history", params={"text": "What is there now", "limit": 5}, headers=auth(READER))
+    assert any("Earlier in this conversation" in (m["question"] or "") for m in asked.json())
+
+    chunks = list(
+        ai.chat.completions.create(model="all", messages=[{"role": "user", "content": "Colours?"}], stream=True)
+    )
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-1].choices[0].finish_reason == "stop" and "evidence" in chunks[-1].model_extra
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text.strip()
+
+    with pytest.raises(NotFoundError):
+        ai.chat.completions.create(model="garage", messages=[{"role": "user", "content": "q?"}])
+    with pytest.raises(AuthenticationError):
+        OpenAI(base_url=f"{server.base}/v1", api_key="z" * 30, max_retries=0).models.list()
+    with pytest.raises(PermissionDeniedError):
+        OpenAI(base_url=f"{server.base}/v1", api_key=READER, max_retries=0).models.list()
+
+
+def test_chat_streams_end_with_done_for_plain_http_clients(client):
+    body = {"model": "all", "stream": True, "messages": [{"role": "user", "content": "Anything?"}]}
+    with client.stream("POST", "/v1/chat/completions", json=body, headers=auth(ASKER)) as reply:
+        lines = [line for line in reply.iter_lines() if line]
+    assert lines[-1] == "data: [DONE]" and all(line.startswith("data: ") for line in lines)
+    assert json.loads(lines[0][6:])["object"] == "chat.completion.chunk"
+    no_user = client.post(
+        "/v1/chat/completions",
+        json={"model": "all", "messages": [{"role": "system", "content": "x"}]},
+        headers=auth(ASKER),
+    )
+    assert no_user.status_code == 422 and "user message" in no_user.json()["detail"]
+    long = {"model": "all", "messages": [{"role": "user", "content": "x" * 201}]}
+    assert client.post("/v1/chat/completions", json=long, headers=auth(ASKER)).status_code == 413
+    assert client.post("/v1/chat/completions", json={"model": "all"}, headers=auth(ASKER)).status_code == 422
+
+
 # -- the OpenAPI schema -----------------------------------------------------------------------------------
 
 
