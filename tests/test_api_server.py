@@ -419,8 +419,14 @@ def test_the_openai_client_lists_streams_as_models_and_chats_with_and_without_st
     if evidence:
         assert "Seen at" in reply.choices[0].message.content
     # the question went to the assistant with the earlier turns in front, as one context line
-    asked = client.get("/api/v1/history", params={"text": "What is there now", "limit": 5}, headers=auth(READER))
-    assert any("Earlier in this conversation" in (m["question"] or "") for m in asked.json())
+    expected = "(Earlier in this conversation: user: Is anyone there? | assistant: No one.)\nWhat is there now?"
+    deadline = time.monotonic() + 30  # the timeline is written off the model's thread
+    while not any(
+        m["question"] == expected
+        for m in client.get("/api/v1/history", params={"limit": 50}, headers=auth(READER)).json()
+    ):
+        assert time.monotonic() < deadline, "the question with its context never reached the timeline"
+        time.sleep(0.5)
 
     chunks = list(
         ai.chat.completions.create(model="all", messages=[{"role": "user", "content": "Colours?"}], stream=True)
