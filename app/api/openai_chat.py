@@ -135,14 +135,14 @@ def question_of(messages: list[ChatMessage], limit: int) -> str:
 
 
 def seen_at(evidence: list[dict]) -> str:
-    """The evidence as one line of text: "Seen at door 12-16 s, yard 40-44 s (timeline)"."""
+    """The evidence as one line of text: "Seen at door 12-16 s (attention), yard 40-44 s (timeline)"."""
     parts = []
     for item in evidence[:5]:
         start, end = item.get("start"), item.get("end")
         span = f"{start:.0f}-{end:.0f} s" if isinstance(start, (int, float)) and isinstance(end, (int, float)) else ""
         where = " ".join(p for p in (str(item.get("stream") or ""), span) if p)
         source = item.get("source")
-        parts.append(f"{where} ({source})" if source and source != "cache" else where)
+        parts.append(f"{where} ({source})" if source else where)
     return "Seen at " + ", ".join(p for p in parts if p) if any(parts) else ""
 
 
