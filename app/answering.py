@@ -24,6 +24,7 @@ class Question:
     auto: bool  # the standing question (True) or a person's
     prompt: str | None = None  # the text with timeline notes in front (a person's question)
     cited: list = field(default_factory=list)  # the notes as evidence
+    request: str | None = None  # the API request that asked it (its events carry the id)
 
 
 class Notes(Protocol):
@@ -83,19 +84,20 @@ class Answerer:
         try:
             pieces = self._group(streams).answer([q.text for q in questions], [q.prompt for q in questions])
         except ValueError as err:
-            for stream in streams:
-                self.events.error(stream, "question", str(err))
+            for question in questions:
+                self.events.error(question.stream, "question", str(err), request=question.request)
             return 0
         for question, round_index in zip(questions, rounds, strict=True):
             self._started(question, round_index, batch=len(questions))
         try:
             for row, piece in pieces:
-                self.events.publish(AnswerPiece, streams[row], round=rounds[row], text=piece)
+                request = questions[row].request
+                self.events.publish(AnswerPiece, streams[row], round=rounds[row], text=piece, request=request)
         except Exception as err:
             logger.exception("answers of %s failed", ", ".join(s.name for s in streams))
-            for stream, round_index in zip(streams, rounds, strict=True):
+            for question, round_index in zip(questions, rounds, strict=True):
                 message = f"round {round_index} (answered with {len(streams)} streams) failed: {err}"
-                self.events.error(stream, "answer", message)
+                self.events.error(question.stream, "answer", message, request=question.request)
             return 0
         for question in questions:
             self._answered(question, batch=len(questions))
@@ -107,15 +109,15 @@ class Answerer:
         try:
             pieces = session.ask(question.text, question.prompt)
         except ValueError as err:
-            self.events.error(stream, "question", str(err))
+            self.events.error(stream, "question", str(err), request=question.request)
             return 0
         self._started(question, round_index)
         try:
             for piece in pieces:
-                self.events.publish(AnswerPiece, stream, round=round_index, text=piece)
+                self.events.publish(AnswerPiece, stream, round=round_index, text=piece, request=question.request)
         except Exception as err:
             logger.exception("%s: round %d failed", stream.name, round_index)
-            self.events.error(stream, "answer", f"round {round_index} failed: {err}")
+            self.events.error(stream, "answer", f"round {round_index} failed: {err}", request=question.request)
             return 0
         self._answered(question)
         return 1
@@ -123,7 +125,7 @@ class Answerer:
     def _started(self, question: Question, round_index: int, batch: int = 1) -> None:
         stream_time = round(question.stream.stream_time, 3)
         fields = {"round": round_index, "question": question.text, "auto": question.auto, "stream_time": stream_time}
-        self.events.publish(AnswerStart, question.stream, **fields, batch=batch)
+        self.events.publish(AnswerStart, question.stream, **fields, batch=batch, request=question.request)
 
     def _answered(self, question: Question, batch: int = 1) -> None:
         """The `answer` event of a finished round (batch: how many streams' answers were decoded together)."""
@@ -134,6 +136,13 @@ class Answerer:
         extra = self.memory_sample() if self.memory_sample else {}
         stream_time = round(stream.stream_time, 3)
         self.events.publish(
-            Answer, stream, auto=question.auto, stream_time=stream_time, batch=batch, **metrics, **extra
+            Answer,
+            stream,
+            auto=question.auto,
+            stream_time=stream_time,
+            batch=batch,
+            request=question.request,
+            **metrics,
+            **extra,
         )
         stream.answers += 1

@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,8 @@ from app.stream_events import StreamEvents
 from app.streams import check_name
 from app.watches.checks import run_checks
 from app.watches.gate import clip_changed
+from app.watches.runtime_apply import apply_runtime_watches
+from app.watches.spec import WatchSpec
 from bus import CaptureChange, ClipEvent, End, Event, EventBus, Status, StatusKind, WarningEvent
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
@@ -112,6 +114,7 @@ class Assistant:
         self._factory = factory
         self._adding = threading.Lock()  # one stream added at a time: names and admission see the ones before
         self._removing = threading.Lock()  # a removal is done once, by the worker or by the caller
+        self._runtime_watches: tuple[WatchSpec, ...] = ()  # set while running; the worker's own
         self._worker = threading.Thread(target=self._work, name="model-worker", daemon=True)
 
     # -- commands (any thread) ----------------------------------------------------------------------
@@ -192,18 +195,27 @@ class Assistant:
             elif time.monotonic() > deadline:
                 return
 
-    def ask(self, question: str, stream: str | None = None) -> None:
+    def ask(self, question: str, stream: str | None = None, request: str | None = None) -> list[str]:
         """Queues a person's question for one stream, or for every stream (None); answered in arrival order,
         after the answer in progress, at most `per_clip` of them between two clips while clips are waiting.
         Refused before anything is queued (ValueError) when it is empty or too long, or (`AssistantBusy`)
-        when --max-pending-questions are already waiting."""
+        when --max-pending-questions are already waiting. request: an id its events carry (the API's).
+        Returns the names of the streams asked."""
         text = self.check_question(question)
         targets = list(self.streams.values()) if stream is None else [self._stream(stream)]
         try:
-            self._questions.put_nowait([Question(s, text, auto=False) for s in targets])
+            self._questions.put_nowait([Question(s, text, auto=False, request=request) for s in targets])
         except queue.Full:
             raise self.input_limits.busy() from None
         self._wakeup.set()
+        return [s.name for s in targets]
+
+    def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str] | None = None) -> None:
+        """Replaces the watches set while running (app.watches.runtime) by `specs`, on every stream they watch,
+        next to the configured ones (any thread; the worker applies it between clips). reasons: why a watch went
+        (by name: "expired", "one-shot"), said in the end of its alert if it was on. AssistantBusy when too many
+        commands wait."""
+        self._command("watches", None, (tuple(specs), dict(reasons or {})))
 
     def stop_stream(self, stream: str | None = None) -> None:
         self._command("stop_stream", self._stream(stream), None)
@@ -328,7 +340,13 @@ class Assistant:
         elif name == "add":
             capture, down, admission = payload
             self._status(stream, StatusKind.STREAM_ADDED, f"stream added; memory: {admission}")
+            apply_runtime_watches(stream, (), self._runtime_watches, self._events)
             self._start_capture(stream, capture, down)
+        elif name == "watches":
+            specs, reasons = payload
+            for each in list(self.streams.values()):
+                apply_runtime_watches(each, self._runtime_watches, specs, self._events, reasons)
+            self._runtime_watches = specs
         elif name == "remove":
             self._remove(stream, payload)
         elif name == "stop_stream":

@@ -7,6 +7,7 @@ import dataclasses
 import logging
 from pathlib import Path
 
+from app.api.settings import ApiConfig
 from app.config_flags import add_config_flags
 from app.config_types import check_value
 from app.fleet.config import FleetConfig
@@ -244,6 +245,24 @@ def build_parser() -> argparse.ArgumentParser:
         "names, IP addresses and --host are always accepted, other names refused (DNS rebinding)",
     )
     web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
+
+    api = p.add_argument_group(
+        "HTTP API (docs/api.md): /api/v1/... and OpenAI-compatible /v1/chat/completions, on the page's server with "
+        "--ui, alone with --api; on loopback without a token where the page needs no login, else bearer tokens"
+    )
+    api.add_argument(
+        "--api",
+        action="store_true",
+        help="serve the HTTP API alone (no page, headless) on --host/--port; sources optional (add them via the API)",
+    )
+    api.add_argument(
+        "--api-tokens-file",
+        type=Path,
+        metavar="FILE",
+        help="API tokens, one a line: TOKEN SCOPE[,SCOPE...] [NAME] (scopes: read, ask, manage), in a file only you "
+        "can read (chmod 600); or set EDGE_ASSISTANT_API_TOKENS. Never on the command line",
+    )
+    add_config_flags(api, ApiConfig)  # --api-watches-per-token, --api-questions-per-token, --api-sse-queue, ...
     p.set_defaults(stream_tables=None, alert_tables=None)  # the --config file's [streams.NAME] and [alerts.NAME]
     return p
 
@@ -300,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
         from app.fleet.terminal import run_fleet
 
         return run_fleet(config)
+    if config.api.headless:
+        from app.api.serve import serve_api
+
+        return serve_api(config)
     if config.ui is not None:
         from app.web import serve
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.api.auth import given_tokens
+from app.api.settings import ApiConfig
 from app.assistant import RunLimits
 from app.config_flags import dest_of, flag_fields, flag_of, values_from
 from app.fleet.config import FleetConfig
@@ -110,6 +112,7 @@ class AppConfig:
     max_streams: int = 8  # configured and added streams together
     allow_source_nets: tuple[IPNetwork, ...] = ()  # where sources chosen while running may reach non-public hosts
     fleet: FleetConfig | None = None  # --ray: the streams run on the hosts of a Ray cluster (app/fleet)
+    api: ApiConfig = field(default_factory=ApiConfig)  # the HTTP API (with --ui, or alone with --api)
 
     def source_policy(self, upload_dirs: tuple[Path, ...] = ()) -> SourcePolicy:
         """What may be watched when chosen while running (page, terminal): capture.policy."""
@@ -141,11 +144,13 @@ class AppConfig:
                 except ValueError as err:
                     raise ValueError(f"stream {spec.name!r}: {err}") from err
         allow_source_nets = _nets(args.allow_source_nets)
-        if not args.ui and not specs:
+        serving = args.ui or getattr(args, "api", False)
+        if not serving and not specs:
             raise ValueError(
                 "nothing to watch: give --video PATH|URL, --camera INDEX or --stream NAME=SOURCE "
                 "(or --ui to pick in the page)"
             )
+        ui = _ui(args) if serving else None
         capture_settings = {**values_from(args, CaptureConfig), "realtime": args.realtime, "loop": args.loop}
         streams = []
         for spec in specs:
@@ -184,13 +189,13 @@ class AppConfig:
                 change=_change(args),
             ),
             schedule=StandingQuestion(**values_from(args, StandingQuestion)),
-            limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not args.ui),
+            limits=RunLimits(max_rounds=args.max_rounds, duration_s=args.duration, end_with_stream=not serving),
             streams=streams,
             watches=watches,
             outputs=configured_outputs(lambda settings_class: values_from(args, settings_class)),
             timeline=_timeline(args),
             timeline_notes=args.timeline_notes,
-            ui=_ui(args) if args.ui else None,
+            ui=ui,
             log_jsonl=args.log_jsonl,
             show_clips=not args.quiet,
             capture_settings=capture_settings,
@@ -200,7 +205,23 @@ class AppConfig:
             max_streams=max_streams,
             allow_source_nets=allow_source_nets,
             fleet=_fleet(args, streams),
+            api=_api(args, ui),
         )
+
+
+def _api(args: argparse.Namespace, ui: UIConfig | None) -> ApiConfig:
+    """--api, --api-tokens-file / $EDGE_ASSISTANT_API_TOKENS and the API's limits. --api where the page would need
+    a login (beyond loopback, or a login given) and no token is given: refused (exit 2) before the model loads."""
+    headless = bool(getattr(args, "api", False)) and not args.ui
+    if headless and getattr(args, "ray", None) is not None:
+        raise ValueError("--api with --ray is not served yet: use --ui with --ray for the fleet's page")
+    tokens = given_tokens(getattr(args, "api_tokens_file", None), os.environ)
+    if headless and not tokens and ui is not None and (ui.auth is not None or (ui.beyond_loopback and not ui.no_login)):
+        raise ValueError(
+            "--api beyond loopback (or with a page login) needs API tokens: --api-tokens-file FILE (lines TOKEN "
+            "SCOPE[,SCOPE...] [NAME], chmod 600) or $EDGE_ASSISTANT_API_TOKENS"
+        )
+    return ApiConfig(headless=headless, tokens=tokens, **values_from(args, ApiConfig))
 
 
 def _ui(args: argparse.Namespace) -> UIConfig:

@@ -17,9 +17,10 @@ class StreamEvents:
         """An event of `event_type` (a `bus.events` class) of `stream`, with `fields`."""
         self.bus.publish(redacted(event_type(stream=stream.name if stream is not None else None, **fields)))
 
-    def error(self, stream: Stream | None, where: str, message: str) -> None:
+    def error(self, stream: Stream | None, where: str, message: str, request: str | None = None) -> None:
+        """request: the API request whose question failed (None for everything else)."""
         stream_time = stream.stream_time if stream is not None else None
-        self.publish(ErrorEvent, stream, where=where, message=message, stream_time=stream_time)
+        self.publish(ErrorEvent, stream, where=where, message=message, stream_time=stream_time, request=request)
 
     def store_errors(self, stream: Stream) -> None:
         """Problems of the stream's host-store folder since the last call, as error events."""

@@ -18,6 +18,8 @@ from gradio.exceptions import ServerFailedToStartError
 from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
+from app.api.server import ApiRefused, RunningApi, start_api
+from app.api.server import middleware as api_middleware
 from app.config import AppConfig, UIConfig
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
@@ -28,7 +30,7 @@ from model.loading import LoadedModel
 from monitor.memory_monitor import MemoryMonitor
 from timeline import Moment, PostgresTarget, TimelineError, TimelineReader
 from timeline.config import Location
-from ui.access import PageLogin, open_warning, page_login, ready_lines
+from ui.access import PageLogin, open_warning, page_login, ready_lines, url_host
 from ui.controls import Controls
 from ui.guard import HostRule, PageGuard
 from ui.history import HistoryUnavailable
@@ -111,13 +113,20 @@ MAX_PAGE_SESSIONS = 64  # browser tabs (and API callers) whose Gradio state is k
 
 
 def launch_page(
-    page: gr.Blocks, ui: UIConfig, login: PageLogin | None, throttle: LoginThrottle | None = None
+    page: gr.Blocks,
+    ui: UIConfig,
+    login: PageLogin | None,
+    throttle: LoginThrottle | None = None,
+    api: RunningApi | None = None,
 ) -> HostRule:
     """Serves the page in the background (returns once it listens) behind ui.guard's gate (Host and Origin
     checks, failed logins throttled), with `login` required when given; OSError / ServerFailedToStartError.
-    Returns the Host rule (the share link's host is in it). `throttle`: tests pass one with their own clock."""
+    Returns the Host rule (the share link's host is in it). `throttle`: tests pass one with their own clock.
+    api: the HTTP API's routes, served before Gradio's behind the same gate (and bounded bodies)."""
     rule = HostRule(ui.host, ui.allowed_hosts)
     guard = Middleware(PageGuard, rule=rule, throttle=throttle or LoginThrottle())
+    extra = {} if api is None else {"routes": api.routes}
+    middleware = [guard] if api is None else api_middleware(rule, guard.kwargs["throttle"], api.context.settings)
     page.launch(
         server_name=ui.host,
         server_port=ui.port,
@@ -128,7 +137,7 @@ def launch_page(
         prevent_thread_lock=True,
         ssr_mode=False,
         quiet=True,
-        app_kwargs={"middleware": [guard]},
+        app_kwargs={"middleware": middleware, **extra},
         state_session_capacity=MAX_PAGE_SESSIONS,
         footer_links=["gradio", "settings"],  # no API page: the page's endpoints are its own, not an API
         run_history=False,  # no copy of the questions in the browser's storage
@@ -140,10 +149,19 @@ def launch_page(
     return rule
 
 
+def page_api(config: AppConfig, assistant, options: CaptureOptions, history) -> RunningApi | None:
+    """The HTTP API served with the page; None (said on stderr) where it would need tokens none were given for."""
+    try:
+        return start_api(config, assistant, options, history)
+    except ApiRefused as err:
+        print(f"api off: {err}", file=sys.stderr, flush=True)
+        return None
+
+
 LOGIN_MESSAGE = "The password was printed once in the terminal that started the assistant."
 
 
-def open_page(page: gr.Blocks, ui: UIConfig) -> int | None:
+def open_page(page: gr.Blocks, ui: UIConfig, api: RunningApi | None = None) -> int | None:
     """Serves `page` as `ui` says, with its login (required beyond loopback; generated if none was given, or the
     --open warning) and the gate (`launch_page`), and prints where it listens and who may log in. Returns None
     once it listens, or the exit code after saying why it cannot (a port in use, an address not of this box)."""
@@ -151,12 +169,14 @@ def open_page(page: gr.Blocks, ui: UIConfig) -> int | None:
     if login is None and ui.beyond_loopback:
         print(open_warning(ui.host, ui.port, ui.share), file=sys.stderr, flush=True)
     try:
-        launch_page(page, ui, login)
+        launch_page(page, ui, login, api=api)
     except (OSError, ServerFailedToStartError) as err:
         reason = str(err).split(". ")[0]
         return fail(f"cannot serve the page on {ui.host}:{ui.port} ({reason}); try another --port or --host")
     for line in ready_lines(ui.host, page.server_port, page.share_url, login):
         print(line, flush=True)  # the terminal only: a generated password is never logged
+    if api is not None:
+        print(f"api ready: http://{url_host(ui.host)}:{page.server_port}/api/v1/ (docs/api.md)", flush=True)
     return None
 
 
@@ -192,9 +212,11 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
 
     assistant.start()
+    api = None
     try:
+        api = page_api(config, assistant, options, history)
         running.watch_configured_sources(config, loaded)
-        code = open_page(page, ui)
+        code = open_page(page, ui, api)
         if code is not None:
             return code
         while not assistant.done.wait(0.5):
@@ -207,6 +229,8 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     finally:
         signals.closing()
         page.close()
+        if api is not None:
+            api.close()
         running.close()
         previews.close()
     return 0

@@ -101,6 +101,7 @@ class AnswerStart(Event):
     auto: bool = False
     stream_time: float = 0.0
     batch: int = 1
+    request: str | None = None  # the id of the API request that asked it (None: the terminal, the page, auto)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,6 +112,7 @@ class AnswerPiece(Event):
     LOGGED: ClassVar[bool] = False
     round: int
     text: str
+    request: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +150,7 @@ class Answer(Event):
     device_total_bytes: int | None = None
     process_threads: int | None = None
     process_open_fds: int | None = None
+    request: str | None = None  # the id of the API request that asked it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +161,7 @@ class ErrorEvent(Event):
     where: str
     message: str
     stream_time: float | None = None
+    request: str | None = None  # the API request whose question failed
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,6 +16,15 @@ def read_private_line(path: str | Path, what: str) -> str:
     """The first line of the private file `path` (without its line break), non-empty. ValueError starting with
     `what` (e.g. "--auth-file") and saying what to do, when the file is missing, a link, not a regular file,
     another user's, open to others, longer than a secret, not UTF-8 or empty."""
+    lines = read_private_text(path, what).splitlines()
+    if not lines or not lines[0]:
+        raise ValueError(f"{what} {Path(path).expanduser()}: empty; its first line must hold the secret")
+    return lines[0]
+
+
+def read_private_text(path: str | Path, what: str, max_bytes: int = MAX_SECRET_FILE_BYTES) -> str:
+    """The whole private file `path` (several secrets, one a line: the API's tokens), at most `max_bytes`; the
+    same refusals as `read_private_line` but for an empty file."""
     path = Path(path).expanduser()
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
@@ -32,13 +41,11 @@ def read_private_line(path: str | Path, what: str) -> str:
                 f"{what} {path}: refused, other users may read it (mode {stat.S_IMODE(info.st_mode):o}); "
                 f"chmod 600 {path}"
             )
-        data = file.read(MAX_SECRET_FILE_BYTES + 1)
-    if len(data) > MAX_SECRET_FILE_BYTES:
-        raise ValueError(f"{what} {path}: longer than {MAX_SECRET_FILE_BYTES} bytes; expected one line")
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        expected = "one line" if max_bytes == MAX_SECRET_FILE_BYTES else "fewer lines"
+        raise ValueError(f"{what} {path}: longer than {max_bytes} bytes; expected {expected}")
     try:
-        lines = data.decode("utf-8").splitlines()
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{what} {path}: not UTF-8 text") from None
-    if not lines or not lines[0]:
-        raise ValueError(f"{what} {path}: empty; its first line must hold the secret")
-    return lines[0]

@@ -1,0 +1,76 @@
+"""What every route needs: the assistant and the API's parts, who may call (scopes), and how a refusal becomes
+an HTTP status with a JSON `detail`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import HTTPException, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from app.admission import AdmissionError
+from app.api.asking import Asks, TooManyAsks
+from app.api.auth import Access, ApiToken, AuthError
+from app.api.feed import EventFeed, FeedFull
+from app.api.settings import ApiConfig
+from app.input_limits import AssistantBusy
+from app.watches.runtime import Conflict, NotFound, RuntimeWatches, TooMany
+from capture import SourceError
+from capture.options import CaptureOptions
+from capture.policy import SourceRefused
+
+BEARER = HTTPBearer(auto_error=False, description="an API token (--api-tokens-file); scopes: read, ask, manage")
+BEARER_CREDENTIALS = Security(BEARER)
+
+
+@dataclass
+class ApiContext:
+    """assistant: app.assistant.Assistant. history: app.web.TimelineHistory (None: the timeline is off)."""
+
+    assistant: Any
+    watches: RuntimeWatches
+    feed: EventFeed
+    asks: Asks
+    access: Access
+    options: CaptureOptions
+    history: Any
+    settings: ApiConfig
+
+    def need(self, scope: str) -> Callable[..., ApiToken]:
+        """A dependency: the caller's token, which must hold `scope` (401 without a valid one, 403 without it)."""
+
+        def check(credentials: HTTPAuthorizationCredentials | None = BEARER_CREDENTIALS) -> ApiToken:
+            header = None if credentials is None else f"{credentials.scheme} {credentials.credentials}"
+            try:
+                return self.access.check(header, scope)
+            except AuthError as err:
+                headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+                raise HTTPException(err.status, str(err), headers=headers) from None
+
+        return check
+
+    def stream_named(self, name: str | None) -> str | None:
+        """`name` when such a stream runs (None: every stream); 404 otherwise."""
+        if name is not None and name not in self.assistant.streams:
+            known = ", ".join(self.assistant.streams)
+            raise HTTPException(404, f"no stream named {name!r}; streams: {known}")
+        return name
+
+
+def refusal(err: Exception) -> HTTPException:
+    """The HTTP status of a refusal from the assistant or its parts."""
+    if isinstance(err, NotFound):
+        return HTTPException(404, str(err))
+    if isinstance(err, Conflict):
+        return HTTPException(409, str(err))
+    if isinstance(err, (TooMany, TooManyAsks, AssistantBusy, FeedFull)):
+        return HTTPException(429, str(err), headers={"Retry-After": "5"})
+    if isinstance(err, SourceRefused):
+        return HTTPException(403, str(err))
+    if isinstance(err, AdmissionError):
+        return HTTPException(507, str(err))
+    if isinstance(err, (SourceError, ValueError)):
+        return HTTPException(422, str(err))
+    raise err

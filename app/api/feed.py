@@ -1,0 +1,123 @@
+"""The events feed: every event of the bus as its record (bus.records), numbered, kept in a bounded replay
+buffer and handed to each SSE client through its own bounded mailbox. The bus calls `EventFeed` on the model
+worker's thread: it serialises the record once and never waits; a client whose mailbox is full (it reads slowly
+or never) is dropped and counted, and loses what it did not read (it may come back with `Last-Event-ID`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+from app.api.mailbox import Mailbox
+from bus import Event, to_record
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    id: int
+    type: str
+    stream: str | None
+    data: str  # the record as JSON
+
+
+@dataclass
+class FeedClient:
+    """One SSE client: what it wants (types None: all; stream None: all) and its mailbox."""
+
+    mailbox: Mailbox
+    types: frozenset[str] | None = None
+    stream: str | None = None
+    dropped: bool = False
+
+    def wants(self, item: FeedItem) -> bool:
+        return (self.types is None or item.type in self.types) and (self.stream is None or item.stream == self.stream)
+
+
+@dataclass
+class FeedStats:
+    events: int = 0
+    clients: int = 0
+    dropped_clients: int = 0  # clients dropped because they did not keep up
+    lost_events: int = 0  # events those clients did not get
+    refused_clients: int = 0  # clients refused for --api-sse-clients
+
+
+class FeedFull(Exception):
+    """As many SSE clients as allowed are connected."""
+
+
+@dataclass
+class EventFeed:
+    """replay: events kept for clients coming back with Last-Event-ID. queue: events waiting per client before
+    it is dropped. max_clients: SSE clients at once."""
+
+    replay: int = 1000
+    queue: int = 256
+    max_clients: int = 16
+    stats: FeedStats = field(default_factory=FeedStats)
+
+    def __post_init__(self) -> None:
+        self._items: deque[FeedItem] = deque(maxlen=self.replay)
+        self._clients: list[FeedClient] = []
+        self._lock = threading.Lock()
+        self._next = 1
+
+    def __call__(self, event: Event) -> None:
+        """Bus subscriber (the model worker's thread): never blocks."""
+        data = json.dumps(to_record(event), ensure_ascii=False, default=str)
+        with self._lock:
+            item = FeedItem(self._next, event.TYPE, event.stream, data)
+            self._next += 1
+            self._items.append(item)
+            self.stats.events += 1
+            clients = list(self._clients)
+        for client in clients:
+            if client.wants(item) and not client.mailbox.put(item):
+                self._drop(client)
+
+    def subscribe(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        types: frozenset[str] | None,
+        stream: str | None,
+        last_id: int | None,
+    ) -> tuple[FeedClient, list[FeedItem], int]:
+        """A new client, the kept events after `last_id` it wants (None: none) and how many it missed that are no
+        longer kept. FeedFull when max_clients are connected."""
+        client = FeedClient(Mailbox(loop, self.queue), types, stream)
+        with self._lock:
+            if len(self._clients) >= self.max_clients:
+                self.stats.refused_clients += 1
+                raise FeedFull(f"{self.max_clients} event feeds are open, the most allowed (--api-sse-clients)")
+            self._clients.append(client)
+            self.stats.clients = len(self._clients)
+            if last_id is None:
+                return client, [], 0
+            kept = [item for item in self._items if item.id > last_id and client.wants(item)]
+            oldest = self._items[0].id if self._items else self._next
+            missed = max(oldest - last_id - 1, 0) if last_id < self._next else 0
+        return client, kept, missed
+
+    def unsubscribe(self, client: FeedClient) -> None:
+        client.mailbox.close()
+        with self._lock:
+            if client in self._clients:
+                self._clients.remove(client)
+            self.stats.clients = len(self._clients)
+
+    def _drop(self, client: FeedClient) -> None:
+        """A client that did not keep up: it gets nothing more; the event that did not fit and those it had not
+        read yet are counted as lost."""
+        held = client.mailbox.close()
+        with self._lock:
+            if client.dropped:
+                return
+            client.dropped = True
+            self.stats.dropped_clients += 1
+            self.stats.lost_events += held + 1
+            if client in self._clients:
+                self._clients.remove(client)
+            self.stats.clients = len(self._clients)

@@ -1,0 +1,157 @@
+"""The API's request and response bodies: dataclasses (FastAPI builds the OpenAPI schema from them). Answers
+are the bus's own `Answer` events; feed events are the records of `bus.records`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bus import Answer, ErrorEvent
+
+
+@dataclass
+class Problem:
+    """Every refusal: its HTTP status says what kind, `detail` says why and what to do."""
+
+    detail: str
+
+
+@dataclass
+class AskRequest:
+    """question: asked of `stream` (None: every stream). streaming: answer as Server-Sent Events (also when the
+    request accepts text/event-stream)."""
+
+    question: str
+    stream: str | None = None
+    streaming: bool = False
+
+
+@dataclass
+class AskResult:
+    """The answers (one per stream asked: the bus's `answer` event, with evidence, timings and its `round`) and
+    the streams whose question failed (their `error` events). request: the id every event of it carries."""
+
+    request: str
+    streams: list[str]
+    answers: list[Answer] = field(default_factory=list)
+    errors: list[ErrorEvent] = field(default_factory=list)
+
+
+@dataclass
+class StreamView:
+    name: str
+    state: str  # idle | watching | reconnecting | ended
+    source: str | None  # redacted: never a password
+    stream_time: float
+    clips: int
+    answers: int
+    lag_s: float
+    watches: list[str]
+    default: bool
+
+
+@dataclass
+class StreamAdd:
+    """source: an rtsp(s)/http(s) URL, or a camera index configured at start (the page's source policy)."""
+
+    name: str
+    source: str
+
+
+@dataclass
+class Admitted:
+    name: str
+    admission: str  # the memory arithmetic
+
+
+@dataclass
+class WatchAdd:
+    """A yes/no watch: the TOML's settings, plus expires_in_s (seconds from now; None: until removed) and one_shot
+    (ends itself at its first alert begin). name: made when not given. streams: None watches every stream."""
+
+    question: str
+    name: str | None = None
+    streams: list[str] | None = None
+    every: float = 10.0
+    threshold: float = 0.5
+    on_after: int = 2
+    off_after: int = 2
+    cooldown: float = 30.0
+    on_change: bool = False
+    expires_in_s: float | None = None
+    one_shot: bool = False
+
+
+@dataclass
+class WatchChange:
+    """Only the settings given change. never_expires: true drops an expiry (expires_in_s sets a new one)."""
+
+    question: str | None = None
+    streams: list[str] | None = None
+    every: float | None = None
+    threshold: float | None = None
+    on_after: int | None = None
+    off_after: int | None = None
+    cooldown: float | None = None
+    on_change: bool | None = None
+    expires_in_s: float | None = None
+    never_expires: bool = False
+    one_shot: bool | None = None
+
+
+@dataclass
+class WatchView:
+    """origin: config (--alert, the TOML: listed only) or runtime (set through the API). expires_at, created:
+    seconds since the epoch."""
+
+    name: str
+    question: str
+    streams: list[str] | None
+    every: float
+    threshold: float
+    on_after: int
+    off_after: int
+    cooldown: float
+    on_change: bool
+    origin: str
+    owner: str | None = None
+    created: float | None = None
+    expires_at: float | None = None
+    one_shot: bool = False
+
+
+@dataclass
+class MomentView:
+    """A row of the timeline (timeline.reader.Moment); its thumbnail at /api/v1/history/{id}/thumbnail."""
+
+    id: int
+    kind: str
+    stream: str | None
+    t_wall: float
+    start_s: float | None
+    end_s: float | None
+    question: str | None
+    text: str | None
+    who: str | None
+    p_yes: float | None
+    alert: str | None
+    state: str | None
+    has_thumbnail: bool
+    score: float | None = None
+
+
+@dataclass
+class FeedStatus:
+    events: int
+    clients: int
+    dropped_clients: int
+    lost_events: int
+    refused_clients: int
+
+
+@dataclass
+class StatusView:
+    streams: int
+    rounds: int
+    questions_waiting: int
+    runtime_watches: int
+    feed: FeedStatus

@@ -1,0 +1,80 @@
+"""`python -m app --api`: the HTTP API alone (headless, for a service): load the model, start the assistant,
+serve /api/v1 and /v1 with uvicorn on --host/--port until Ctrl-C (or SIGTERM) or the run's end.
+
+Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, a port in use, no tokens where they are
+needed: beyond loopback, or next to a page login)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+import uvicorn
+
+from app.api.server import ApiRefused, headless_app, start_api
+from app.config import AppConfig
+from app.signals import SignalStop, StopRequested, run_stoppable
+from app.startup import StartupError, build_assistant, fail, start_session
+from app.web import capture_options, timeline_history
+from capture import SourceError
+from monitor.memory_monitor import MemoryMonitor
+from ui.access import url_host
+from ui.guard import HostRule
+from ui.login_throttle import LoginThrottle
+
+START_TIMEOUT_S = 30.0
+
+
+def serve_api(config: AppConfig) -> int:
+    return run_stoppable(lambda signals: _serve(config, signals), "the API was served")
+
+
+def _serve(config: AppConfig, signals: SignalStop) -> int:
+    ui = config.ui
+    assert ui is not None, "serve_api() needs config.ui (--host, --port)"
+    try:
+        loaded, streams, factory = start_session(config)
+    except StartupError as err:
+        return fail(str(err))
+    monitor = MemoryMonitor()
+    running = build_assistant(config, streams, monitor, [], factory)
+    assistant = running.assistant
+    options = capture_options(config, loaded.adapter.frame_size())
+    assistant.start()
+    api = server = thread = None
+    try:
+        try:
+            api = start_api(config, assistant, options, timeline_history(config))
+        except ApiRefused as err:
+            return fail(str(err))
+        running.watch_configured_sources(config, loaded)
+        app = headless_app(api, HostRule(ui.host, ui.allowed_hosts), LoginThrottle())
+        server = uvicorn.Server(uvicorn.Config(app, host=ui.host, port=ui.port, log_level="warning", lifespan="off"))
+        server.install_signal_handlers = lambda: None  # the main thread's handlers (app.signals) stay
+        thread = threading.Thread(target=server.run, name="api-server", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                return fail(f"cannot serve the API on {ui.host}:{ui.port}; try another --port or --host")
+            time.sleep(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1] if server.servers else ui.port
+        print(f"api ready: http://{url_host(ui.host)}:{port}/api/v1/ (docs/api.md)", flush=True)
+        while not assistant.done.wait(0.5):
+            pass
+        print("the run is finished; closing the API", file=sys.stderr, flush=True)
+    except SourceError as err:
+        return fail(str(err))
+    except StopRequested as stop:
+        print(f"\n{stop.signal_name}: stopping ...", file=sys.stderr, flush=True)
+    finally:
+        signals.closing()
+        if server is not None:
+            server.should_exit = True
+        if thread is not None:
+            thread.join(10.0)
+        if api is not None:
+            api.close()
+        running.close()
+    return 0

@@ -1,0 +1,128 @@
+"""The API's parts built for one run (the feed, the questions in flight, the runtime watches, who may call) and
+its routes, for the page's server (`--ui`: mounted before Gradio's, behind the same guard) or alone (`--api`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
+from starlette.middleware import Middleware
+
+from app.api import ask, events, history, openai_chat, streams, watches
+from app.api.asking import Asks
+from app.api.auth import access_for
+from app.api.body_limit import BodyLimit
+from app.api.context import ApiContext
+from app.api.feed import EventFeed
+from app.watches.runtime import RuntimeWatches, WatchLimits, state_path
+from timeline.config import default_timeline_path
+
+OPENAPI_PATH = "/api/v1/openapi.json"
+VERSION = "1.0"
+
+
+class ApiRefused(Exception):
+    """The API may not run as asked (beyond loopback without tokens); the message says what to give."""
+
+
+def data_folder(config) -> Path:
+    """Where the runtime watches are kept: beside an SQLite timeline, else the default data folder."""
+    timeline = getattr(config, "timeline", None)
+    path = getattr(timeline, "path", None)
+    if isinstance(path, Path):
+        return path.parent
+    return default_timeline_path().parent
+
+
+def page_open_without_login(ui) -> bool:
+    """Whether the page would answer without a login (ui.access's rule): no login given, and loopback or --open."""
+    return ui.auth is None and (not ui.beyond_loopback or ui.no_login)
+
+
+@dataclass
+class RunningApi:
+    """The API of one run: its routes (to mount) and its parts; `close()` stops the watch keeper."""
+
+    context: ApiContext
+    routes: list
+
+    def close(self) -> None:
+        self.context.assistant.bus.unsubscribe(self.context.feed)
+        self.context.assistant.bus.unsubscribe(self.context.asks)
+        self.context.assistant.bus.unsubscribe(self.context.watches)
+        self.context.watches.close()
+
+
+def start_api(config, assistant, options, history) -> RunningApi:
+    """Builds the API for `assistant` (subscribed to its bus; runtime watches loaded and applied). ApiRefused when
+    no token is given where one is needed."""
+    settings = config.api
+    access = access_for(settings.tokens, page_open_without_login(config.ui))
+    if access is None:
+        raise ApiRefused(
+            "the API beyond loopback (or next to a page login) needs tokens: --api-tokens-file FILE (lines TOKEN "
+            "SCOPE[,SCOPE...] [NAME], chmod 600) or $EDGE_ASSISTANT_API_TOKENS"
+        )
+    feed = EventFeed(replay=settings.replay, queue=settings.sse_queue, max_clients=settings.sse_clients)
+    asks = Asks(assistant, per_token=settings.questions_per_token)
+    runtime = RuntimeWatches(
+        assistant,
+        configured=config.watches,
+        path=state_path(data_folder(config)),
+        limits=WatchLimits(per_owner=settings.watches_per_token, total=settings.max_watches),
+    )
+    for subscriber in (feed, asks, runtime):
+        assistant.bus.subscribe(subscriber)
+    runtime.start()
+    context = ApiContext(assistant, runtime, feed, asks, access, options, history, settings)
+    return RunningApi(context, api_routes(context))
+
+
+def api_routes(context: ApiContext) -> list:
+    """Every route of the API, the schema's own route last."""
+    routers: list[APIRouter] = [
+        module.router(context) for module in (ask, streams, watches, events, history, openai_chat)
+    ]
+    routes = [route for router in routers for route in router.routes]
+    schema: dict = {}
+
+    async def openapi() -> dict:
+        if not schema:
+            schema.update(openapi_schema(routes))
+        return schema
+
+    routes.append(APIRoute(OPENAPI_PATH, openapi, methods=["GET"], include_in_schema=False))
+    return routes
+
+
+def openapi_schema(routes: list) -> dict:
+    return get_openapi(
+        title="Edge streaming video assistant",
+        version=VERSION,
+        description="Ask the cameras, watch for things, follow events, search the history (docs/api.md).",
+        routes=routes,
+    )
+
+
+def middleware(rule, throttle, settings) -> list[Middleware]:
+    """The page's guard (Host, Origin, throttled logins) and bounded API bodies."""
+    from ui.guard import PageGuard
+
+    return [
+        Middleware(PageGuard, rule=rule, throttle=throttle),
+        Middleware(BodyLimit, max_bytes=settings.max_body_kb * 1024),
+    ]
+
+
+def headless_app(api: RunningApi, rule, throttle) -> FastAPI:
+    """The API alone (`--api`): no page, no docs pages; the schema at /api/v1/openapi.json."""
+    return FastAPI(
+        routes=api.routes,
+        middleware=middleware(rule, throttle, api.context.settings),
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )

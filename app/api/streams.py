@@ -1,0 +1,74 @@
+"""/api/v1/streams: list the streams with their state, add one (the page's source policy applies), remove one."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, HTTPException, Response
+
+from app.api.context import ApiContext, refusal
+from app.api.models import Admitted, Problem, StreamAdd, StreamView
+from bus.redact import redact_source
+from capture import SourceError
+
+REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 409, 422, 429, 507)}
+
+
+def view(ctx: ApiContext, stream) -> StreamView:
+    capture = stream.capture
+    return StreamView(
+        name=stream.name,
+        state=stream.state,
+        source=redact_source(capture.description) if capture is not None else None,
+        stream_time=round(stream.stream_time, 3),
+        clips=stream.clips,
+        answers=stream.answers,
+        lag_s=round(stream.lag_s, 3),
+        watches=[w.spec.name for w in stream.watches],
+        default=stream is ctx.assistant.default,
+    )
+
+
+def router(ctx: ApiContext) -> APIRouter:
+    api = APIRouter(tags=["streams"])
+    manager = Depends(ctx.need("manage"))
+    reader = Depends(ctx.need("read"))
+
+    @api.get("/api/v1/streams", response_model=list[StreamView], responses=REFUSALS, summary="The streams")
+    def streams(token=reader):
+        return [view(ctx, s) for s in list(ctx.assistant.streams.values())]
+
+    @api.get("/api/v1/streams/{name}", response_model=StreamView, responses=REFUSALS, summary="One stream")
+    def stream(name: str, token=reader):
+        ctx.stream_named(name)
+        return view(ctx, ctx.assistant.streams[name])
+
+    @api.post(
+        "/api/v1/streams",
+        response_model=Admitted,
+        status_code=201,
+        responses=REFUSALS,
+        summary="Add a stream (rtsp/http(s) URL or a camera configured at start)",
+    )
+    def add(body: StreamAdd, token=manager):
+        """As the page's "Add stream": the source policy (capture.policy) decides what may be opened; 403 when
+        it refuses, 409 for a name in use, 507 when one more stream does not fit in memory (the arithmetic)."""
+        source: str | int = body.source.strip()
+        if isinstance(source, str) and source.isdigit():
+            source = int(source)
+        try:
+            if body.name in ctx.assistant.streams:
+                raise HTTPException(409, f"a stream named {body.name!r} exists already")
+            admission = ctx.assistant.add_stream(body.name, ctx.options.config(source))
+        except (SourceError, ValueError) as err:
+            raise refusal(err) from None
+        return Admitted(body.name, admission)
+
+    @api.delete("/api/v1/streams/{name}", status_code=204, responses=REFUSALS, summary="Remove a stream")
+    def remove(name: str, token=manager):
+        ctx.stream_named(name)
+        try:
+            ctx.assistant.remove_stream(name)
+        except ValueError as err:
+            raise HTTPException(409, str(err)) from None
+        return Response(status_code=204)
+
+    return api

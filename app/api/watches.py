@@ -1,0 +1,85 @@
+"""/api/v1/watches: the yes/no watches (configured ones listed; runtime ones added, changed and removed)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from fastapi import APIRouter, Depends, Response
+
+from app.api.context import ApiContext, refusal
+from app.api.models import Problem, WatchAdd, WatchChange, WatchView
+from app.watches.runtime import RuntimeWatch
+from app.watches.spec import WatchSpec
+
+REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 409, 422, 429)}
+
+
+def spec_view(spec: WatchSpec, origin: str, runtime: RuntimeWatch | None = None) -> WatchView:
+    fields = asdict(spec)
+    fields["streams"] = list(spec.streams) if spec.streams is not None else None
+    if runtime is None:
+        return WatchView(**fields, origin=origin)
+    return WatchView(
+        **fields,
+        origin=origin,
+        owner=runtime.owner,
+        created=runtime.created,
+        expires_at=runtime.expires_at,
+        one_shot=runtime.one_shot,
+    )
+
+
+def router(ctx: ApiContext) -> APIRouter:
+    api = APIRouter(tags=["watches"])
+    manager = Depends(ctx.need("manage"))
+    reader = Depends(ctx.need("read"))
+
+    @api.get("/api/v1/watches", response_model=list[WatchView], responses=REFUSALS, summary="Every watch")
+    def watches(token=reader):
+        configured = [spec_view(s, "config") for s in ctx.watches.configured.values()]
+        return configured + [spec_view(w.spec, "runtime", w) for w in ctx.watches.list()]
+
+    @api.post("/api/v1/watches", response_model=WatchView, status_code=201, responses=REFUSALS, summary="Add a watch")
+    def add(body: WatchAdd, token=manager):
+        """A "tell me when": its alerts go wherever the configured watches' go (events, MQTT, webhooks,
+        timeline). 422 for a bad setting, 404 for an unknown stream, 409 for a name in use, 429 past the limits."""
+        settings = asdict(body)
+        expires, one_shot = settings.pop("expires_in_s"), settings.pop("one_shot")
+        if settings["name"] is None:
+            del settings["name"]
+        try:
+            watch = ctx.watches.add(settings, owner=token.name, expires_in_s=expires, one_shot=one_shot)
+        except ValueError as err:
+            raise refusal(err) from None
+        return spec_view(watch.spec, "runtime", watch)
+
+    @api.get("/api/v1/watches/{name}", response_model=WatchView, responses=REFUSALS, summary="One watch")
+    def one(name: str, token=reader):
+        if name in ctx.watches.configured:
+            return spec_view(ctx.watches.configured[name], "config")
+        try:
+            watch = ctx.watches.get(name)
+        except ValueError as err:
+            raise refusal(err) from None
+        return spec_view(watch.spec, "runtime", watch)
+
+    @api.patch("/api/v1/watches/{name}", response_model=WatchView, responses=REFUSALS, summary="Change a watch")
+    def change(name: str, body: WatchChange, token=manager):
+        changes = {k: v for k, v in asdict(body).items() if v is not None and k != "never_expires"}
+        if body.never_expires:
+            changes["expires_in_s"] = None
+        try:
+            watch = ctx.watches.change(name, changes)
+        except ValueError as err:
+            raise refusal(err) from None
+        return spec_view(watch.spec, "runtime", watch)
+
+    @api.delete("/api/v1/watches/{name}", status_code=204, responses=REFUSALS, summary="Remove a watch")
+    def remove(name: str, token=manager):
+        try:
+            ctx.watches.remove(name)
+        except ValueError as err:
+            raise refusal(err) from None
+        return Response(status_code=204)
+
+    return api

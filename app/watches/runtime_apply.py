@@ -1,0 +1,58 @@
+"""Watches set while running, applied on the model worker: a stream's watch list becomes its configured watches
+plus the runtime ones that watch it. A watch whose spec did not change keeps its state (an alert that is on
+stays on); one removed or changed while its alert is on ends it (an `alert` end with a `reason`), so MQTT and
+Home Assistant never keep a state no watch will end."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.stream import Stream
+from app.stream_events import StreamEvents
+from app.watches.spec import WatchSpec
+from app.watches.watch import Watch
+from bus import Alert
+
+
+def apply_runtime_watches(
+    stream: Stream,
+    before: Sequence[WatchSpec],
+    after: Sequence[WatchSpec],
+    events: StreamEvents,
+    reasons: dict[str, str] | None = None,
+) -> None:
+    """Replaces the runtime watches `before` by `after` on `stream` (the worker's thread only). reasons: why a
+    watch went, by name, for its alert's end (default "removed", or "changed" when it comes back changed)."""
+    old = {spec.name for spec in before}
+    wanted = {spec.name: spec for spec in after if spec.watches(stream.name)}
+    kept: list[Watch] = []
+    for watch in stream.watches:
+        name = watch.spec.name
+        if name not in old:
+            kept.append(watch)  # a configured watch
+        elif wanted.get(name) == watch.spec:
+            kept.append(watch)
+            del wanted[name]
+        elif watch.state.on:
+            reason = (reasons or {}).get(name) or ("changed" if name in wanted else "removed")
+            end_alert(stream, watch, reason, events)
+    kept += [Watch(spec, stream.name) for spec in wanted.values()]
+    stream.watches = kept
+
+
+def end_alert(stream: Stream, watch: Watch, reason: str, events: StreamEvents) -> None:
+    """The `alert` end of a watch whose alert is on and that goes away (removed, changed, one-shot, expired)."""
+    state = watch.state
+    duration = max(stream.stream_time - state.began_at, 0.0)
+    state.on, state.run = False, 0
+    events.publish(
+        Alert,
+        stream,
+        id=state.id or f"{stream.name}-{watch.spec.name}",
+        alert=watch.spec.name,
+        state="end",
+        stream_time=round(stream.stream_time, 3),
+        question=watch.spec.question,
+        duration_s=round(duration, 3),
+        reason=reason,
+    )

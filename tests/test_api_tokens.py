@@ -1,0 +1,84 @@
+"""API tokens (app/api/auth.py): read from a private file or the environment, never argv; scopes checked; --api
+refused beyond loopback without them (exit 2 before the model loads)."""
+
+import pytest
+
+from app.api.auth import LOCAL, Access, AuthError, access_for, given_tokens, parse_tokens
+from app.cli import parse_args
+from app.config import AppConfig
+
+GOOD = "t" * 24
+
+
+def config_from(argv, monkeypatch, env=None):
+    monkeypatch.delenv("EDGE_ASSISTANT_API_TOKENS", raising=False)
+    monkeypatch.delenv("EDGE_ASSISTANT_AUTH", raising=False)
+    if env is not None:
+        monkeypatch.setenv("EDGE_ASSISTANT_API_TOKENS", env)
+    return AppConfig.from_args(parse_args(argv))
+
+
+def tokens_file(tmp_path, text, mode=0o600):
+    path = tmp_path / "tokens"
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_a_private_tokens_file_gives_named_tokens_with_scopes(tmp_path, monkeypatch):
+    path = tokens_file(tmp_path, f"# comment\n\n{GOOD} read,ask phone\n{'u' * 20} manage\n")
+    config = config_from(["--api", "--model", "tiny", "--api-tokens-file", str(path)], monkeypatch)
+    phone, second = config.api.tokens
+    assert (phone.name, phone.scopes) == ("phone", frozenset({"read", "ask"}))
+    assert (second.name, second.scopes) == ("token-2", frozenset({"manage"}))
+    assert GOOD not in repr(config.api) and GOOD not in repr(phone)
+    assert config.api.headless and config.ui.host == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "message"),
+    [
+        (f"{GOOD} read\n", 0o644, "other users may read it"),
+        (f"{GOOD} read,admin\n", 0o600, "unknown scope(s) admin"),
+        ("short read\n", 0o600, "shorter than 16"),
+        (f"{GOOD}\n", 0o600, "expected TOKEN SCOPE"),
+        (f"{GOOD} read a\n{GOOD} ask b\n", 0o600, "repeats"),
+        ("# nothing\n", 0o600, "no token"),
+    ],
+)
+def test_bad_tokens_files_are_refused_without_quoting_the_token(tmp_path, text, mode, message):
+    path = tokens_file(tmp_path, text, mode)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
+        given_tokens(path, {})
+    assert GOOD not in str(err.value)
+
+
+def test_tokens_from_the_environment(monkeypatch):
+    config = config_from(["--api", "--model", "tiny"], monkeypatch, env=f"{GOOD} ask;{'v' * 20} read reader")
+    assert [t.name for t in config.api.tokens] == ["token-1", "reader"]
+
+
+def test_the_api_beyond_loopback_needs_tokens(monkeypatch, tmp_path):
+    with pytest.raises(ValueError, match="needs API tokens"):
+        config_from(["--api", "--model", "tiny", "--host", "0.0.0.0"], monkeypatch)
+    login = tokens_file(tmp_path, "me:secret-password\n")
+    with pytest.raises(ValueError, match="needs API tokens"):
+        config_from(["--api", "--model", "tiny", "--auth-file", str(login)], monkeypatch)
+    opened = config_from(["--api", "--model", "tiny", "--host", "0.0.0.0", "--open"], monkeypatch)
+    assert opened.api.tokens == ()  # --open: the operator's choice, as for the page
+    assert config_from(["--api", "--model", "tiny", "--host", "0.0.0.0"], monkeypatch, env=f"{GOOD} read").api.tokens
+
+
+def test_access_checks_scopes_and_tokens_in_constant_time():
+    (token,) = parse_tokens(f"{GOOD} read reader", "here")
+    access = Access((token,))
+    assert access.check(f"Bearer {GOOD}", "read") == token
+    for header, status in [(None, 401), ("Bearer nope-nope-nope-nope", 401), (f"Basic {GOOD}", 401)]:
+        with pytest.raises(AuthError) as err:
+            access.check(header, "read")
+        assert err.value.status == status
+    with pytest.raises(AuthError) as err:
+        access.check(f"Bearer {GOOD}", "manage")
+    assert err.value.status == 403
+    assert access_for((), page_open_without_login=True).check(None, "manage") is LOCAL
+    assert access_for((), page_open_without_login=False) is None
