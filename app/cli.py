@@ -266,6 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a name the page may be opened by (Host header; repeatable), e.g. the machine's DNS name; loopback "
         "names, IP addresses and --host are always accepted, other names refused (DNS rebinding)",
     )
+    web.add_argument(
+        "--trusted-proxy",
+        action="append",
+        metavar="ADDR",
+        help="the IP address (or network) of a reverse proxy in front of the page (repeatable): only its "
+        "X-Forwarded-For names the client (the failed-login throttle counts per client). Default: none, the "
+        "header is ignored and every client is its own peer address",
+    )
     web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
     p.set_defaults(stream_tables=None, alert_tables=None)  # the --config file's [streams.NAME] and [alerts.NAME]
     return p

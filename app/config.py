@@ -40,6 +40,7 @@ from outputs import MqttConfig, WebhookConfig
 from outputs.ntfy import NtfyConfig
 from timeline import TimelineConfig, timeline_location
 from ui.access import AUTH_ENV, given_login, ip_literal, is_loopback
+from ui.proxies import proxy_address
 
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 logger = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class UIConfig:
     max_upload_mb: int = 500
     no_login: bool = False
     allowed_hosts: tuple[str, ...] = ()
+    trusted_proxies: tuple[str, ...] = ()  # --trusted-proxy: whose X-Forwarded-For names the client (ui.proxies)
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
@@ -70,6 +72,7 @@ class UIConfig:
             if not HOST_NAME.fullmatch(name) and ip_literal(name) is None:
                 raise ValueError(f"--allowed-host takes a host name or address without scheme or port, got {name!r}")
         self.allowed_hosts = tuple(name.lower().rstrip(".") for name in self.allowed_hosts)
+        self.trusted_proxies = tuple(proxy_address(text) for text in self.trusted_proxies)
 
     @property
     def beyond_loopback(self) -> bool:
@@ -215,6 +218,7 @@ def _ui(args: argparse.Namespace) -> UIConfig:
         max_upload_mb=args.max_upload_mb,
         no_login=args.open,
         allowed_hosts=tuple(args.allowed_host or ()),
+        trusted_proxies=tuple(args.trusted_proxy or ()),
     )
 
 

@@ -35,6 +35,7 @@ from ui.history import HistoryUnavailable
 from ui.login_throttle import LoginThrottle
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
+from ui.proxies import check_forwarded_trust, forwarded_trust
 from ui.render import PageInfo
 from ui.served_files import private_upload_folder
 from ui.state import LiveState, MemoryPoint
@@ -118,6 +119,19 @@ def launch_page(
     Returns the Host rule (the share link's host is in it). `throttle`: tests pass one with their own clock."""
     rule = HostRule(ui.host, ui.allowed_hosts)
     guard = Middleware(PageGuard, rule=rule, throttle=throttle or LoginThrottle())
+    with forwarded_trust(ui.trusted_proxies):
+        _launch(page, ui, login, guard)
+    try:
+        check_forwarded_trust(page.server.config, ui.trusted_proxies)
+    except RuntimeError:
+        page.close()
+        raise
+    if page.share_url:
+        rule.allow(urlsplit(page.share_url).hostname or "")
+    return rule
+
+
+def _launch(page: gr.Blocks, ui: UIConfig, login: PageLogin | None, guard: Middleware) -> None:
     page.launch(
         server_name=ui.host,
         server_port=ui.port,
@@ -135,9 +149,6 @@ def launch_page(
         enable_monitoring=False,
         mcp_server=False,
     )
-    if page.share_url:
-        rule.allow(urlsplit(page.share_url).hostname or "")
-    return rule
 
 
 LOGIN_MESSAGE = "The password was printed once in the terminal that started the assistant."
