@@ -73,11 +73,28 @@ class UIConfig:
                 raise ValueError(f"--allowed-host takes a host name or address without scheme or port, got {name!r}")
         self.allowed_hosts = tuple(name.lower().rstrip(".") for name in self.allowed_hosts)
         self.trusted_proxies = tuple(proxy_address(text) for text in self.trusted_proxies)
+        if self.behind_proxy and not self.beyond_loopback and self.auth is None and not self.no_login:
+            flag = "--allowed-host" if self.allowed_hosts else "--trusted-proxy"
+            raise ValueError(
+                f"{flag} means the page is reached through a reverse proxy, so others can reach it: give it a login "
+                f"(--auth-file FILE with one line user:password, chmod 600, or ${AUTH_ENV}), or --open to serve "
+                "it without one"
+            )
 
     @property
     def beyond_loopback(self) -> bool:
         """Whether anything but this machine can reach the page (a non-loopback --host, or --share)."""
         return self.share or not is_loopback(self.host)
+
+    @property
+    def behind_proxy(self) -> bool:
+        """Whether the operator says a reverse proxy serves the page (--allowed-host, --trusted-proxy)."""
+        return bool(self.allowed_hosts or self.trusted_proxies)
+
+    @property
+    def reachable_from_network(self) -> bool:
+        """Beyond loopback, or through a proxy: who is not on this machine may reach the page."""
+        return self.beyond_loopback or self.behind_proxy
 
 
 @dataclass

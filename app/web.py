@@ -159,8 +159,8 @@ def open_page(page: gr.Blocks, ui: UIConfig) -> int | None:
     --open warning) and the gate (`launch_page`), and prints where it listens and who may log in. Returns None
     once it listens, or the exit code after saying why it cannot (a port in use, an address not of this box)."""
     login = page_login(ui.auth, ui.beyond_loopback, ui.no_login)
-    if login is None and ui.beyond_loopback:
-        print(open_warning(ui.host, ui.port, ui.share), file=sys.stderr, flush=True)
+    if login is None and ui.reachable_from_network:
+        print(open_warning(ui.host, ui.port, ui.share, ui.allowed_hosts), file=sys.stderr, flush=True)
     try:
         launch_page(page, ui, login)
     except (OSError, ServerFailedToStartError) as err:
