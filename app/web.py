@@ -29,6 +29,8 @@ from monitor.memory_monitor import MemoryMonitor
 from timeline import Moment, PostgresTarget, TimelineError, TimelineReader
 from timeline.config import Location
 from ui.access import PageLogin, open_warning, page_login, ready_lines
+from ui.connection_limit import AnonymousRequestLimit, ConnectionLimits, raise_fd_limit
+from ui.connection_limit import install as install_connection_limit
 from ui.controls import Controls
 from ui.guard import HostRule, PageGuard
 from ui.history import HistoryUnavailable
@@ -112,26 +114,35 @@ MAX_PAGE_SESSIONS = 64  # browser tabs (and API callers) whose Gradio state is k
 
 
 def launch_page(
-    page: gr.Blocks, ui: UIConfig, login: PageLogin | None, throttle: LoginThrottle | None = None
+    page: gr.Blocks,
+    ui: UIConfig,
+    login: PageLogin | None,
+    throttle: LoginThrottle | None = None,
+    limits: ConnectionLimits | None = None,
 ) -> HostRule:
     """Serves the page in the background (returns once it listens) behind ui.guard's gate (Host and Origin
     checks, failed logins throttled), with `login` required when given; OSError / ServerFailedToStartError.
-    Returns the Host rule (the share link's host is in it). `throttle`: tests pass one with their own clock."""
+    Returns the Host rule (the share link's host is in it). `throttle`: tests pass one with their own clock;
+    `limits`: the bounds on connections before the login (ui.connection_limit), tests pass low ones."""
     rule = HostRule(ui.host, ui.allowed_hosts)
+    limits = limits or ConnectionLimits()
+    raise_fd_limit()
     guard = Middleware(PageGuard, rule=rule, throttle=throttle or LoginThrottle())
+    anonymous = Middleware(AnonymousRequestLimit, limits=limits)
     with forwarded_trust(ui.trusted_proxies):
-        _launch(page, ui, login, guard)
+        _launch(page, ui, login, [guard, anonymous])
     try:
         check_forwarded_trust(page.server.config, ui.trusted_proxies)
     except RuntimeError:
         page.close()
         raise
+    install_connection_limit(page.server, limits)
     if page.share_url:
         rule.allow(urlsplit(page.share_url).hostname or "")
     return rule
 
 
-def _launch(page: gr.Blocks, ui: UIConfig, login: PageLogin | None, guard: Middleware) -> None:
+def _launch(page: gr.Blocks, ui: UIConfig, login: PageLogin | None, middleware: list[Middleware]) -> None:
     page.launch(
         server_name=ui.host,
         server_port=ui.port,
@@ -142,7 +153,7 @@ def _launch(page: gr.Blocks, ui: UIConfig, login: PageLogin | None, guard: Middl
         prevent_thread_lock=True,
         ssr_mode=False,
         quiet=True,
-        app_kwargs={"middleware": [guard]},
+        app_kwargs={"middleware": middleware},
         state_session_capacity=MAX_PAGE_SESSIONS,
         footer_links=["gradio", "settings"],  # no API page: the page's endpoints are its own, not an API
         run_history=False,  # no copy of the questions in the browser's storage

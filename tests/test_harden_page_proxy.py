@@ -34,7 +34,7 @@ def test_a_forged_value_cannot_lock_out_the_client_it_names():
 
 def test_a_named_proxy_is_trusted_and_its_clients_are_counted_apart():
     clock = Clock()
-    ui = UIConfig(port=free_port(), trusted_proxies=("127.0.0.1",))
+    ui = UIConfig(port=free_port(), trusted_proxies=("127.0.0.1",), auth=("ann", PASSWORD))
     with served(ui, throttle=throttle(clock)) as (base, _), httpx.Client() as client:
         attacker, other = {"X-Forwarded-For": "10.0.0.5"}, {"X-Forwarded-For": "10.0.0.6"}
         assert [login(client, base, f"guess-{i}", attacker) for i in range(4)] == [400, 400, 400, 429]
@@ -43,13 +43,13 @@ def test_a_named_proxy_is_trusted_and_its_clients_are_counted_apart():
 
 
 def test_trusted_proxies_are_addresses_or_networks():
-    assert UIConfig(trusted_proxies=(" 10.0.0.1", "[::1]", "192.168.1.7/24")).trusted_proxies == (
+    assert UIConfig(trusted_proxies=(" 10.0.0.1", "[::1]", "192.168.1.7/24"), no_login=True).trusted_proxies == (
         "10.0.0.1",
         "::1",
         "192.168.1.0/24",
     )
     with pytest.raises(ValueError, match="--trusted-proxy"):
-        UIConfig(trusted_proxies=("proxy.lan",))
+        UIConfig(trusted_proxies=("proxy.lan",), no_login=True)
 
 
 def test_the_flag_reaches_the_config(monkeypatch):
