@@ -274,7 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
         "X-Forwarded-For names the client (the failed-login throttle counts per client). Default: none, the "
         "header is ignored and every client is its own peer address",
     )
-    web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
+    web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted (MiB)")
+    web.add_argument("--max-uploads", type=int, default=20, help="video files the page accepts per run (then: restart)")
+    web.add_argument(
+        "--max-upload-total-mb", type=int, default=2000, help="MiB the page's uploads may take together per run"
+    )
     p.set_defaults(stream_tables=None, alert_tables=None)  # the --config file's [streams.NAME] and [alerts.NAME]
     return p
 

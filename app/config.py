@@ -57,6 +57,8 @@ class UIConfig:
     share: bool = False
     auth: tuple[str, str] | None = field(default=None, repr=False)
     max_upload_mb: int = 500
+    max_uploads: int = 20  # files uploaded per run (ui.upload_limits)
+    max_upload_total_mb: int = 2000  # their MiB together
     no_login: bool = False
     allowed_hosts: tuple[str, ...] = ()
     trusted_proxies: tuple[str, ...] = ()  # --trusted-proxy: whose X-Forwarded-For names the client (ui.proxies)
@@ -66,6 +68,8 @@ class UIConfig:
             raise ValueError(f"--port must be 1..65535, got {self.port}")
         if self.max_upload_mb < 1:
             raise ValueError(f"--max-upload-mb must be >= 1, got {self.max_upload_mb}")
+        if self.max_uploads < 1 or self.max_upload_total_mb < 1:
+            raise ValueError("--max-uploads and --max-upload-total-mb must be >= 1")
         if self.no_login and self.auth is not None:
             raise ValueError(f"--open serves the page without a login: drop --auth-file / ${AUTH_ENV}, or --open")
         for name in self.allowed_hosts:
@@ -233,6 +237,8 @@ def _ui(args: argparse.Namespace) -> UIConfig:
         share=args.share,
         auth=given_login(args.auth_file, os.environ),
         max_upload_mb=args.max_upload_mb,
+        max_uploads=args.max_uploads,
+        max_upload_total_mb=args.max_upload_total_mb,
         no_login=args.open,
         allowed_hosts=tuple(args.allowed_host or ()),
         trusted_proxies=tuple(args.trusted_proxy or ()),

@@ -41,6 +41,7 @@ from ui.proxies import check_forwarded_trust, forwarded_trust
 from ui.render import PageInfo
 from ui.served_files import private_upload_folder
 from ui.state import LiveState, MemoryPoint
+from ui.upload_limits import UploadGuard, UploadLimits
 
 
 class TimelineHistory:
@@ -129,8 +130,9 @@ def launch_page(
     raise_fd_limit()
     guard = Middleware(PageGuard, rule=rule, throttle=throttle or LoginThrottle())
     anonymous = Middleware(AnonymousRequestLimit, limits=limits)
+    uploads = Middleware(UploadGuard, limits=UploadLimits(ui.max_uploads, ui.max_upload_total_mb * 2**20))
     with forwarded_trust(ui.trusted_proxies):
-        _launch(page, ui, login, [guard, anonymous])
+        _launch(page, ui, login, [guard, anonymous, uploads])
     try:
         check_forwarded_trust(page.server.config, ui.trusted_proxies)
     except RuntimeError:
