@@ -18,10 +18,11 @@ from pathlib import Path
 
 from gradio.route_utils import MultiPartException
 
+from ui.controls import VIDEO_EXTENSIONS  # what the page's upload box offers and Start accepts
+
 logger = logging.getLogger(__name__)
 
 UPLOAD_PATHS = ("/gradio_api/upload", "/gradio_api/upload/")
-VIDEO_EXTENSIONS = (".mp4", ".m4v", ".mkv", ".webm", ".mov", ".avi", ".ts", ".mpg", ".mpeg", ".flv", ".ogv")
 MULTIPART_SLACK = 64 * 1024  # a request's bytes beyond its files' (boundaries, part headers)
 
 
