@@ -228,23 +228,37 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="FILE",
         help="the page's login: one line user:password in a file only you can read (chmod 600); or set "
-        "EDGE_ASSISTANT_AUTH=user:password. Without either, a page beyond loopback gets a login made for the run, "
-        "printed once at start",
+        "EDGE_ASSISTANT_AUTH=user:password. The password: at least 12 characters, not a common one. Without "
+        "either, a page beyond loopback gets a login made for the run, printed once at start",
     )
     web.add_argument("--auth", help=argparse.SUPPRESS)  # refused: argv is visible to every local user (ps)
     web.add_argument(
         "--open",
         action="store_true",
-        help="serve a page beyond loopback WITHOUT any login (every device that reaches it may use it)",
+        help="serve a page beyond loopback or behind a proxy (--allowed-host, --trusted-proxy) WITHOUT any login "
+        "(every device that reaches it may use it)",
     )
     web.add_argument(
         "--allowed-host",
         action="append",
         metavar="NAME",
-        help="a name the page may be opened by (Host header; repeatable), e.g. the machine's DNS name; loopback "
-        "names, IP addresses and --host are always accepted, other names refused (DNS rebinding)",
+        help="a name the page may be opened by (Host header; repeatable), e.g. the machine's DNS name or a reverse "
+        "proxy's; loopback names, IP addresses and --host are always accepted, other names refused (DNS rebinding). "
+        "It means others reach the page: a login is then required even on loopback (or --open)",
     )
-    web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted")
+    web.add_argument(
+        "--trusted-proxy",
+        action="append",
+        metavar="ADDR",
+        help="the IP address (or network) of a reverse proxy in front of the page (repeatable): only its "
+        "X-Forwarded-For names the client (the failed-login throttle counts per client). Without it the "
+        "header is ignored and every client is its own peer address",
+    )
+    web.add_argument("--max-upload-mb", type=int, default=500, help="largest video upload accepted (MiB)")
+    web.add_argument("--max-uploads", type=int, default=20, help="video files the page accepts per run (then: restart)")
+    web.add_argument(
+        "--max-upload-total-mb", type=int, default=2000, help="MiB the page's uploads may take together per run"
+    )
 
     api = p.add_argument_group(
         "HTTP API (docs/api.md): /api/v1/... and OpenAI-compatible /v1/chat/completions, on the page's server with "

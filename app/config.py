@@ -42,6 +42,7 @@ from model.session import SessionConfig
 from outputs.registry import configured_outputs
 from timeline import TimelineConfig, timeline_location
 from ui.access import AUTH_ENV, given_login, ip_literal, is_loopback
+from ui.proxies import proxy_address
 
 HOST_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 logger = logging.getLogger(__name__)
@@ -58,25 +59,48 @@ class UIConfig:
     share: bool = False
     auth: tuple[str, str] | None = field(default=None, repr=False)
     max_upload_mb: int = 500
+    max_uploads: int = 20  # files uploaded per run (ui.upload_limits)
+    max_upload_total_mb: int = 2000  # their MiB together
     no_login: bool = False
     allowed_hosts: tuple[str, ...] = ()
+    trusted_proxies: tuple[str, ...] = ()  # --trusted-proxy: whose X-Forwarded-For names the client (ui.proxies)
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
             raise ValueError(f"--port must be 1..65535, got {self.port}")
         if self.max_upload_mb < 1:
             raise ValueError(f"--max-upload-mb must be >= 1, got {self.max_upload_mb}")
+        if self.max_uploads < 1 or self.max_upload_total_mb < 1:
+            raise ValueError("--max-uploads and --max-upload-total-mb must be >= 1")
         if self.no_login and self.auth is not None:
             raise ValueError(f"--open serves the page without a login: drop --auth-file / ${AUTH_ENV}, or --open")
         for name in self.allowed_hosts:
             if not HOST_NAME.fullmatch(name) and ip_literal(name) is None:
                 raise ValueError(f"--allowed-host takes a host name or address without scheme or port, got {name!r}")
         self.allowed_hosts = tuple(name.lower().rstrip(".") for name in self.allowed_hosts)
+        self.trusted_proxies = tuple(proxy_address(text) for text in self.trusted_proxies)
+        if self.behind_proxy and not self.beyond_loopback and self.auth is None and not self.no_login:
+            flag = "--allowed-host" if self.allowed_hosts else "--trusted-proxy"
+            raise ValueError(
+                f"{flag} means the page is reached through a reverse proxy, so others can reach it: give it a login "
+                f"(--auth-file FILE with one line user:password, chmod 600, or ${AUTH_ENV}), or --open to serve "
+                "it without one"
+            )
 
     @property
     def beyond_loopback(self) -> bool:
         """Whether anything but this machine can reach the page (a non-loopback --host, or --share)."""
         return self.share or not is_loopback(self.host)
+
+    @property
+    def behind_proxy(self) -> bool:
+        """Whether the operator says a reverse proxy serves the page (--allowed-host, --trusted-proxy)."""
+        return bool(self.allowed_hosts or self.trusted_proxies)
+
+    @property
+    def reachable_from_network(self) -> bool:
+        """Beyond loopback, or through a proxy: who is not on this machine may reach the page."""
+        return self.beyond_loopback or self.behind_proxy
 
 
 @dataclass
@@ -231,8 +255,11 @@ def _ui(args: argparse.Namespace) -> UIConfig:
         share=args.share,
         auth=given_login(args.auth_file, os.environ),
         max_upload_mb=args.max_upload_mb,
+        max_uploads=args.max_uploads,
+        max_upload_total_mb=args.max_upload_total_mb,
         no_login=args.open,
         allowed_hosts=tuple(args.allowed_host or ()),
+        trusted_proxies=tuple(args.trusted_proxy or ()),
     )
 
 

@@ -48,6 +48,8 @@ RANGES = {
     "timeline_days": Range("--timeline-days", 0.001, 36_500, "days"),
     "timeline_mb": Range("--timeline-mb", 1, 2**20, "MiB"),
     "max_upload_mb": Range("--max-upload-mb", 1, 2**20, "MiB"),
+    "max_uploads": Range("--max-uploads", 1, 100_000, "files"),
+    "max_upload_total_mb": Range("--max-upload-total-mb", 1, 2**20, "MiB"),
 }
 MAX_FRAMES_PER_CLIP = 1024  # fps * clip_seconds: a clip's frames are held in memory together
 

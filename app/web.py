@@ -18,6 +18,7 @@ from gradio.exceptions import ServerFailedToStartError
 from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
+from app.api.body_limit import API_PREFIXES
 from app.api.server import ApiRefused, RunningApi, start_api
 from app.api.server import middleware as api_middleware
 from app.config import AppConfig, UIConfig
@@ -31,15 +32,19 @@ from monitor.memory_monitor import MemoryMonitor
 from timeline import Moment, PostgresTarget, TimelineError, TimelineReader
 from timeline.config import Location
 from ui.access import PageLogin, open_warning, page_login, ready_lines, url_host
+from ui.connection_limit import AnonymousRequestLimit, ConnectionLimits, raise_fd_limit
+from ui.connection_limit import install as install_connection_limit
 from ui.controls import Controls
 from ui.guard import HostRule, PageGuard
 from ui.history import HistoryUnavailable
 from ui.login_throttle import LoginThrottle
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
+from ui.proxies import check_forwarded_trust, forwarded_trust
 from ui.render import PageInfo
 from ui.served_files import private_upload_folder
 from ui.state import LiveState, MemoryPoint
+from ui.upload_limits import UploadGuard, UploadLimits
 
 
 class TimelineHistory:
@@ -117,16 +122,38 @@ def launch_page(
     ui: UIConfig,
     login: PageLogin | None,
     throttle: LoginThrottle | None = None,
+    limits: ConnectionLimits | None = None,
     api: RunningApi | None = None,
 ) -> HostRule:
     """Serves the page in the background (returns once it listens) behind ui.guard's gate (Host and Origin
     checks, failed logins throttled), with `login` required when given; OSError / ServerFailedToStartError.
-    Returns the Host rule (the share link's host is in it). `throttle`: tests pass one with their own clock.
-    api: the HTTP API's routes, served before Gradio's behind the same gate (and bounded bodies)."""
+    Returns the Host rule (the share link's host is in it). `throttle`: tests pass one with their own clock;
+    `limits`: the bounds on connections before the login (ui.connection_limit), tests pass low ones.
+    api: the HTTP API's routes, served before Gradio's behind the same gate (and bounded bodies); they check
+    their own bearer tokens, so the page's login and its bound on anonymous requests leave them alone."""
     rule = HostRule(ui.host, ui.allowed_hosts)
+    limits = limits or ConnectionLimits()
+    raise_fd_limit()
     guard = Middleware(PageGuard, rule=rule, throttle=throttle or LoginThrottle())
     extra = {} if api is None else {"routes": api.routes}
-    middleware = [guard] if api is None else api_middleware(rule, guard.kwargs["throttle"], api.context.settings)
+    gate = [guard] if api is None else api_middleware(rule, guard.kwargs["throttle"], api.context.settings)
+    exempt = () if api is None else API_PREFIXES
+    anonymous = Middleware(AnonymousRequestLimit, limits=limits, exempt_prefixes=exempt)
+    uploads = Middleware(UploadGuard, limits=UploadLimits(ui.max_uploads, ui.max_upload_total_mb * 2**20))
+    with forwarded_trust(ui.trusted_proxies):
+        _launch(page, ui, login, [*gate, anonymous, uploads], extra)
+    try:
+        check_forwarded_trust(page.server.config, ui.trusted_proxies)
+    except RuntimeError:
+        page.close()
+        raise
+    install_connection_limit(page.server, limits)
+    if page.share_url:
+        rule.allow(urlsplit(page.share_url).hostname or "")
+    return rule
+
+
+def _launch(page: gr.Blocks, ui: UIConfig, login: PageLogin | None, middleware: list[Middleware], extra: dict) -> None:
     page.launch(
         server_name=ui.host,
         server_port=ui.port,
@@ -144,9 +171,6 @@ def launch_page(
         enable_monitoring=False,
         mcp_server=False,
     )
-    if page.share_url:
-        rule.allow(urlsplit(page.share_url).hostname or "")
-    return rule
 
 
 def page_api(config: AppConfig, assistant, options: CaptureOptions, history) -> RunningApi | None:
@@ -166,8 +190,8 @@ def open_page(page: gr.Blocks, ui: UIConfig, api: RunningApi | None = None) -> i
     --open warning) and the gate (`launch_page`), and prints where it listens and who may log in. Returns None
     once it listens, or the exit code after saying why it cannot (a port in use, an address not of this box)."""
     login = page_login(ui.auth, ui.beyond_loopback, ui.no_login)
-    if login is None and ui.beyond_loopback:
-        print(open_warning(ui.host, ui.port, ui.share), file=sys.stderr, flush=True)
+    if login is None and ui.reachable_from_network:
+        print(open_warning(ui.host, ui.port, ui.share, ui.allowed_hosts), file=sys.stderr, flush=True)
     try:
         launch_page(page, ui, login, api=api)
     except (OSError, ServerFailedToStartError) as err:

@@ -21,7 +21,7 @@ def config_from(argv: list[str], monkeypatch, env: str | None = None) -> AppConf
     return AppConfig.from_args(parse_args(["--ui", *argv]))
 
 
-def login_file(tmp_path, text="ann:pa:ss word\n", mode=0o600):
+def login_file(tmp_path, text="ann:pa:ss word long\n", mode=0o600):
     path = tmp_path / "login"
     path.write_text(text)
     path.chmod(mode)
@@ -47,7 +47,7 @@ def test_the_argv_login_is_refused_with_exit_2_and_the_way_to_give_one():
 
 def test_a_login_file_only_its_owner_can_read_is_used(tmp_path, monkeypatch):
     ui = config_from(["--auth-file", str(login_file(tmp_path))], monkeypatch).ui
-    assert ui.auth == ("ann", "pa:ss word") and not ui.beyond_loopback
+    assert ui.auth == ("ann", "pa:ss word long") and not ui.beyond_loopback
     assert "pa:ss word" not in repr(ui)  # never in a traceback or a log line
 
 
@@ -78,8 +78,8 @@ def test_a_missing_login_file_is_a_clear_error(tmp_path):
 
 
 def test_the_login_from_the_environment(monkeypatch):
-    ui = config_from(["--host", "0.0.0.0"], monkeypatch, env="ann:from env").ui
-    assert ui.auth == ("ann", "from env") and ui.beyond_loopback
+    ui = config_from(["--host", "0.0.0.0"], monkeypatch, env="ann:from the environment").ui
+    assert ui.auth == ("ann", "from the environment") and ui.beyond_loopback
     with pytest.raises(ValueError, match=AUTH_ENV):
         config_from([], monkeypatch, env="no-colon")
 
@@ -101,7 +101,7 @@ def test_who_needs_a_login(monkeypatch):
 
 def test_open_with_a_login_is_a_contradiction(monkeypatch):
     with pytest.raises(ValueError, match="--open"):
-        config_from(["--host", "0.0.0.0", "--open"], monkeypatch, env="ann:pw")
+        config_from(["--host", "0.0.0.0", "--open"], monkeypatch, env="ann:a-long-test-password")
 
 
 @pytest.mark.parametrize("name", ["http://box.lan", "box.lan:7860", "abc:7860", "box lan", ""])
@@ -111,7 +111,8 @@ def test_allowed_hosts_are_names_only(name):
 
 
 def test_allowed_hosts_may_be_ip_addresses_and_are_compared_in_lower_case():
-    assert UIConfig(allowed_hosts=("Box.Lan.", "fe80::1", "[::1]")).allowed_hosts == ("box.lan", "fe80::1", "[::1]")
+    names = UIConfig(allowed_hosts=("Box.Lan.", "fe80::1", "[::1]"), no_login=True).allowed_hosts
+    assert names == ("box.lan", "fe80::1", "[::1]")
 
 
 def test_all_interfaces_are_said_as_such_with_a_generated_password_shown_once():

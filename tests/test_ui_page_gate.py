@@ -92,7 +92,7 @@ def test_a_foreign_host_name_is_refused_before_gradio(served):
 def test_an_allowed_host_name_is_served(tmp_path):
     page = small_page()
     port = free_port()
-    launch_page(page, UIConfig(port=port, allowed_hosts=("Box.Lan",)), None)
+    launch_page(page, UIConfig(port=port, allowed_hosts=("Box.Lan",), no_login=True), None)
     try:
         base = f"http://127.0.0.1:{port}"
         assert httpx.get(f"{base}/config", headers={"Host": f"box.lan:{port}"}).status_code == 200

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,11 +38,46 @@ def is_loopback(host: str) -> bool:
     return name == "localhost" or name.endswith(".localhost")
 
 
+MIN_PASSWORD_CHARS = 12
+# the passwords people try first, lower case; a password that is one of them with digits or "!" after it counts too
+COMMON_PASSWORDS = frozenset(
+    "password passw0rd p@ssw0rd qwerty qwertz azerty qwertyuiop asdfghjkl zxcvbnm letmein welcome admin "
+    "administrator root toor changeme default secret iloveyou trustno1 monkey dragon football baseball soccer "
+    "sunshine princess master shadow superman batman starwars whatever freedom abc abcdef abcdefgh "
+    "correcthorsebatterystaple camera webcam jetson nvidia edge assistant edgeassistant gradio raspberry "
+    "ubuntu debian linux hello helloworld test tester testing guest user login".split()
+)
+MAKE_ONE = "python3 -c 'import secrets; print(secrets.token_urlsafe(16))'"
+
+
+def weak_password_reason(user: str, password: str) -> str | None:
+    """Why `password` is too weak for the page (never quoting it), or None. Weak: shorter than 12 characters,
+    a common password (also with digits or "!" after it, or a run of digits), made of at most 3 different
+    characters, or little more than the user name."""
+    lowered = password.lower()
+    if len(password) < MIN_PASSWORD_CHARS:
+        return f"it is shorter than {MIN_PASSWORD_CHARS} characters"
+    if lowered.rstrip("0123456789!") in COMMON_PASSWORDS or lowered.isdigit() or lowered in COMMON_PASSWORDS:
+        return "it is a common password"
+    if len(set(password)) <= 3:
+        return "it repeats a few characters"
+    if user and len(lowered.replace(user.lower(), "")) < MIN_PASSWORD_CHARS // 2:
+        return "it is mostly the user name"
+    return None
+
+
 def parse_login(text: str, where: str) -> tuple[str, str]:
-    """`user:password` (the password may hold colons); ValueError naming `where` the text came from."""
+    """`user:password` (the password may hold colons); ValueError naming `where` the text came from, also for a
+    weak password (`weak_password_reason`): the page's login is all that keeps others off the assistant."""
     user, sep, password = text.strip().partition(":")
     if not sep or not user.strip() or not password:
         raise ValueError(f"{where} must hold one line user:password (both non-empty)")
+    reason = weak_password_reason(user.strip(), password)
+    if reason is not None:
+        raise ValueError(
+            f"{where}: the page's password is too weak ({reason}); use at least {MIN_PASSWORD_CHARS} characters "
+            f"that are not a common password, e.g. one made by {MAKE_ONE}"
+        )
     return user.strip(), password
 
 
@@ -117,9 +152,12 @@ def ready_lines(host: str, port: int, share_url: str | None, login: PageLogin | 
     return lines
 
 
-def open_warning(host: str, port: int, share: bool) -> str:
-    """The --open warning: who can now drive the page without a login."""
+def open_warning(host: str, port: int, share: bool, through: Sequence[str] = ()) -> str:
+    """The --open warning: who can now drive the page without a login (`through`: the names of the reverse
+    proxies in front of it, --allowed-host)."""
     where = "anyone with the public link" if share else f"anyone who can reach {url_host(host)}:{port}"
+    if through and not share:
+        where += f" or a proxy in front of it ({', '.join(through)})"
     return (
         f"WARNING: --open: the page has NO LOGIN and {where} can use it: watch and add sources, ask questions, "
         "read the history. Use it only on a network where every device is trusted."

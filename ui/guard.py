@@ -1,6 +1,7 @@
 """The page's gate, in front of Gradio (an ASGI middleware): requests by a foreign `Host` name (DNS rebinding)
-or from a foreign `Origin` (a web page posting to the assistant) are refused before Gradio sees them, and
-failed logins are throttled per client address (ui.login_throttle).
+or from a foreign `Origin` (a web page posting to the assistant) are refused before Gradio sees them, failed
+logins are throttled per client address (ui.login_throttle), and with a login set nothing but the login page
+answers a request without the login cookie (ui.login_gate).
 
 Gradio's own checks stay behind it: the login cookie on every API route when a login is set.
 """
@@ -13,11 +14,10 @@ import logging
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+from ui.login_gate import LOGIN_PATHS, refused_before_login
 from ui.login_throttle import LoginThrottle
 
 logger = logging.getLogger(__name__)
-
-LOGIN_PATHS = ("/login", "/login/")
 
 
 def _host_name(host: str) -> str:
@@ -87,12 +87,14 @@ async def _refuse(send, status: int, message: str) -> None:
 
 class PageGuard:
     """ASGI middleware: `PageGuard(app, rule=HostRule(...), throttle=LoginThrottle(...))` (Starlette builds it
-    from `Middleware(PageGuard, rule=..., throttle=...)`)."""
+    from `Middleware(PageGuard, rule=..., throttle=...)`). `bearer_prefixes`: paths whose routes check a bearer
+    token themselves (the HTTP API): Host and Origin are checked for them too, the page's login cookie is not."""
 
-    def __init__(self, app, rule: HostRule, throttle: LoginThrottle) -> None:
+    def __init__(self, app, rule: HostRule, throttle: LoginThrottle, bearer_prefixes: tuple[str, ...] = ()) -> None:
         self.app = app
         self.rule = rule
         self.throttle = throttle
+        self.bearer_prefixes = bearer_prefixes
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -116,6 +118,14 @@ class PageGuard:
             return
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in LOGIN_PATHS:
             await self._login(scope, receive, send)
+            return
+        if not (self.bearer_prefixes and scope["path"].startswith(self.bearer_prefixes)) and refused_before_login(
+            scope
+        ):
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await _refuse(send, 401, "log in first")
             return
         await self.app(scope, receive, send)
 

@@ -14,7 +14,7 @@ from starlette.middleware import Middleware
 from app.api import ask, events, history, openai_chat, streams, watches
 from app.api.asking import Asks
 from app.api.auth import access_for
-from app.api.body_limit import BodyLimit
+from app.api.body_limit import API_PREFIXES, BodyLimit
 from app.api.context import ApiContext
 from app.api.feed import EventFeed
 from app.watches.runtime import RuntimeWatches, WatchLimits, state_path
@@ -108,11 +108,12 @@ def openapi_schema(routes: list) -> dict:
 
 
 def middleware(rule, throttle, settings) -> list[Middleware]:
-    """The page's guard (Host, Origin, throttled logins) and bounded API bodies."""
+    """The page's guard (Host, Origin, throttled logins; the API's routes check their bearer tokens themselves)
+    and bounded API bodies."""
     from ui.guard import PageGuard
 
     return [
-        Middleware(PageGuard, rule=rule, throttle=throttle),
+        Middleware(PageGuard, rule=rule, throttle=throttle, bearer_prefixes=API_PREFIXES),
         Middleware(BodyLimit, max_bytes=settings.max_body_kb * 1024),
     ]
 
