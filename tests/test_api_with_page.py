@@ -59,3 +59,30 @@ def test_a_page_login_without_api_tokens_leaves_the_api_off(tmp_path):
     finally:
         process.terminate()
         assert process.wait(60) == 0
+
+
+def test_next_to_a_page_login_the_api_answers_its_own_tokens_and_the_page_still_wants_its_login(tmp_path):
+    """The page's login gate leaves the API's routes to their bearer tokens (no cookie there), while every route
+    of the page itself still answers 401 before the login."""
+    login = tmp_path / "login"
+    login.write_text("me:a-long-password\n")
+    login.chmod(0o600)
+    tokens = tmp_path / "tokens"
+    token = "t0ken-" + "x" * 40
+    tokens.write_text(f"{token} read,ask phone\n")
+    tokens.chmod(0o600)
+    process, base, output = start(tmp_path, "--auth-file", str(login), "--api-tokens-file", str(tokens))
+    try:
+        assert "api ready" in output.read_text(), output.read_text()[-2000:]
+        with httpx.Client(base_url=base, timeout=120) as client:
+            assert client.get("/api/v1/streams").status_code == 401  # the API's own refusal: no token
+            bearer = {"Authorization": f"Bearer {token}"}
+            (stream,) = client.get("/api/v1/streams", headers=bearer).json()
+            reply = client.post("/api/v1/ask", json={"question": "What is there?"}, headers=bearer)
+            assert reply.status_code == 200 and reply.json()["answers"], reply.text
+            assert client.get("/config").status_code == 401  # the page's data still needs the page's login
+            assert client.get("/config", headers=bearer).status_code == 401  # an API token is no page login
+        assert token not in output.read_text()
+    finally:
+        process.terminate()
+        assert process.wait(60) == 0
