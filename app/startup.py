@@ -17,6 +17,7 @@ from app.assistant import Assistant
 from app.config import AppConfig
 from app.stream import Stream
 from app.stream_factory import StreamFactory
+from app.watches.runtime import RuntimeWatches, WatchLimits, runtime_watch_folder, state_path
 from bus import DEFAULT_STREAM, ErrorEvent, EventBus, Status, StatusKind, Subscriber
 from bus.redact import redact_source, redacted
 from bus.worker import QueuedSubscriber
@@ -156,6 +157,7 @@ class Running:
     publisher: OutputPublisher | None = None
     timeline: TimelineWriter | None = None
     writers: list[QueuedSubscriber] = field(default_factory=list)  # the log and the terminal, off the model thread
+    watches: RuntimeWatches | None = None  # the watches set while running (API, MQTT commands, page, terminal)
 
     def watch_configured_sources(self, config: AppConfig, loaded: LoadedModel) -> None:
         """Starts watching every configured stream, resized for the model (SourceError if a file or camera
@@ -168,6 +170,9 @@ class Running:
                 raise SourceError(f"stream {stream.name!r}: {err}") from err
 
     def close(self) -> None:
+        if self.watches is not None:
+            self.bus.unsubscribe(self.watches)
+            self.watches.close()
         stopped = self.assistant.stop()  # its last event ("assistant stopped") also reaches the outputs
         if self.publisher is not None:
             self.bus.unsubscribe(self.publisher)
@@ -222,7 +227,24 @@ def build_assistant(
     )
     for writer in queued:
         writer.start()
-    return Running(assistant, bus, monitor, log, publisher, timeline, queued)
+    watches = runtime_watches(config, assistant)
+    return Running(assistant, bus, monitor, log, publisher, timeline, queued, watches)
+
+
+def runtime_watches(config: AppConfig, assistant: Assistant) -> RuntimeWatches:
+    """The watches set while running (by the API, MQTT commands, the page or the terminal), subscribed to the
+    bus and started: those kept in the state file beside the timeline are loaded and applied (queued for the
+    model worker). With the timeline off (--timeline "") they last only the run."""
+    folder = runtime_watch_folder(config)
+    watches = RuntimeWatches(
+        assistant,
+        configured=config.watches,
+        path=None if folder is None else state_path(folder),
+        limits=WatchLimits(per_owner=config.api.watches_per_token, total=config.api.max_watches),
+    )
+    assistant.bus.subscribe(watches)
+    watches.start()
+    return watches
 
 
 def start_timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None) -> TimelineWriter | None:

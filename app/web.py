@@ -23,7 +23,7 @@ from app.api.server import ApiRefused, RunningApi, start_api
 from app.api.server import middleware as api_middleware
 from app.config import AppConfig, UIConfig
 from app.signals import SignalStop, StopRequested, run_stoppable
-from app.startup import StartupError, build_assistant, fail, start_session
+from app.startup import Running, StartupError, build_assistant, fail, start_session
 from bus.redact import redact_source
 from capture import SourceError
 from capture.options import CaptureOptions
@@ -173,10 +173,10 @@ def _launch(page: gr.Blocks, ui: UIConfig, login: PageLogin | None, middleware: 
     )
 
 
-def page_api(config: AppConfig, assistant, options: CaptureOptions, history) -> RunningApi | None:
+def page_api(config: AppConfig, running: Running, options: CaptureOptions, history) -> RunningApi | None:
     """The HTTP API served with the page; None (said on stderr) where it would need tokens none were given for."""
     try:
-        return start_api(config, assistant, options, history)
+        return start_api(config, running.assistant, options, history, running.watches)
     except ApiRefused as err:
         print(f"api off: {err}", file=sys.stderr, flush=True)
         return None
@@ -238,7 +238,7 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     assistant.start()
     api = None
     try:
-        api = page_api(config, assistant, options, history)
+        api = page_api(config, running, options, history)
         running.watch_configured_sources(config, loaded)
         code = open_page(page, ui, api)
         if code is not None:

@@ -45,7 +45,7 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     api = server = thread = None
     try:
         try:
-            api = start_api(config, assistant, options, timeline_history(config))
+            api = start_api(config, assistant, options, timeline_history(config), running.watches)
         except ApiRefused as err:
             return fail(str(err))
         running.watch_configured_sources(config, loaded)

@@ -4,7 +4,6 @@ its routes, for the page's server (`--ui`: mounted before Gradio's, behind the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -17,8 +16,7 @@ from app.api.auth import access_for
 from app.api.body_limit import API_PREFIXES, BodyLimit
 from app.api.context import ApiContext
 from app.api.feed import EventFeed
-from app.watches.runtime import RuntimeWatches, WatchLimits, state_path
-from timeline.config import default_timeline_path
+from app.watches.runtime import RuntimeWatches
 
 OPENAPI_PATH = "/api/v1/openapi.json"
 VERSION = "1.0"
@@ -28,15 +26,6 @@ class ApiRefused(Exception):
     """The API may not run as asked (beyond loopback without tokens); the message says what to give."""
 
 
-def data_folder(config) -> Path:
-    """Where the runtime watches are kept: beside an SQLite timeline, else the default data folder."""
-    timeline = getattr(config, "timeline", None)
-    path = getattr(timeline, "path", None)
-    if isinstance(path, Path):
-        return path.parent
-    return default_timeline_path().parent
-
-
 def page_open_without_login(ui) -> bool:
     """Whether the page would answer without a login (ui.access's rule): no login given, and loopback or --open."""
     return ui.auth is None and (not ui.beyond_loopback or ui.no_login)
@@ -44,7 +33,8 @@ def page_open_without_login(ui) -> bool:
 
 @dataclass
 class RunningApi:
-    """The API of one run: its routes (to mount) and its parts; `close()` stops the watch keeper."""
+    """The API of one run: its routes (to mount) and its parts; `close()` unsubscribes them from the bus (the
+    runtime watches are the run's, closed with it: app.startup.Running)."""
 
     context: ApiContext
     routes: list
@@ -52,12 +42,10 @@ class RunningApi:
     def close(self) -> None:
         self.context.assistant.bus.unsubscribe(self.context.feed)
         self.context.assistant.bus.unsubscribe(self.context.asks)
-        self.context.assistant.bus.unsubscribe(self.context.watches)
-        self.context.watches.close()
 
 
-def start_api(config, assistant, options, history) -> RunningApi:
-    """Builds the API for `assistant` (subscribed to its bus; runtime watches loaded and applied). ApiRefused when
+def start_api(config, assistant, options, history, runtime: RuntimeWatches) -> RunningApi:
+    """Builds the API for `assistant` (subscribed to its bus) over the run's runtime watches. ApiRefused when
     no token is given where one is needed."""
     settings = config.api
     access = access_for(settings.tokens, page_open_without_login(config.ui))
@@ -68,15 +56,8 @@ def start_api(config, assistant, options, history) -> RunningApi:
         )
     feed = EventFeed(replay=settings.replay, queue=settings.sse_queue, max_clients=settings.sse_clients)
     asks = Asks(assistant, per_token=settings.questions_per_token)
-    runtime = RuntimeWatches(
-        assistant,
-        configured=config.watches,
-        path=state_path(data_folder(config)),
-        limits=WatchLimits(per_owner=settings.watches_per_token, total=settings.max_watches),
-    )
-    for subscriber in (feed, asks, runtime):
+    for subscriber in (feed, asks):
         assistant.bus.subscribe(subscriber)
-    runtime.start()
     context = ApiContext(assistant, runtime, feed, asks, access, options, history, settings)
     return RunningApi(context, api_routes(context))
 

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from app.watches.spec import TABLE_KEYS, WatchSpec
 from bus import Alert, Event
 from bus.private_paths import make_private_dir
+from timeline.config import default_timeline_path
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,16 @@ class RuntimeWatch:
 
 def state_path(data_folder: Path) -> Path:
     return data_folder / STATE_FILE
+
+
+def runtime_watch_folder(config) -> Path | None:
+    """Where the runtime watches are kept: beside an SQLite timeline, the default data folder beside a PostgreSQL
+    one, nowhere with the timeline off (they last the run)."""
+    timeline = getattr(config, "timeline", None)
+    if timeline is None:
+        return None
+    path = getattr(timeline, "path", None)
+    return path.parent if isinstance(path, Path) else default_timeline_path().parent
 
 
 class RuntimeWatches:
