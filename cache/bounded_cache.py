@@ -21,11 +21,12 @@ from transformers import DynamicCache, PreTrainedConfig
 from cache.attention import ACTIVE_OBSERVER, attention_probs
 from cache.config import CacheConfig
 from cache.layer import BoundedLayer
-from cache.policies import POLICIES, select_keep
+from cache.policies import POLICIES, TokenView, select_keep
 from cache.positions import compact_positions
 from cache.rope import KeyRotator
 from cache.static_layer import StaticBoundedLayer
 from cache.store.host_store import HostStore, default_store_bytes
+from cache.visual_ids import VisualIds
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ class BoundedCache(DynamicCache):
         if any(getattr(layer, "is_sliding", False) for layer in self.layers):
             raise ValueError("models with sliding-window attention layers are not supported by the bounded cache")
         self.config = config
-        self.policy = POLICIES[config.policy](config)
+        self.policy = POLICIES[config.policy](config.policy_settings)
         self.layers = [self._new_layer() for _ in self.layers]
         if config.positions == "rerotate" and self.policy.evicts and rotator is None:
             raise ValueError("positions='rerotate' needs a KeyRotator (KeyRotator.from_model(model))")
@@ -59,6 +60,7 @@ class BoundedCache(DynamicCache):
         self.next_position = 0  # first free position for the next token (highest component + 1)
         self.position_offset = 0  # positions closed by compaction so far: origin = position + offset at staging
         self.tokens_seen = 0  # tokens ever added: the next token's token_index
+        self.visual_ids = VisualIds()  # (frame, region) of visual tokens by token_index, as the model told it
         self._recording: str | None = None
         self._queries: dict[int, torch.Tensor] | None = None  # layer -> [H_q, R, D] while capturing queries
         self.evictions = 0
@@ -99,19 +101,30 @@ class BoundedCache(DynamicCache):
             raise ValueError("positions='rerotate' needs a KeyRotator (KeyRotator.from_model(model))")
         twin = copy.deepcopy(self)
         twin.config = config
-        twin.policy = POLICIES[config.policy](config)
+        twin.policy = POLICIES[config.policy](config.policy_settings)
         twin.rotator = rotator
         return twin
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
-    def stage_positions(self, position_ids: torch.Tensor, device: torch.device | str | None = None) -> None:
+    def stage_positions(
+        self,
+        position_ids: torch.Tensor,
+        device: torch.device | str | None = None,
+        visual: torch.Tensor | None = None,
+    ) -> None:
         """Positions of the tokens the next forward adds: [B, T] (RoPE) or [P, B, T] (M-RoPE).
 
         Pass them on the CPU (and the cache's `device`): the next free position is then read without
         waiting for the accelerator, and the positions are copied to the device once, not once per layer.
+        visual: [T, 2] int64, (frame, region) of each visual token and (-1, -1) of each text token, the ids the
+        model gives them (what policies read as `TokenView.frame` and `.region`); None: every token is text.
         """
         pos = position_ids if position_ids.dim() == 3 else position_ids[None]
+        if visual is not None:
+            if visual.shape != (pos.shape[-1], 2):
+                raise ValueError(f"visual ids {tuple(visual.shape)} for {pos.shape[-1]} tokens: expected [T, 2]")
+            self.visual_ids.add(self.tokens_seen, visual, device or pos.device)
         self.next_position = max(self.next_position, int(pos.max()) + 1)
         staged = pos.permute(1, 2, 0)[:, None].long().to(device or pos.device)  # [B, 1, T, P]
         new = staged.shape[2]
@@ -150,6 +163,7 @@ class BoundedCache(DynamicCache):
         self.next_position = 0
         self.position_offset = 0
         self.tokens_seen = 0
+        self.visual_ids.clear()
         self.evictions = 0
         self.archived = 0
         self.pinned = None
@@ -164,6 +178,7 @@ class BoundedCache(DynamicCache):
             layer.positions, layer.origin = layer.positions[:, :, :keep], layer.origin[:, :, :keep]
             layer.token_index, layer.attention = layer.token_index[:, :, :keep], layer.attention[:, :, :keep]
         self.tokens_seen -= count
+        self.visual_ids.drop_from(self.tokens_seen)
 
     def pin(self, token_index: torch.Tensor) -> None:
         """No eviction removes these tokens (stream indices, 1-D) until `unpin`."""
@@ -244,21 +259,28 @@ class BoundedCache(DynamicCache):
         if target < self.config.window:
             raise ValueError(f"eviction target {target} is below the window ({self.config.window})")
         started = time.perf_counter()
-        first = self.layers[0].keys
-        shape = (len(self.layers), first.shape[0], first.shape[1])
-        attention = torch.stack([layer.attention for layer in self.layers]) if self.policy.capture is not None else None
-        pinned = None
-        if self.pinned is not None:
-            pinned = torch.isin(torch.stack([layer.token_index for layer in self.layers]), self.pinned)
-        keep = select_keep(self.policy, before, target, attention, shape, pinned)  # [L, B, H_kv, K]
-        keep = keep.to(first.device)
+        view = self.token_view(target)
+        pinned = None if self.pinned is None else torch.isin(view.position, self.pinned)
+        keep = select_keep(self.policy, view, pinned)  # [L, B, H_kv, K]
+        keep = keep.to(self.layers[0].keys.device)
         for layer, index in zip(self.layers, keep, strict=True):
             layer.keep(index)
         if self.config.positions == "rerotate":
             self._compact()
+        stored_from = self.store.blocks[0].first if self.store is not None and self.store.blocks else self.tokens_seen
+        self.visual_ids.retain(torch.stack([layer.token_index for layer in self.layers]), stored_from)
         self.evictions += 1
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         return EvictionStats(before, self.get_seq_length(), elapsed_ms)
+
+    def token_view(self, target: int) -> TokenView:
+        """What the policy scores when the cached tokens are cut to `target` (see `TokenView` for the shapes)."""
+        position = torch.stack([layer.token_index for layer in self.layers])  # [L, B, H_kv, n]
+        frame, region = self.visual_ids.lookup(position)
+        attention = torch.stack([layer.attention for layer in self.layers]) if self.policy.capture is not None else None
+        origin = torch.stack([layer.origin for layer in self.layers])  # [L, B, H_kv, n, P]
+        n = position.shape[-1]
+        return TokenView(n, target, self.config.window, attention, position, origin, frame, region, position.device)
 
     def _compact(self) -> None:
         """Moves the kept tokens to compact positions and re-rotates their keys to match."""

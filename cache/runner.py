@@ -75,6 +75,7 @@ class CachedRunner:
         evict_to: int | None = None,
         all_logits: bool = False,
         chunk_inputs: Callable[[int, int], dict] | None = None,
+        visual: torch.Tensor | None = None,  # [T, 2] (frame, region) per token, -1 for text; None: all text
         **model_inputs,
     ) -> torch.Tensor:
         """Adds a prompt to the cache and returns the logits after its last token: [1, vocab]
@@ -86,6 +87,7 @@ class CachedRunner:
         `model_inputs` (pixel tensors) force a single chunk: pass `inputs_embeds` to chunk visual prompts.
         `chunk_inputs(start, stop)`, when given, supplies each chunk's inputs instead of the slice of
         `input_ids` / `inputs_embeds` (which then only give the length), e.g. visual features per chunk.
+        `visual` tells the cache which tokens are visual and their frame and region ids (policies read them).
         """
         tokens = input_ids if input_ids is not None else inputs_embeds
         length = tokens.shape[1]
@@ -109,7 +111,8 @@ class CachedRunner:
                 piece = {"inputs_embeds": inputs_embeds[:, start:stop]}
             keep = stop - start if all_logits else 1
             capture = self.cache.policy.capture
-            logits = self._forward(position_ids[..., start:stop], capture, keep, **piece, **model_inputs)
+            chunk_visual = None if visual is None else visual[start:stop]
+            logits = self._forward(position_ids[..., start:stop], capture, keep, chunk_visual, **piece, **model_inputs)
             pieces.append(logits)
             self.last_evictions.append(self.cache.evict(target if is_last else budget))
         return torch.cat(pieces, dim=1) if all_logits else pieces[-1][:, -1]
@@ -188,9 +191,11 @@ class CachedRunner:
             logger.warning("answer outgrew the cache's headroom; evicting during decoding")
             self.cache.evict(self.cache.config.budget)
 
-    def _forward(self, position_ids: torch.Tensor, capture: str | None, keep: int, **inputs) -> torch.Tensor:
+    def _forward(
+        self, position_ids: torch.Tensor, capture: str | None, keep: int, visual: torch.Tensor | None = None, **inputs
+    ) -> torch.Tensor:
         """One forward over new tokens; the logits of its last `keep` tokens: [1, keep, vocab]."""
-        self.cache.stage_positions(position_ids, self.device)
+        self.cache.stage_positions(position_ids, self.device, visual)
         with self.cache.recording(capture):
             out = self.model(
                 position_ids=position_ids.to(self.device),

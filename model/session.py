@@ -137,6 +137,7 @@ class StreamingSession:
         self.cache.reset()
         self.clip_index = ClipIndex()  # token ranks -> clips, for the evidence of answers
         self.clips = 0
+        self.frames = 0  # frame ids given to the cache so far (one per change-layout group: frame or temporal patch)
         self.rounds = 0
         self.last_answer: AnswerMetrics | None = None
         self.last_answer_ids: list[int] = []
@@ -159,13 +160,14 @@ class StreamingSession:
             self.cache.archive_new()  # what came before keeps the time of its own clip
             self.cache.store.stream_time = span[0]  # labels this clip's tokens when they are archived
         self._start()
+        visual, self.frames = self.adapter.visual_ids(segment, self.frames)  # [T, 2]: frame, region per token
         started = time.perf_counter()
         first = self.cache.tokens_seen
         chunks = self.adapter.chunk_inputs(self.loaded.model, segment)  # Qwen3-VL: features per chunk (DeepStack)
         embeds = None if chunks is not None else self.adapter.segment_embeddings(self.loaded.model, segment)
         vision_s = time.perf_counter() - started  # the tower's pass, either way
         try:
-            self._prefill(segment, evict_to=None, embeds=embeds, chunks=chunks)
+            self._prefill(segment, evict_to=None, embeds=embeds, chunks=chunks, visual=visual)
         except PrefillInterrupted:
             self.change.reset()  # the reference holds regions that did not reach the cache: start again whole
             raise
@@ -367,19 +369,21 @@ class StreamingSession:
         evict_to: int | None,
         embeds: torch.Tensor | None = None,
         chunks: Callable[[int, int], dict] | None = None,
+        visual: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Prefills a segment at the cache's next positions; returns the last token's logits [1, vocab]. `embeds`
-        ([1, T, hidden]) or `chunks` (the adapter's chunk_inputs) when the caller already ran the vision tower."""
+        ([1, T, hidden]) or `chunks` (the adapter's chunk_inputs) when the caller already ran the vision tower;
+        `visual` ([T, 2]: the adapter's `visual_ids`) tells the cache each visual token's frame and region."""
         model = self.loaded.model
         positions, _ = self.adapter.segment_position_ids(segment, self.cache.next_position)
         if embeds is None and chunks is None:
             chunks = self.adapter.chunk_inputs(model, segment)  # Qwen3-VL clips: DeepStack features per chunk
         if chunks is not None:
             return self.runner.prefill(input_ids=segment.input_ids, position_ids=positions, evict_to=evict_to,
-                                       chunk_inputs=chunks)  # fmt: skip
+                                       chunk_inputs=chunks, visual=visual)  # fmt: skip
         if embeds is None:
             embeds = self.adapter.segment_embeddings(model, segment)  # [1, T, hidden]
-        return self.runner.prefill(inputs_embeds=embeds, position_ids=positions, evict_to=evict_to)
+        return self.runner.prefill(inputs_embeds=embeds, position_ids=positions, evict_to=evict_to, visual=visual)
 
     def _recall(self, segment: Segment) -> RecallStats:
         """Brings the host store's blocks that this question needs back into the cache (tier 2 -> tier 1)."""

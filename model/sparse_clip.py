@@ -19,11 +19,13 @@ def sparse_segment(
     model_inputs: dict[str, torch.Tensor],
     visual_select: torch.Tensor | None,
     num_visual: int,
+    visual_cells: torch.Tensor,
 ) -> Segment:
     """The tokens `token_keep` ([T] bool) of the whole clip `segment`, with the forward inputs they need.
 
     visual_select: [N_kept] indices of the kept visual tokens in what the vision tower returns for
-    `model_inputs`' pixels (None: all of it). num_visual: how many kept tokens are visual."""
+    `model_inputs`' pixels (None: all of it). num_visual: how many kept tokens are visual. visual_cells: [num_visual]
+    their cells of the whole clip's token grid (`Segment.visual_cells`)."""
     if token_keep.shape != (segment.num_tokens,):
         raise ValueError(f"token mask of {tuple(token_keep.shape)} for a segment of {segment.num_tokens} tokens")
     full, next_start = adapter.segment_position_ids(segment, 0)  # [P, 1, T] or [1, T]
@@ -38,4 +40,5 @@ def sparse_segment(
         position_extent=next_start,
         visual_select=visual_select,
         full_visual_tokens=segment.num_visual_tokens,
+        visual_cells=visual_cells,
     )

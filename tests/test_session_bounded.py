@@ -11,7 +11,7 @@ from tests.session_helpers import TINY_FAMILIES, loaded
 CLIPS, QUESTIONS, BUDGET, MAX_NEW = 100, 30, 512, 8
 
 
-@pytest.mark.parametrize("policy", ["inf-mllm", "h2o", "streaming-llm", "window"])
+@pytest.mark.parametrize("policy", ["inf-mllm", "h2o", "streaming-llm", "window", "strided"])
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_long_stream_stays_within_budget(family, policy):
     session = StreamingSession(

@@ -12,7 +12,7 @@ from tests.session_helpers import TINY_FAMILIES, generate_answer, loaded
 MAX_NEW = 10
 
 
-@pytest.mark.parametrize("policy", ["inf-mllm", "snapkv", "h2o", "full"])
+@pytest.mark.parametrize("policy", ["inf-mllm", "snapkv", "h2o", "full", "strided"])
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_answers_equal_generate_on_the_whole_conversation(family, policy):
     _check_answers_equal_generate(family, policy, compile_decode=False)
@@ -54,4 +54,4 @@ def _check_answers_equal_generate(family: str, policy: str, compile_decode: bool
 
 
 def test_every_policy_is_registered_for_the_session():
-    assert set(POLICIES) == {"inf-mllm", "snapkv", "h2o", "streaming-llm", "window", "full"}
+    assert set(POLICIES) == {"inf-mllm", "snapkv", "h2o", "streaming-llm", "window", "full", "strided"}

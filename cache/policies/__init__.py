@@ -11,10 +11,12 @@ from cache.policies.h2o import HeavyHitterOracle
 from cache.policies.inf_mllm import InfMLLM, InfMllmSettings
 from cache.policies.snapkv import SnapKV, SnapKvSettings
 from cache.policies.streaming_llm import StreamingLLM, StreamingLlmSettings
+from cache.policies.strided import Strided, StridedSettings
+from cache.policies.view import TokenView
 from cache.policies.window import WindowAttention
 
 POLICIES: dict[str, type[EvictionPolicy]] = {
-    cls.name: cls for cls in (InfMLLM, SnapKV, StreamingLLM, HeavyHitterOracle, WindowAttention, FullCache)
+    cls.name: cls for cls in (InfMLLM, SnapKV, StreamingLLM, HeavyHitterOracle, WindowAttention, FullCache, Strided)
 }
 
 
@@ -56,6 +58,8 @@ __all__ = [
     "PolicySettings",
     "SnapKvSettings",
     "StreamingLlmSettings",
+    "StridedSettings",
+    "TokenView",
     "select_keep",
     "settings_classes",
     "settings_for",

@@ -1,18 +1,19 @@
-"""The eviction-policy interface, the settings every policy's own settings class extends, and the shared top-k
-selection every policy goes through.
+"""The eviction-policy interface, the settings every policy's own settings class extends (with the checks they
+share), and the shared top-k selection every policy goes through.
 
-A policy only scores tokens; it never holds tensors. The cache gathers the kept indices itself.
+A policy only scores a view of the tokens (`cache/policies/view.py`); it never holds tensors and never sees the
+cache or its config. The cache gathers the kept indices itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import torch
 
-if TYPE_CHECKING:
-    from cache.config import CacheConfig
+from cache.policies.view import TokenView
 
 KEEP = float("inf")  # score of a token a policy must keep (recent window, sinks)
 POOL_MODES = ("max", "avg", "span")
@@ -36,6 +37,24 @@ class PolicySettings:
         return ""
 
 
+def check_count(name: str, value: object, minimum: int, meaning: str = "") -> None:
+    """A whole number >= `minimum` (not a bool), else ValueError "{name} must be >= {minimum}{meaning}, got ..."."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}{meaning}, got {value!r}")
+
+
+def check_number(name: str, value: object, minimum: float, meaning: str = "") -> None:
+    """A real number >= `minimum` (int or float, not a bool, not NaN), else ValueError as `check_count`'s."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
+        raise ValueError(f"{name} must be >= {minimum:g}{meaning}, got {value!r}")
+
+
+def check_choice(name: str, value: object, allowed: Sequence[str]) -> None:
+    """One of `allowed`, else ValueError "unknown {name} ...; allowed: a, b"."""
+    if value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(allowed)}")
+
+
 class EvictionPolicy:
     """Scores cached tokens: higher = keep. Tokens scored `KEEP` are never evicted.
 
@@ -43,7 +62,8 @@ class EvictionPolicy:
     None (nothing), "window" (mean attention of a prompt's last `window` rows, prefill only) or
     "accumulate" (attention summed over every query row, prefill and decode: H2O).
     `settings_class` is the class of the policy's own settings; `self.settings` is the instance the cache was
-    configured with (`CacheConfig.policy_settings`).
+    configured with (`CacheConfig.policy_settings`). Everything else a policy needs (the window, the tokens'
+    attention, original positions and origin) comes in the `TokenView` it scores.
     """
 
     name: ClassVar[str]
@@ -52,53 +72,47 @@ class EvictionPolicy:
     evicts: ClassVar[bool] = True
     per_head: ClassVar[bool] = False  # True when different KV heads may keep different tokens
 
-    def __init__(self, config: CacheConfig) -> None:
-        self.config = config
-        self.settings = config.policy_settings
+    def __init__(self, settings: PolicySettings | None = None) -> None:
+        self.settings = self.settings_class() if settings is None else settings
+        if type(self.settings) is not self.settings_class:
+            expected, got = self.settings_class.__name__, type(settings).__name__
+            raise ValueError(f"policy {self.name!r} takes {expected}, got {got}")
 
-    def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
-        """Scores of `n` cached tokens, broadcastable to [L, B, H_kv, n].
-
-        attention: [L, B, H_kv, n] recorded attention (see `capture`), or None when not captured.
-        """
+    def score(self, view: TokenView) -> torch.Tensor:
+        """Scores of the view's `n` cached tokens, broadcastable to [L, B, H_kv, n]."""
         raise NotImplementedError
 
-    def _recency(self, n: int, device: torch.device) -> torch.Tensor:
+    @staticmethod
+    def _recency(view: TokenView) -> torch.Tensor:
         # [1, 1, 1, n]: token i scores i, so the newest tokens win.
-        return torch.arange(n, device=device, dtype=torch.float32).view(1, 1, 1, n)
+        return torch.arange(view.n, device=view.device, dtype=torch.float32).view(1, 1, 1, view.n)
 
-    def _pool_older(self, scores: torch.Tensor, n: int, kernel: int, mode: str) -> torch.Tensor:
+    @staticmethod
+    def _pool_older(scores: torch.Tensor, view: TokenView, kernel: int, mode: str) -> torch.Tensor:
         """Pools the older tokens [0, n - window) of [..., n] scores over `kernel` tokens (see `pool_tokens`)."""
-        older = n - self.config.window
+        older = view.n - view.window
         if kernel <= 1 or older <= 1:
             return scores
         pooled = pool_tokens(scores[..., :older], kernel, mode)
         return torch.cat([pooled, scores[..., older:]], dim=-1)
 
-    def _protect_recent(self, scores: torch.Tensor, n: int) -> torch.Tensor:
+    @staticmethod
+    def _protect_recent(scores: torch.Tensor, view: TokenView) -> torch.Tensor:
         scores = scores.clone()
-        scores[..., max(n - self.config.window, 0) :] = KEEP
+        scores[..., view.older :] = KEEP
         return scores
 
 
-def select_keep(
-    policy: EvictionPolicy,
-    n: int,
-    target: int,
-    attention: torch.Tensor | None,
-    shape: tuple[int, ...],
-    pinned: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Indices of the tokens to keep, in their original order: [L, B, H_kv, target] (int64).
+def select_keep(policy: EvictionPolicy, view: TokenView, pinned: torch.Tensor | None = None) -> torch.Tensor:
+    """Indices of the tokens to keep, in their original order: [L, B, H_kv, view.target] (int64).
 
-    One top-k over every layer and head at once; `shape` is [L, B, H_kv]. `pinned` ([L, B, H_kv, n] bool):
-    tokens kept whatever the policy says (recalled for the current answer).
+    One top-k over every layer and head at once. `pinned` ([L, B, H_kv, n] bool): tokens kept whatever the
+    policy says (recalled for the current answer).
     """
-    device = attention.device if attention is not None else torch.device("cpu")
-    scores = policy.score(n, attention, device).expand(*shape, n)
+    scores = policy.score(view).expand(*view.shape, view.n)
     if pinned is not None:
         scores = scores.masked_fill(pinned.to(scores.device), KEEP)
-    keep = torch.topk(scores, k=target, dim=-1, sorted=False).indices
+    keep = torch.topk(scores, k=view.target, dim=-1, sorted=False).indices
     return keep.sort(dim=-1).values
 
 

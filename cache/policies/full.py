@@ -3,11 +3,12 @@
 import torch
 
 from cache.policies.base import EvictionPolicy
+from cache.policies.view import TokenView
 
 
 class FullCache(EvictionPolicy):
     name = "full"
     evicts = False
 
-    def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
+    def score(self, view: TokenView) -> torch.Tensor:
         raise RuntimeError("the full cache never evicts")

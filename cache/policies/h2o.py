@@ -7,6 +7,7 @@ summed over all query rows of every prefill and decode step (averaged over the q
 import torch
 
 from cache.policies.base import EvictionPolicy
+from cache.policies.view import TokenView
 
 
 class HeavyHitterOracle(EvictionPolicy):
@@ -14,7 +15,7 @@ class HeavyHitterOracle(EvictionPolicy):
     capture = "accumulate"
     per_head = True
 
-    def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
-        if attention is None:
+    def score(self, view: TokenView) -> torch.Tensor:
+        if view.attention is None:
             raise RuntimeError("h2o needs accumulated attention scores; none were captured")
-        return self._protect_recent(attention.float(), n)
+        return self._protect_recent(view.attention.float(), view)

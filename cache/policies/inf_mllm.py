@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from cache.policies.base import POOL_MODES, EvictionPolicy, PolicySettings
+from cache.policies.base import POOL_MODES, EvictionPolicy, PolicySettings, check_choice, check_count, check_number
+from cache.policies.view import TokenView
 
 
 @dataclass(frozen=True)
@@ -48,12 +49,9 @@ class InfMllmSettings(PolicySettings):
     )
 
     def __post_init__(self) -> None:
-        if isinstance(self.bias, bool) or not isinstance(self.bias, int | float) or not self.bias >= 0:
-            raise ValueError(f"bias must be >= 0 (0 disables the attention bias), got {self.bias!r}")
-        if isinstance(self.pool, bool) or not isinstance(self.pool, int) or self.pool < 1:
-            raise ValueError(f"pool must be >= 1 token (1 = no pooling), got {self.pool!r}")
-        if self.pool_mode not in POOL_MODES:
-            raise ValueError(f"unknown pool_mode {self.pool_mode!r}; allowed: {', '.join(POOL_MODES)}")
+        check_number("bias", self.bias, 0, " (0 disables the attention bias)")
+        check_count("pool", self.pool, 1, " token (1 = no pooling)")
+        check_choice("pool_mode", self.pool_mode, POOL_MODES)
 
     def describe(self) -> str:
         return f"bias {self.bias:g}, pool {self.pool} ({self.pool_mode})"
@@ -66,13 +64,13 @@ class InfMLLM(EvictionPolicy):
     per_head = True
     settings: InfMllmSettings
 
-    def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
-        if attention is None:
+    def score(self, view: TokenView) -> torch.Tensor:
+        if view.attention is None:
             raise RuntimeError("inf-mllm needs window attention scores; none were captured")
-        older = n - self.config.window
-        scores = attention.float().clone()
+        older = view.n - view.window
+        scores = view.attention.float().clone()
         if older > 0:
             distance = torch.arange(older - 1, -1, -1, device=scores.device, dtype=torch.float32)
             scores[..., :older] -= distance * (self.settings.bias / older)
-        scores = self._pool_older(scores, n, self.settings.pool, self.settings.pool_mode)
-        return self._protect_recent(scores, n)
+        scores = self._pool_older(scores, view, self.settings.pool, self.settings.pool_mode)
+        return self._protect_recent(scores, view)

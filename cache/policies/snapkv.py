@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from cache.policies.base import EvictionPolicy, PolicySettings
+from cache.policies.base import EvictionPolicy, PolicySettings, check_count
+from cache.policies.view import TokenView
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,7 @@ class SnapKvSettings(PolicySettings):
     kernel: int = 7
 
     def __post_init__(self) -> None:
-        if isinstance(self.kernel, bool) or not isinstance(self.kernel, int) or self.kernel < 1:
-            raise ValueError(f"snapkv kernel must be >= 1 token (1 = no pooling), got {self.kernel!r}")
+        check_count("snapkv kernel", self.kernel, 1, " token (1 = no pooling)")
 
     def describe(self) -> str:
         return f"kernel {self.kernel}"
@@ -36,7 +36,8 @@ class SnapKV(EvictionPolicy):
     per_head = True
     settings: SnapKvSettings
 
-    def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
-        if attention is None:
+    def score(self, view: TokenView) -> torch.Tensor:
+        if view.attention is None:
             raise RuntimeError("snapkv needs window attention scores; none were captured")
-        return self._protect_recent(self._pool_older(attention.float(), n, self.settings.kernel, "avg"), n)
+        pooled = self._pool_older(view.attention.float(), view, self.settings.kernel, "avg")
+        return self._protect_recent(pooled, view)

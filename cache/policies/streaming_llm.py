@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from cache.policies.base import KEEP, EvictionPolicy, PolicySettings
+from cache.policies.base import KEEP, EvictionPolicy, PolicySettings, check_count
+from cache.policies.view import TokenView
 
 
 @dataclass(frozen=True)
@@ -16,8 +17,7 @@ class StreamingLlmSettings(PolicySettings):
     sinks: int = field(default=4, metadata={"help": "sink tokens kept by streaming-llm"})
 
     def __post_init__(self) -> None:
-        if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
-            raise ValueError(f"sinks must be >= 0, got {self.sinks!r}")
+        check_count("sinks", self.sinks, 0)
 
     def check_fits(self, budget: int, window: int) -> None:
         if self.sinks + window >= budget:
@@ -32,7 +32,7 @@ class StreamingLLM(EvictionPolicy):
     settings_class = StreamingLlmSettings
     settings: StreamingLlmSettings
 
-    def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
-        scores = self._recency(n, device).clone()
+    def score(self, view: TokenView) -> torch.Tensor:
+        scores = self._recency(view).clone()
         scores[..., : self.settings.sinks] = KEEP
         return scores

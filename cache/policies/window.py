@@ -3,10 +3,11 @@
 import torch
 
 from cache.policies.base import EvictionPolicy
+from cache.policies.view import TokenView
 
 
 class WindowAttention(EvictionPolicy):
     name = "window"
 
-    def score(self, n: int, attention: torch.Tensor | None, device: torch.device) -> torch.Tensor:
-        return self._recency(n, device)
+    def score(self, view: TokenView) -> torch.Tensor:
+        return self._recency(view)

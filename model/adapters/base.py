@@ -43,7 +43,9 @@ class Segment:
     positions: [P, 1, T] positions relative to the segment's start, those its tokens have in the whole clip;
     position_extent: the whole clip's position extent (next start - start);
     visual_select: [N_kept] indices of the kept tokens in the vision tower's output for this segment;
-    full_visual_tokens: visual tokens of the whole clip.
+    full_visual_tokens: visual tokens of the whole clip;
+    visual_cells: [N_kept] int64, each kept visual token's cell of the whole clip's token grid [G, Rh, Rw] of its
+        change layout, flattened (None: a whole clip, every cell in order).
     """
 
     input_ids: torch.Tensor
@@ -56,6 +58,7 @@ class Segment:
     visual_select: torch.Tensor | None = None
     full_visual_tokens: int | None = None
     group_starts: list[int] | None = None  # first token of each frame's block (families that drop whole frames)
+    visual_cells: torch.Tensor | None = None
 
     @property
     def num_tokens(self) -> int:
@@ -103,6 +106,28 @@ class VideoAdapter(ABC):
     def sparse_clip(self, segment: Segment, keep: np.ndarray) -> Segment:
         """The clip `segment` with only the visual tokens `keep` ([G, Rh, Rw] bool over the tokens of its
         change layout) left in, each at the position it has in the whole clip."""
+
+    @abstractmethod
+    def visual_mask(self, segment: Segment) -> torch.Tensor:
+        """[T] bool: the segment's visual placeholder tokens (those the vision tower's features replace)."""
+
+    def visual_ids(self, segment: Segment, first_frame: int) -> tuple[torch.Tensor, int]:
+        """What the cache is told of a segment's tokens: [T, 2] int64, (frame, region) of each visual token,
+        (-1, -1) of each text token. Frames (groups of the change layout: a frame, or a temporal patch of
+        frames) are numbered from `first_frame`; a region is a token's cell in its frame's grid, row-major.
+        Returns (the ids, the first frame id after this segment's frames)."""
+        ids = torch.full((segment.num_tokens, 2), -1, dtype=torch.long)
+        if segment.view is None:
+            return ids, first_frame
+        groups = segment.view.shape[0] // self.change_layout().group
+        per_group = (segment.full_visual_tokens or segment.num_visual_tokens) // groups
+        cells = segment.visual_cells if segment.visual_cells is not None else torch.arange(segment.num_visual_tokens)
+        mask = self.visual_mask(segment)
+        if int(mask.sum()) != cells.numel():
+            raise RuntimeError(f"{int(mask.sum())} visual placeholders for {cells.numel()} visual tokens")
+        ids[mask, 0] = first_frame + cells // per_group
+        ids[mask, 1] = cells % per_group
+        return ids, first_frame + groups
 
     @abstractmethod
     def question_segment(self, question: str) -> Segment:

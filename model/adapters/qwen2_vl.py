@@ -129,6 +129,9 @@ class Qwen2VLAdapter(VideoAdapter):
     def change_layout(self) -> ChangeLayout:
         return ChangeLayout(group=self.temporal_patch_size, region=self.factor)
 
+    def visual_mask(self, segment: Segment) -> torch.Tensor:
+        return segment.input_ids[0] == self.video_token_id
+
     def sparse_clip(self, segment: Segment, keep: np.ndarray) -> Segment:
         """Only the temporal patches with a kept token go through the vision tower (it attends within one
         temporal patch, so their tokens come out as in the whole clip); of those, the kept tokens enter."""
@@ -150,7 +153,8 @@ class Qwen2VLAdapter(VideoAdapter):
             select = flat[groups].reshape(-1).nonzero().squeeze(1)  # [N_kept] in the tower's output
         if "second_per_grid_ts" in segment.model_inputs:
             inputs["second_per_grid_ts"] = segment.model_inputs["second_per_grid_ts"]
-        return sparse_segment(self, segment, token_keep, inputs, select, int(flat.sum()))
+        cells = flat.reshape(-1).nonzero().squeeze(1)
+        return sparse_segment(self, segment, token_keep, inputs, select, cells.numel(), cells)
 
     def add_time_inputs(self, segment: Segment, seconds_per_grid: float) -> None:
         """Hook for Qwen2.5-VL, whose temporal positions follow real time; Qwen2-VL has none."""

@@ -127,6 +127,9 @@ class SmolVLM2Adapter(VideoAdapter):
             first = int(images[0, 0]) - self.text_segment(FRAME_OPEN).num_tokens
         return [first] + (closes[:-1] + 1).tolist()
 
+    def visual_mask(self, segment: Segment) -> torch.Tensor:
+        return segment.input_ids[0] == self.image_token_id
+
     def change_layout(self) -> ChangeLayout:
         return ChangeLayout(group=1, region=self.side // math.isqrt(self.tokens_per_frame), whole_groups=True)
 
@@ -145,7 +148,8 @@ class SmolVLM2Adapter(VideoAdapter):
         inputs = {}
         if frames.any():
             inputs = {k: segment.model_inputs[k][:, frames] for k in ("pixel_values", "pixel_attention_mask")}
-        return sparse_segment(self, segment, token_keep, inputs, None, int(frames.sum()) * self.tokens_per_frame)
+        cells = (frames.nonzero() * self.tokens_per_frame + torch.arange(self.tokens_per_frame)).reshape(-1)
+        return sparse_segment(self, segment, token_keep, inputs, None, cells.numel(), cells)
 
     def frame_pixels(self, frames: np.ndarray) -> np.ndarray:
         """[F, H, W, 3] uint8 -> [F, 3, side, side] float32: longest edge to the video size (aspect kept,
