@@ -27,7 +27,7 @@ from app.scheduler import StandingQuestion
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
-from app.watches.checks import run_checks
+from app.watch_checks import run_checks
 from app.watches.gate import clip_changed
 from bus import CaptureChange, ClipEvent, End, Event, EventBus, Status, StatusKind, WarningEvent
 from cache.runner import PrefillInterrupted
