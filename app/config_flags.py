@@ -5,7 +5,7 @@ A field becomes a flag when its metadata has a help text:
     threshold: float = field(default=0.06, metadata={"flag": "--change-threshold", "help": "how much ..."})
 
 gives `--change-threshold` (type float from the annotation, default 0.06, that help) and the --config key
-`change_threshold` (the flag's dest: every flag is a TOML key, app/cli.py `read_config_file`). The field's
+`change_threshold` (the flag's dest: every flag is a TOML key, app/cli.py `_read_config_file`). The field's
 default is the flag's default, and `--help` shows it. Metadata keys:
 
 - "help" (required): the help text. Fields without it are not flags (settings only scripts should touch).

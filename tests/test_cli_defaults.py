@@ -1,7 +1,6 @@
-"""A flag's default is its config dataclass's: most flags are generated from the dataclass fields
-(app/config_flags.py), so the default, the type, the choices and the help are written once; the others read the
-default from there (or, where importing the dataclass would make --help load transformers, this test keeps the
-two equal). Every generated flag is also a --config key whose value reaches the dataclass."""
+"""A flag's default is its config dataclass's: the flags are generated from the dataclass fields
+(app/config_flags.py), so the default, the type, the choices and the help are written once. Every generated flag
+is also a --config key whose value reaches the dataclass."""
 
 import argparse
 import dataclasses
