@@ -17,17 +17,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.admission import ingest_warning
 from app.answering import Answerer, Notes, Question
 from app.input_limits import AssistantBusy, InputLimits
+from app.run_limits import RunLimits
 from app.scheduler import StandingQuestion
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
-from app.watches.checks import run_checks
+from app.watch_checks import run_checks
 from app.watches.gate import clip_changed
 from app.watches.runtime_apply import apply_runtime_watches
 from app.watches.spec import WatchSpec
@@ -42,23 +42,6 @@ logger = logging.getLogger(__name__)
 
 _POLL_S = 0.05
 _MAX_COMMANDS = 64  # commands (not questions) waiting for the worker; one more is refused as busy
-
-
-@dataclass
-class RunLimits:
-    """When a run ends by itself: after `max_rounds` answers (all streams together), once every stream has
-    reached `duration_s` seconds of stream time, and (when `end_with_stream`) when every stream has ended.
-    0 / None = no limit."""
-
-    max_rounds: int = 0
-    duration_s: float = 0.0
-    end_with_stream: bool = True
-
-    def __post_init__(self) -> None:
-        if self.max_rounds < 0:
-            raise ValueError(f"max_rounds must be >= 0 (0 = no limit), got {self.max_rounds}")
-        if self.duration_s < 0:
-            raise ValueError(f"duration must be >= 0 seconds (0 = no limit), got {self.duration_s}")
 
 
 class Assistant:

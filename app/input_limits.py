@@ -3,10 +3,11 @@ model, and how many are answered between two clips while clips are waiting (so v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MAX_QUESTION_CHARS = 100_000  # the largest --max-question-chars accepted
 MAX_PENDING = 10_000  # the largest --max-pending-questions accepted
+PER_CLIP = 2  # questions answered per clip while clips wait
 
 
 class AssistantBusy(ValueError):
@@ -18,11 +19,26 @@ class InputLimits:
     """max_question_chars: a longer question is refused before it is queued (it would be tokenised once per
     stream). max_pending: questions waiting for the model (a question to every stream counts once); one more
     is refused as busy. per_clip: questions answered after each stream's clip while clips are waiting; with no
-    clip waiting, questions are answered one after another."""
+    clip waiting, questions are answered one after another.
 
-    max_question_chars: int = 2000
-    max_pending: int = 16
-    per_clip: int = 2
+    A field with `metadata={"help": ...}` is a command-line flag and a --config key (app/config_flags.py)."""
+
+    max_question_chars: int = field(
+        default=2000,
+        metadata={
+            "help": "a longer question (typed or from the page) is refused before it is queued "
+            f"(1..{MAX_QUESTION_CHARS})"
+        },
+    )
+    max_pending: int = field(
+        default=16,
+        metadata={
+            "flag": "--max-pending-questions",
+            "help": "questions waiting for the model; one more is refused as busy (try again). While clips wait, at "
+            f"most {PER_CLIP} questions are answered per clip, so questions never starve the video (1..{MAX_PENDING})",
+        },
+    )
+    per_clip: int = PER_CLIP
 
     def __post_init__(self) -> None:
         _check_int("max_question_chars", self.max_question_chars, 1, MAX_QUESTION_CHARS)

@@ -18,7 +18,8 @@ class StandingQuestion:
 
     question: str = field(default=DEFAULT_QUESTION, metadata={"help": "the standing question"})
     every_s: float = field(
-        default=30.0, metadata={"flag": "--every", "help": "ask it every N seconds of stream time (0 = never)"}
+        default=30.0,
+        metadata={"flag": "--every", "help": "ask it every N seconds of stream time (0 = never)", "unit": "seconds"},
     )
     next_due_s: float = field(init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)

@@ -51,8 +51,18 @@ class CacheConfig:
             "choices": POSITION_MODES,
         },
     )
-    recall: int = 0  # the app's --recall has its own default (app/cli.py, DEFAULT_RECALL)
-    store_bytes: int = 0  # --store-mb, in MiB
+    recall: int = 0  # the app's --recall has its own default (app/flags.py, RecallFlags)
+    store_bytes: int = field(
+        default=0,
+        metadata={
+            "flag": "--store-mb",
+            "help": "host store bound in MiB (0 = a quarter of the available RAM, at most 4096); oldest blocks go "
+            "first",
+            "type": float,
+            "scale": 2**20,
+            "unit": "MiB",
+        },
+    )
     block: int = field(default=32, metadata={"help": "tokens per host-store block (unit of recall)"})
     store_dir: str = field(
         default="",

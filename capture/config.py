@@ -124,9 +124,11 @@ class CaptureConfig:
 
     source: str | int | Path
     fps: float = field(default=1.0, metadata={"help": "frames sampled per second of stream time"})
-    clip_seconds: float = field(default=4.0, metadata={"help": "stream seconds per clip fed to the model"})
+    clip_seconds: float = field(
+        default=4.0, metadata={"help": "stream seconds per clip fed to the model", "unit": "seconds"}
+    )
     realtime: bool = False
-    loop: bool = False
+    loop: bool = field(default=False, metadata={"help": "restart a video file at its end"})
     max_size: tuple[int, int] | None = None
     queue_size: int = 2
     open_timeout_s: float = 10.0

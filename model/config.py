@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -27,12 +27,19 @@ class ModelConfig:
     dtype: "auto" (bf16 on GPU, fp16 where bf16 is unsupported, fp32 on CPU), "bfloat16", "float16" or
         "float32".
     trust_remote_code: passed to transformers; only needed for families outside the supported ones.
+
+    A field with `metadata={"help": ...}` is a command-line flag and a --config key (app/config_flags.py).
     """
 
-    model: str = "Qwen/Qwen2-VL-2B-Instruct"
-    device: str = "auto"
-    dtype: str = "auto"
-    trust_remote_code: bool = False
+    model: str = field(
+        default="Qwen/Qwen2-VL-2B-Instruct",
+        metadata={"help": "Hugging Face id, local directory, or 'tiny' (random weights, gibberish answers, offline)"},
+    )
+    device: str = field(default="auto", metadata={"help": "auto (CUDA when present), cuda, cuda:N or cpu"})
+    dtype: str = field(
+        default="auto", metadata={"help": "auto (bf16/fp16 on GPU, fp32 on CPU), bfloat16, float16, float32"}
+    )
+    trust_remote_code: bool = field(default=False, metadata={"help": "allow code shipped with the model"})
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():

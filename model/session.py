@@ -24,33 +24,14 @@ from cache.runner import CachedRunner, PrefillInterrupted
 from cache.store.recall import RecallStats, recall_for_prompt
 from model.adapters.base import Segment
 from model.answer_turn import AnswerTurn
-from model.change import ChangeConfig, ChangeTracker
+from model.change import ChangeTracker
 from model.evidence import ClipIndex, attended, recalled
 from model.loading import LoadedModel
 from model.resources import device_memory_bytes, process_rss_bytes
+from model.session_config import SessionConfig
 from model.verdict import Verdict, YesNo, check_question, yes_probability
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class SessionConfig:
-    """max_new_tokens: answer length cap, also the headroom kept free in the cache at each question.
-    chunk_size: tokens per prefill forward; bounds peak activation memory whatever the clip length.
-    compile_decode: compile the static decode step with torch.compile (CUDA graphs on a GPU); the first
-    answer waits for the compilation, and decoding falls back to eager where compiling fails.
-    change: which visual tokens of a clip enter the cache (model/change.py: unchanged ones are dropped)."""
-
-    max_new_tokens: int = 64
-    chunk_size: int = 512
-    compile_decode: bool = False
-    change: ChangeConfig = field(default_factory=ChangeConfig)
-
-    def __post_init__(self) -> None:
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if self.chunk_size < 1:
-            raise ValueError(f"chunk_size must be >= 1, got {self.chunk_size}")
 
 
 @dataclass

@@ -1,7 +1,6 @@
-"""A flag's default is its config dataclass's: most flags are generated from the dataclass fields
-(app/config_flags.py), so the default, the type, the choices and the help are written once; the others read the
-default from there (or, where importing the dataclass would make --help load transformers, this test keeps the
-two equal). Every generated flag is also a --config key whose value reaches the dataclass."""
+"""A flag's default is its config dataclass's: the flags are generated from the dataclass fields
+(app/config_flags.py), so the default, the type, the choices and the help are written once. Every generated flag
+is also a --config key whose value reaches the dataclass."""
 
 import argparse
 import dataclasses
@@ -14,23 +13,35 @@ import pytest
 
 from app.cli import build_parser, parse_args
 from app.config import AppConfig
-from app.config_flags import add_config_flags, dest_of, flag_fields, flag_of, type_of, values_from
-from app.fleet.config import FleetConfig
+from app.config_flags import add_config_flags, default_of, dest_of, flag_fields, flag_of, help_of, type_of, values_from
+from app.fleet_config import FleetConfig
+from app.input_limits import InputLimits
+from app.run_limits import RunLimits
 from app.scheduler import StandingQuestion
 from cache.config import POSITION_MODES, CacheConfig
 from cache.policies import POLICIES, InfMllmSettings, StreamingLlmSettings, settings_classes
 from capture.config import CaptureConfig
 from model.change import ChangeConfig
-from model.session import SessionConfig
+from model.config import ModelConfig
+from model.session_config import SessionConfig
 from tests.app_helpers import REPO
+from timeline.config import TimelineConfig
+from ui.config import UIConfig
 
-# every config class whose flags are generated, and where its instance sits in the AppConfig built from them
+# every component config class with generated flags, and where its instance sits in the AppConfig built from them
+# (the flag-holding classes of app/flags.py: tests/test_config_schema.py)
 GENERATED = {
     CaptureConfig: lambda config: config.streams[0].capture,
     CacheConfig: lambda config: config.cache,
     ChangeConfig: lambda config: config.session.change,
     StandingQuestion: lambda config: config.schedule,
     FleetConfig: lambda config: config.fleet,
+    ModelConfig: lambda config: config.model,
+    SessionConfig: lambda config: config.session,
+    RunLimits: lambda config: config.limits,
+    InputLimits: lambda config: config.input_limits,
+    TimelineConfig: lambda config: config.timeline,
+    UIConfig: lambda config: config.ui,
     **{cls: (lambda config: config.cache.policy_settings) for cls in settings_classes()},
 }
 FIELDS = [(cls, f) for cls in GENERATED for f in flag_fields(cls)]
@@ -67,30 +78,41 @@ def test_the_generated_flags_are_the_ones_users_know():
 def test_every_generated_flag_has_its_fields_default_type_choices_and_help(config_class, field):
     action = _actions()[dest_of(field)]
     assert flag_of(field) in action.option_strings
-    assert action.default == field.default == getattr(config_class(**_required(config_class)), field.name)
-    assert action.help == field.metadata["help"]
+    built = config_class(**_required(config_class))
+    assert action.default == default_of(field)
+    if not _no_default(field):
+        assert getattr(built, field.name) == field.default
+    assert action.help == help_of(field)
     if type_of(field) is bool:
-        assert isinstance(action, argparse.BooleanOptionalAction)
+        assert isinstance(action, argparse.BooleanOptionalAction if field.default else argparse._StoreTrueAction)
     else:
         assert action.type is type_of(field)
     assert action.choices == field.metadata.get("choices")
-    assert values_from(build_parser().parse_args([]), config_class)[field.name] == field.default
+    if not _no_default(field):
+        assert values_from(build_parser().parse_args([]), config_class)[field.name] == field.default
 
 
 @pytest.mark.parametrize(("config_class", "field"), FIELDS, ids=IDS)
 def test_every_generated_flag_is_a_config_key_that_reaches_its_dataclass(tmp_path, config_class, field):
     value = _another_value(field)
     lines = [f"{dest_of(field)} = {json.dumps(value)}"]
+    timeline = str(tmp_path / "t.sqlite") if config_class is TimelineConfig else ""
     owner = next((name for name, p in POLICIES.items() if p.settings_class is config_class), None)
     if owner is not None:  # a policy's own setting reaches the dataclass when that policy is chosen
         lines.append(f"policy = {json.dumps(owner)}")
-    if config_class is FleetConfig:  # the fleet's settings are read with --ray only
+    if config_class is FleetConfig and field.name != "address":  # the fleet's settings are read with --ray only
         lines.append('ray = "auto"')
+    if config_class is UIConfig:  # the page's settings are read with --ui only
+        lines.append("ui = true")
     path = tmp_path / "run.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    args = parse_args(["--config", str(path), "--video", str(tmp_path / "a.mp4"), "--timeline", ""])
+    args = parse_args(["--config", str(path), "--video", str(tmp_path / "a.mp4"), "--timeline", timeline])
     built = GENERATED[config_class](AppConfig.from_args(args))
-    assert type(built) is config_class and getattr(built, field.name) == value
+    if "scale" in field.metadata:  # the flag's unit (MiB) to the field's (bytes)
+        value = int(value * field.metadata["scale"])
+    assert type(built) is config_class and getattr(built, field.name) == (
+        tuple(value) if field.metadata.get("repeat") else value
+    )
 
 
 def test_a_flag_of_another_policy_is_ignored_with_a_warning(tmp_path, caplog):
@@ -142,8 +164,13 @@ def _no_default(field: dataclasses.Field) -> bool:
     return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
 
 
+OTHER = {"--device": "cpu", "--dtype": "float32", "--ray": "127.0.0.1:6379", "--allowed-host": ["box.lan"]}
+
+
 def _another_value(field: dataclasses.Field) -> object:
     """A valid value other than the default: the next choice, the other bool, a bit more of a number."""
+    if flag_of(field) in OTHER:
+        return OTHER[flag_of(field)]
     if "choices" in field.metadata:
         return next(c for c in field.metadata["choices"] if c != field.default)
     kind = type_of(field)
@@ -152,5 +179,6 @@ def _another_value(field: dataclasses.Field) -> object:
     if kind is int:
         return field.default + 1
     if kind is float:
-        return field.default * 1.5 if field.default else 0.5
+        default = default_of(field)
+        return default * 1.5 if default else 0.5
     return f"{field.default} (changed)" if field.default else "changed"

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from app.fleet.cluster import FleetError, check_reachable, split_address
-from app.fleet.config import FleetConfig
 from app.fleet.nodes import node_slots
 from app.fleet.placement import HostRoom, place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import PREVIEW_WIDTH, from_wire, to_wire
+from app.fleet_config import FleetConfig
 from bus import Alert, Answer, ClipEvent, End, Status, StatusKind
 from tests.mqtt_broker import free_port
 

@@ -4,7 +4,7 @@ bytes); the error its users see."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from timeline.postgres_target import PostgresTarget, is_postgres_url
@@ -58,8 +58,19 @@ class TimelineConfig:
     """
 
     path: Location
-    days: float = 7.0
-    max_bytes: int = 256 * MIB
+    days: float = field(
+        default=7.0, metadata={"flag": "--timeline-days", "help": "keep this many days", "unit": "days"}
+    )
+    max_bytes: int = field(
+        default=256 * MIB,
+        metadata={
+            "flag": "--timeline-mb",
+            "help": "keep the file under this many MiB",
+            "type": float,
+            "scale": MIB,
+            "unit": "MiB",
+        },
+    )
     wal_bytes: int = 4 * MIB
     check_every: int = 64
     busy_timeout_s: float = 5.0

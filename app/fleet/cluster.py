@@ -7,20 +7,14 @@ from __future__ import annotations
 import socket
 from types import ModuleType
 
+from app.fleet_config import split_address
+
 NAMESPACE = "edge-assistant"
 CONNECT_TIMEOUT_S = 5.0
 
 
 class FleetError(Exception):
     """The fleet cannot start: no cluster at the address, no box that offers hosts, no room for the streams."""
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """HOST:PORT as a pair; ValueError naming the expected form."""
-    host, sep, port = address.strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--ray takes auto or HOST:PORT of the Ray head (e.g. 192.168.1.10:6379), got {address!r}")
-    return host.strip("[]"), int(port)
 
 
 def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:

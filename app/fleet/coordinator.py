@@ -23,11 +23,11 @@ from typing import Any
 
 from app.config import AppConfig, StreamConfig
 from app.fleet.cluster import FleetError
-from app.fleet.config import FleetConfig
 from app.fleet.hosts import HostHandle, HostPool, host_config, remote_cause
 from app.fleet.placement import place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import from_wire
+from app.fleet_config import FleetConfig
 from bus import ErrorEvent, Event, EventBus, Status, StatusKind
 from bus.redact import redacted
 

@@ -12,10 +12,10 @@ from types import ModuleType
 from typing import Any
 
 from app.config import AppConfig
-from app.fleet.config import FleetConfig
 from app.fleet.host import FleetHost
 from app.fleet.nodes import NodeSlots, node_slots
 from app.fleet.placement import HostRoom
+from app.fleet_config import FleetConfig
 from bus import ErrorEvent, Event, Status, StatusKind
 from outputs.registry import per_host
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-RESOURCE = "edge_host"
+from app.fleet_config import RESOURCE
+
 LABEL = "edge_node"
 
 
