@@ -23,13 +23,13 @@ from app.admission import ingest_warning
 from app.answering import Answerer, Notes, Question
 from app.input_limits import AssistantBusy, InputLimits
 from app.run_limits import RunLimits
+from app.runtime_watch_apply import apply_runtime_watches
 from app.scheduler import StandingQuestion
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
 from app.watch_checks import run_checks
 from app.watches.gate import clip_changed
-from app.watches.runtime_apply import apply_runtime_watches
 from app.watches.spec import WatchSpec
 from bus import CaptureChange, ClipEvent, End, Event, EventBus, Status, StatusKind, WarningEvent
 from cache.runner import PrefillInterrupted

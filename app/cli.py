@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_fleet(config)
     if config.api.headless:
-        from app.api.serve import serve_api
+        from app.serve_api import serve_api
 
         return serve_api(config)
     if config.ui is not None:

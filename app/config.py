@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from app.api.auth import given_tokens
-from app.api.settings import ApiConfig
+from app.api_config import ApiConfig, given_tokens
 from app.config_flags import dest_of, flag_fields, flag_of, values_from
 from app.flags import ApiFlags, PageFlags, RecallFlags, RunFlags, SourceFlags, TimelineFlags, WatchFlags
 from app.fleet_config import FleetConfig

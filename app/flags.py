@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.api.settings import ApiConfig
+from app.api_config import ApiConfig
 from app.fleet_config import FleetConfig
 from app.input_limits import InputLimits
 from app.run_limits import RunLimits
@@ -180,7 +180,7 @@ class PageFlags:
 
 @dataclass(frozen=True)
 class ApiFlags:
-    """Whether to serve the HTTP API alone, and its tokens (its limits: app.api.settings.ApiConfig)."""
+    """Whether to serve the HTTP API alone, and its tokens (its limits: app.api_config.ApiConfig)."""
 
     api: bool = field(
         default=False,

@@ -84,7 +84,8 @@ class OutputKind:
         if given is None:
             return []
         make = self.from_flags or self.settings_class
-        return [make(**{**values, self.switch: one}) for one in (given if isinstance(given, list) else [given])]
+        each = given if isinstance(given, (list, tuple)) else [given]  # a repeated flag: one output per value
+        return [make(**{**values, self.switch: one}) for one in each]
 
 
 OUTPUTS: dict[str, OutputKind] = {}

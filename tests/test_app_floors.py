@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SUB_PACKAGES = ("watches", "fleet")
+SUB_PACKAGES = ("watches", "fleet", "api")
 
 
 def _floor(module: str) -> str:

@@ -104,6 +104,8 @@ def test_every_generated_flag_is_a_config_key_that_reaches_its_dataclass(tmp_pat
         lines.append('ray = "auto"')
     if config_class is UIConfig:  # the page's settings are read with --ui only
         lines.append("ui = true")
+        if field.name in ("allowed_hosts", "trusted_proxies"):  # a page behind a proxy needs a login, or --open
+            lines.append("open = true")
     path = tmp_path / "run.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     args = parse_args(["--config", str(path), "--video", str(tmp_path / "a.mp4"), "--timeline", timeline])
@@ -164,7 +166,13 @@ def _no_default(field: dataclasses.Field) -> bool:
     return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
 
 
-OTHER = {"--device": "cpu", "--dtype": "float32", "--ray": "127.0.0.1:6379", "--allowed-host": ["box.lan"]}
+OTHER = {
+    "--device": "cpu",
+    "--dtype": "float32",
+    "--ray": "127.0.0.1:6379",
+    "--allowed-host": ["box.lan"],
+    "--trusted-proxy": ["192.168.1.2"],
+}
 
 
 def _another_value(field: dataclasses.Field) -> object:

@@ -12,77 +12,16 @@ login given; or `--open`); anywhere else it refuses to start (`--api`) or stays 
 from __future__ import annotations
 
 import hmac
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
-from bus.private_file import read_private_text
-
-TOKENS_ENV = "EDGE_ASSISTANT_API_TOKENS"
-SCOPES = ("read", "ask", "manage")
-MIN_TOKEN_CHARS = 16
-MAX_TOKENS_FILE_BYTES = 64 * 1024
-NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
-
-
-@dataclass(frozen=True)
-class ApiToken:
-    """name: who holds it (never the secret). scopes: what it may do."""
-
-    name: str
-    scopes: frozenset[str]
-    secret: str = field(default="", repr=False, compare=False)
-
-    def may(self, scope: str) -> bool:
-        return scope in self.scopes
-
-
-LOCAL = ApiToken("local", frozenset(SCOPES))  # who calls where no token is needed
-
-
-def parse_tokens(text: str, where: str) -> tuple[ApiToken, ...]:
-    """The tokens of `text` (lines `TOKEN SCOPES [NAME]`); ValueError naming `where` and the line, never the
-    token, for a short token, an unknown scope, a repeated token or name."""
-    tokens: list[ApiToken] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split()
-        if len(parts) not in (2, 3):
-            raise ValueError(f"{where} line {number}: expected TOKEN SCOPE[,SCOPE...] [NAME]")
-        secret, scope_text = parts[0], parts[1]
-        name = parts[2] if len(parts) == 3 else f"token-{len(tokens) + 1}"
-        if len(secret) < MIN_TOKEN_CHARS:
-            raise ValueError(
-                f"{where} line {number}: the token is shorter than {MIN_TOKEN_CHARS} characters; make one with "
-                "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
-            )
-        scopes = frozenset(s.strip() for s in scope_text.split(",") if s.strip())
-        unknown = sorted(scopes - set(SCOPES))
-        if unknown or not scopes:
-            allowed = ", ".join(SCOPES)
-            raise ValueError(f"{where} line {number}: unknown scope(s) {', '.join(unknown)}; scopes: {allowed}")
-        if not NAME.fullmatch(name):
-            raise ValueError(f"{where} line {number}: a name is 1-64 letters, digits, _ . @ -")
-        if any(t.name == name for t in tokens) or any(hmac.compare_digest(t.secret, secret) for t in tokens):
-            raise ValueError(f"{where} line {number}: repeats an earlier token or name")
-        tokens.append(ApiToken(name, scopes, secret))
-    if not tokens:
-        raise ValueError(f"{where}: no token in it (lines TOKEN SCOPE[,SCOPE...] [NAME])")
-    return tuple(tokens)
-
-
-def given_tokens(path: Path | None, environ: Mapping[str, str]) -> tuple[ApiToken, ...]:
-    """--api-tokens-file (a private file: bus.private_file's rule), else $EDGE_ASSISTANT_API_TOKENS (lines, or
-    entries separated by `;`), else none."""
-    if path is not None:
-        text = read_private_text(path, "--api-tokens-file", MAX_TOKENS_FILE_BYTES)
-        return parse_tokens(text, f"--api-tokens-file {Path(path).expanduser()}")
-    if environ.get(TOKENS_ENV):
-        return parse_tokens(environ[TOKENS_ENV].replace(";", "\n"), f"${TOKENS_ENV}")
-    return ()
+from app.api_config import (  # noqa: F401 (the config layer's token reading, named here for the routes' readers)
+    LOCAL,
+    SCOPES,
+    TOKENS_ENV,
+    ApiToken,
+    given_tokens,
+    parse_tokens,
+)
 
 
 class AuthError(Exception):

@@ -14,7 +14,7 @@ from app.admission import AdmissionError
 from app.api.asking import Asks, TooManyAsks
 from app.api.auth import Access, ApiToken, AuthError
 from app.api.feed import EventFeed, FeedFull
-from app.api.settings import ApiConfig
+from app.api_config import ApiConfig
 from app.input_limits import AssistantBusy
 from app.watches.runtime import Conflict, NotFound, RuntimeWatches, TooMany
 from capture import SourceError
