@@ -127,8 +127,8 @@ def test_a_dropped_network_stream_is_reconnected_and_answers_go_on(tmp_path):
         )
         assert assistant.done.wait(120)
         assistant.stop()
-    reconnects = [e for e in recorder.of("capture") if e.kind == "reconnect"]
-    assert len(reconnects) >= 2  # "dropped, reconnecting" and "reconnected"
+    kinds = [e.kind for e in recorder.of("capture")]
+    assert kinds[:2] == ["reconnect", "reconnected"]  # dropped, reconnecting; then back: a kind of its own
     answers = recorder.of("answer")
     clips = recorder.of("clip")
     assert clips[-1].stream_time >= 20.0  # frames from after the cut arrived
