@@ -76,7 +76,7 @@ class Coordinator:
             raise FleetError(f"no host loaded the model within {self.fleet.host_start_s:g} s (see the error events)")
         plan = place(list(self.streams), self._pins(), [h.room() for h in ready])
         if plan.waiting:
-            rooms = ", ".join(f"{h.name}: {h.info.get('room', 0)}" for h in ready)
+            rooms = ", ".join(f"{h.name}: {h.room().room}" for h in ready)
             reasons = "; ".join(f"{s}: {why}" for s, why in plan.waiting.items())
             raise FleetError(
                 f"the cluster has no room for {len(plan.waiting)} of the {len(self.streams)} streams ({reasons}); "
