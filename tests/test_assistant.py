@@ -64,7 +64,7 @@ def test_a_failing_round_is_an_error_event_and_the_stream_goes_on():
     assert len(errors) == 1 and errors[0].where == "answer" and "simulated device error" in errors[0].message
     answers = recorder.of("answer")
     assert [a.stream_time for a in answers] == [16.0, 24.0, 32.0, 40.0]  # round at 8 s failed, the rest ran
-    assert answers[-1].cache_tokens_end <= 192
+    assert answers[-1].stats.cache_tokens_end <= 192
     assert recorder.of("clip")[-1].stream_time == pytest.approx(40.0, abs=1)
 
 
