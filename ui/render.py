@@ -196,11 +196,11 @@ def placement_line(view: StreamView) -> str:
 def kept_line(view: StreamView) -> str:
     """`visual tokens kept: 12% of the last clip (61/512) · 9% since start`: what dropping unchanged tokens
     saves on this stream; empty when the clip events do not say (dropping off in an older assistant)."""
-    full, kept = view.clip.visual_tokens, view.clip.visual_tokens_kept
+    full, kept = view.visual_clip.visual_tokens, view.visual_clip.visual_tokens_kept
     if full is None or kept is None:
         return ""
     last = _percent(kept, full)
-    key = ", key frame" if view.clip.keyframe else ""
+    key = ", key frame" if view.visual_clip.keyframe else ""
     total = _percent(view.visual_tokens_kept_total, view.visual_tokens_total)
     return f"visual tokens kept: {last} of the last clip ({kept}/{full}{key}) · {total} since start"
 

@@ -34,7 +34,8 @@ class StreamView:
     cache_tokens: int = 0  # after the latest clip or answer
     budget: int = 0
     kv_bytes: int = 0
-    clip: ClipStats = ClipStats()  # the latest clip's, as the session measured them (host store, visual tokens)
+    clip: ClipStats = ClipStats()  # the latest clip's, as the session measured them (host store, cache)
+    visual_clip: ClipStats = ClipStats()  # the latest clip's that said its visual tokens, full and kept
     visual_tokens_total: int = 0  # since the page started, over the clips that said both full and kept
     visual_tokens_kept_total: int = 0
     checks: tuple[tuple[str, float], ...] = ()  # each watch's latest p_yes: (alert name, p_yes), first checked first
@@ -46,12 +47,13 @@ class StreamView:
 
 
 def _kept(view: StreamView, e: ClipEvent) -> dict:
-    """The visual-token totals of `view` after clip event `e` (unchanged when `e` lacks them: dropping off in an
+    """The visual-token fields of `view` after clip event `e` (unchanged when `e` lacks them: dropping off in an
     older assistant)."""
     full, kept = e.stats.visual_tokens, e.stats.visual_tokens_kept
     if full is None or kept is None:
         return {}
     return dict(
+        visual_clip=e.stats,
         visual_tokens_total=view.visual_tokens_total + int(full),
         visual_tokens_kept_total=view.visual_tokens_kept_total + int(kept),
     )
