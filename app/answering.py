@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from app.stream import Stream
 from app.stream_events import StreamEvents
-from bus import Answer, AnswerPiece, AnswerStart
+from bus import Answer, AnswerPiece, AnswerStart, EvidenceSpan
 from model.answer_together import AnsweringTogether
 
 logger = logging.getLogger(__name__)
@@ -23,14 +23,14 @@ class Question:
     text: str
     auto: bool  # the standing question (True) or a person's
     prompt: str | None = None  # the text with timeline notes in front (a person's question)
-    cited: list = field(default_factory=list)  # the notes as evidence
+    cited: list[EvidenceSpan] = field(default_factory=list)  # the notes as evidence
     request: str | None = None  # the API request that asked it (its events carry the id)
 
 
 class Notes(Protocol):
     """Earlier moments of a stream for a person's question (timeline.notes.TimelineNotes)."""
 
-    def prompt(self, question: str, stream: str, fits: Callable[[str], bool]) -> tuple[str, list[dict]]: ...
+    def prompt(self, question: str, stream: str, fits: Callable[[str], bool]) -> tuple[str, list[EvidenceSpan]]: ...
 
 
 class Answerer:
@@ -131,18 +131,18 @@ class Answerer:
         """The `answer` event of a finished round (batch: how many streams' answers were decoded together)."""
         stream = question.stream
         self.events.store_errors(stream)
-        metrics = asdict(stream.session.last_answer)
-        metrics["evidence"] = [{"stream": stream.name, **item} for item in metrics["evidence"] + question.cited]
-        extra = self.memory_sample() if self.memory_sample else {}
+        stats = stream.session.last_answer
+        evidence = tuple(replace(span, stream=stream.name) for span in (*stats.evidence, *question.cited))
+        extra = self.memory_sample() if self.memory_sample else {}  # the memory monitor's reading, by field name
         stream_time = round(stream.stream_time, 3)
         self.events.publish(
             Answer,
             stream,
+            stats=replace(stats, evidence=evidence),
             auto=question.auto,
             stream_time=stream_time,
             batch=batch,
             request=question.request,
-            **metrics,
             **extra,
         )
         stream.answers += 1

@@ -15,12 +15,12 @@ import logging
 import queue
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from app.admission import ingest_warning
 from app.answering import Answerer, Notes, Question
+from app.capture_events import CaptureEvents
+from app.clip_publisher import ClipPublisher
 from app.input_limits import AssistantBusy, InputLimits
 from app.run_limits import RunLimits
 from app.runtime_watch_apply import apply_runtime_watches
@@ -31,7 +31,7 @@ from app.streams import check_name
 from app.watch_checks import run_checks
 from app.watches.gate import clip_changed
 from app.watches.spec import WatchSpec
-from bus import CaptureChange, ClipEvent, End, Event, EventBus, Status, StatusKind, WarningEvent
+from bus import End, EventBus, Status, StatusKind, StreamState
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
 
@@ -90,10 +90,10 @@ class Assistant:
         self._commands: queue.Queue = queue.Queue(maxsize=_MAX_COMMANDS)
         self._questions: queue.Queue = queue.Queue(maxsize=self.input_limits.max_pending)
         self._wakeup = threading.Event()  # set when either queue gets something
-        self._prefill_s: deque[float] = deque(maxlen=32)  # the latest clips' prefill times, all streams
         self._events = StreamEvents(bus)
         self._answerer = Answerer(self._events, notes, memory_sample, stopping=self._ending)
-        self._warned_ingest = False
+        self._capture_events = CaptureEvents(self._events)
+        self._clips = ClipPublisher(self._events, lambda: self.streams.values())
         self._factory = factory
         self._adding = threading.Lock()  # one stream added at a time: names and admission see the ones before
         self._removing = threading.Lock()  # a removal is done once, by the worker or by the caller
@@ -275,7 +275,7 @@ class Assistant:
         for stream in list(self.streams.values()):
             if stream.capture is None:
                 continue
-            self._forward_capture_events(stream)
+            self._capture_events.forward(stream)
             item = stream.capture.get_clip(timeout=0)
             if isinstance(item, Clip):
                 served = True
@@ -334,7 +334,7 @@ class Assistant:
             self._remove(stream, payload)
         elif name == "stop_stream":
             stream.close_capture()
-            stream.state = "idle"
+            stream.state = StreamState.IDLE
             self._status(stream, StatusKind.STREAM_STOPPED, "stream stopped")
         elif name == "reset":
             stream.session.reset()
@@ -350,20 +350,18 @@ class Assistant:
             stream.close_capture()
             stream.session.reset()  # its host store's blocks (and files) go now; its buffers with the session
             self._answerer.forget(stream.name)
-            stream.state, stream.finished = "removed", True
+            stream.state, stream.finished = StreamState.REMOVED, True
             self._status(stream, StatusKind.STREAM_REMOVED, "stream removed")
             done.set()
 
     def _start_capture(self, stream: Stream, capture: CaptureThread, down: str | None) -> None:
         stream.close_capture()
         stream.capture, stream.finished = capture, False
-        stream.state = "reconnecting" if down else "watching"
+        stream.state = StreamState.RECONNECTING if down else StreamState.WATCHING
         capture.start()
         self._status(stream, StatusKind.STREAM_WATCHING, f"watching {capture.description}")
         if down:
-            message = f"{capture.description} is down ({down}); reconnecting"
-            self._error(stream, "capture", message)
-            self._publish(CaptureChange, stream, kind="reconnect", message=message, state=stream.state)
+            self._capture_events.started_down(stream, capture.description, down)
 
     def _on_clip(self, stream: Stream, clip: Clip) -> str | None:
         """Ingests a clip; returns the standing question if it fell due."""
@@ -371,46 +369,20 @@ class Assistant:
             # the first clip of a capture and the first after a reconnection enter whole (a key frame)
             whole = clip.index == 0 or clip.stats.reconnects != stream.reconnects_seen
             stream.reconnects_seen = clip.stats.reconnects
-            metrics = stream.session.ingest_clip(clip.frames, clip.t_start, clip.t_end, whole=whole)
+            stats = stream.session.ingest_clip(clip.frames, clip.t_start, clip.t_end, whole=whole)
         except PrefillInterrupted as stop:
             self._status(stream, StatusKind.CLIP_CUT_OFF, f"clip {clip.index} cut off by the stop ({stop})")
             return None
         except Exception as err:  # one bad clip must not end the stream
             logger.exception("%s: clip %d failed", stream.name, clip.index)
-            self._error(stream, "clip", f"clip {clip.index} ({clip.t_start:.1f}-{clip.t_end:.1f}s) failed: {err}")
+            self._events.error(
+                stream, "clip", f"clip {clip.index} ({clip.t_start:.1f}-{clip.t_end:.1f}s) failed: {err}"
+            )
             return None
-        stream.stream_time, stream.state, stream.clips = clip.t_end, "watching", stream.clips + 1
-        stream.lag_s = max(time.time() - clip.wall_time, 0.0) if clip.wall_time else 0.0
-        self._report_store_errors(stream)
-        self._check_ingest_rate(metrics.prefill_s, stream)
-        self._publish(
-            ClipEvent,
-            stream,
-            index=clip.index,
-            stream_time=round(clip.t_end, 3),
-            t_start=round(clip.t_start, 3),
-            frames=metrics.frames,
-            visual_tokens=metrics.visual_tokens,
-            visual_tokens_kept=metrics.visual_tokens_kept,
-            visual_tokens_changed=metrics.visual_tokens_changed,
-            keyframe=metrics.keyframe,
-            prefill_tokens=metrics.prefill_tokens,
-            cache_tokens=metrics.cache_tokens,
-            budget=stream.session.cache_config.budget,
-            evict_ms=round(metrics.evict_ms, 3),
-            prefill_s=round(metrics.prefill_s, 4),
-            lag_s=round(stream.lag_s, 3),
-            queued_clips=stream.capture.queued_clips() if stream.capture else 0,
-            kv_bytes=metrics.kv_bytes,
-            store_tokens=metrics.store_tokens,
-            store_bytes=metrics.store_bytes,
-            store_dropped_tokens=metrics.store_dropped_tokens,
-            store_oldest_time=metrics.store_oldest_time,
-            dropped_clips=clip.dropped_clips,
-            dropped_frames=clip.dropped_frames,
-            preview=clip.frames[-1],
-        )
-        run_checks(stream, clip, self._events, changed=clip_changed(metrics.visual_tokens_changed))
+        stream.stream_time, stream.state, stream.clips = clip.t_end, StreamState.WATCHING, stream.clips + 1
+        self._events.store_errors(stream)
+        self._clips.publish(stream, clip, stats)
+        run_checks(stream, clip, self._events, changed=clip_changed(stats.visual_tokens_changed))
         if self.limits.duration_s and clip.t_end >= self.limits.duration_s - 1e-6:
             stream.finished = True
             stream.close_capture()
@@ -419,24 +391,11 @@ class Assistant:
             )
         return stream.schedule.due(clip.t_end)
 
-    def _check_ingest_rate(self, prefill_s: float, stream: Stream) -> None:
-        """Once enough clips were timed: warns (once) when the live streams bring clips faster than they are
-        ingested, saying what to lower."""
-        self._prefill_s.append(prefill_s)
-        live = [s for s in self.streams.values() if s.capture is not None and _paced(s.capture.config)]
-        if self._warned_ingest or len(self._prefill_s) < 4 or not live:
-            return
-        clip_seconds = min(s.capture.config.clip_seconds for s in live)
-        warning = ingest_warning(list(self._prefill_s), len(live), clip_seconds)
-        if warning is not None:
-            self._warned_ingest = True
-            self._publish(WarningEvent, None, where="ingest", message=warning)
-
     def _on_end(self, stream: Stream, end: EndOfStream) -> None:
-        self._forward_capture_events(stream)
+        self._capture_events.forward(stream)
         stream.close_capture()
-        stream.state, stream.finished = "ended", True
-        self._publish(End, stream, reason=end.reason, message=end.message, stream_time=stream.stream_time)
+        stream.state, stream.finished = StreamState.ENDED, True
+        self._events.publish(End, stream, reason=end.reason, message=end.message, stream_time=stream.stream_time)
         if self.limits.end_with_stream and self._all_finished():
             self._handle_commands(questions=None)  # questions already asked still get their answers
 
@@ -453,17 +412,6 @@ class Assistant:
         watched = [s for s in self.streams.values() if s.capture is not None or s.finished]
         return bool(watched) and all(s.finished for s in watched)
 
-    def _forward_capture_events(self, stream: Stream) -> None:
-        if stream.capture is None:
-            return
-        for event in stream.capture.poll_events():
-            if event.type == "error":
-                self._error(stream, "capture", event.message)
-            elif event.type != "end":
-                if event.type == "reconnect":
-                    stream.state = "watching" if event.message.startswith("reconnected") else "reconnecting"
-                self._publish(CaptureChange, stream, kind=event.type, message=event.message, state=stream.state)
-
     def _answer_all(self, questions: list[Question]) -> None:
         """Answers them (one per stream; several at once as one batch) and applies --max-rounds."""
         questions = [q for q in questions if self.streams.get(q.stream.name) is q.stream]  # not removed ones
@@ -472,15 +420,6 @@ class Assistant:
         self.rounds += self._answerer.answer(questions)
         if self.limits.max_rounds and self.rounds >= self.limits.max_rounds:
             self._finish(f"reached --max-rounds {self.limits.max_rounds}")
-
-    def _report_store_errors(self, stream: Stream) -> None:
-        self._events.store_errors(stream)
-
-    def _error(self, stream: Stream | None, where: str, message: str) -> None:
-        self._events.error(stream, where, message)
-
-    def _publish(self, event_type: type[Event], stream: Stream | None, /, **fields) -> None:
-        self._events.publish(event_type, stream, **fields)
 
     def _status(self, stream: Stream | None, kind: StatusKind, message: str) -> None:
         self._events.publish(Status, stream, kind=kind, message=message)
@@ -496,8 +435,3 @@ def _take(waiting: queue.Queue):
         return waiting.get_nowait()
     except queue.Empty:
         return None
-
-
-def _paced(config: CaptureConfig) -> bool:
-    """Whether clips arrive at the pace of the world (live sources, files played in real time)."""
-    return config.is_live or config.realtime

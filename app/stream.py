@@ -9,11 +9,10 @@ from dataclasses import dataclass, field
 
 from app.scheduler import StandingQuestion
 from app.watches.watch import Watch
+from bus import StreamState
 from capture import CaptureConfig, CaptureThread, SourceError
 from capture.source import UnreachableSource
 from model.session import StreamingSession
-
-STATES = ("idle", "watching", "reconnecting", "ended", "removed")
 
 
 @dataclass
@@ -27,7 +26,7 @@ class Stream:
     schedule: StandingQuestion
     capture: CaptureThread | None = None
     stream_time: float = 0.0
-    state: str = "idle"
+    state: StreamState = StreamState.IDLE
     lag_s: float = 0.0
     clips: int = 0
     answers: int = 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from bus.stats import EvidenceSpan
+
 UNKNOWN = "--:--:--"
 EPS_S = 1e-6
 
@@ -39,19 +41,18 @@ class Span:
         return f"{clock(self.start)}-{clock(self.end)} ({self.source})"
 
 
-def merge_evidence(evidence: Iterable[dict]) -> list[Span]:
+def merge_evidence(evidence: Iterable[EvidenceSpan]) -> list[Span]:
     """Spans per (stream, source), in the order each source first appears, each source's spans by time; spans
-    that touch or overlap are merged. Items without numeric start/end are skipped."""
-    groups: dict[tuple[str | None, str], list[dict]] = {}
+    that touch or overlap are merged."""
+    groups: dict[tuple[str | None, str], list[EvidenceSpan]] = {}
     for item in evidence:
-        if isinstance(item.get("start"), (int, float)) and isinstance(item.get("end"), (int, float)):
-            groups.setdefault((item.get("stream"), str(item.get("source", "?"))), []).append(item)
+        groups.setdefault((item.stream, item.source), []).append(item)
     spans: list[Span] = []
     for (stream, source), items in groups.items():
         merged: list[Span] = []
-        for item in sorted(items, key=lambda i: float(i["start"])):
-            start, end = float(item["start"]), float(item["end"])
-            rows = (int(item["row_id"]),) if isinstance(item.get("row_id"), int) else ()
+        for item in sorted(items, key=lambda i: float(i.start)):
+            start, end = float(item.start), float(item.end)
+            rows = (item.row_id,) if item.row_id is not None else ()
             if merged and start <= merged[-1].end + EPS_S:
                 last = merged[-1]
                 merged[-1] = Span(stream, source, last.start, max(last.end, end), last.row_ids + rows)

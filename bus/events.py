@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from bus.stats import AnswerStats, ClipStats, EvidenceSpan
+
 DEFAULT_STREAM = "main"  # the name of the one stream of a run or page started without a named source
 
 
@@ -44,6 +46,29 @@ class StatusKind(enum.Enum):
     INFO = "info"  # anything else (and a status record of an older log, which had no kind)
 
 
+class StreamState(enum.StrEnum):
+    """What a stream is doing (a record holds the value)."""
+
+    IDLE = "idle"  # no source
+    WATCHING = "watching"
+    RECONNECTING = "reconnecting"  # its network source dropped; the capture tries again
+    ENDED = "ended"
+    REMOVED = "removed"
+
+
+class CaptureKind(enum.StrEnum):
+    """What changed in a stream's capture (a record holds the value)."""
+
+    DROPPED = "reconnect"  # the source dropped; the capture reconnects (the value older records had)
+    RECONNECTED = "reconnected"  # the source is back
+    WARNING = "warning"  # something the capture went on after (bad packets)
+
+
+class AlertState(enum.StrEnum):
+    BEGIN = "begin"
+    END = "end"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Event:
     """Fields every event has."""
@@ -64,30 +89,18 @@ class Status(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class ClipEvent(Event):
-    """A clip entered a stream's cache. preview: its last frame ([H, W, 3] uint8 RGB) for live displays, never
-    written to a record."""
+    """A clip entered a stream's cache: its place in the stream and what the session measured of it (`stats`).
+    lag_s: seconds behind real time; dropped_*: dropped by the capture queue so far. preview: its last frame
+    ([H, W, 3] uint8 RGB) for live displays, never written to a record."""
 
     TYPE: ClassVar[str] = "clip"
     index: int
     stream_time: float
     t_start: float = 0.0
-    frames: int = 0
-    visual_tokens: int | None = None
-    visual_tokens_kept: int | None = None
-    visual_tokens_changed: int | None = None
-    keyframe: bool = False
-    prefill_tokens: int = 0
-    cache_tokens: int = 0
+    stats: ClipStats = field(default_factory=ClipStats)
     budget: int = 0
-    evict_ms: float = 0.0
-    prefill_s: float = 0.0
     lag_s: float = 0.0
     queued_clips: int = 0
-    kv_bytes: int = 0
-    store_tokens: int = 0
-    store_bytes: int = 0
-    store_dropped_tokens: int = 0
-    store_oldest_time: float | None = None
     dropped_clips: int = 0
     dropped_frames: int = 0
     preview: Any = field(default=None, repr=False, compare=False)
@@ -117,33 +130,14 @@ class AnswerPiece(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class Answer(Event):
-    """A finished answer with its metrics (model.session.AnswerMetrics) and, where a memory monitor runs, its
-    reading. evidence: the moments it drew on, {stream, start, end, source, score[, row_id]} each."""
+    """A finished answer: the round as the session measured it (`stats`, with its evidence) and, where a memory
+    monitor runs, its reading. batch: how many streams' answers were decoded together."""
 
     TYPE: ClassVar[str] = "answer"
-    round: int
-    question: str = ""
-    answer: str = ""
+    stats: AnswerStats
     auto: bool = False
     stream_time: float = 0.0
     batch: int = 1
-    answer_tokens: int = 0
-    prefill_tokens: int = 0
-    ttft_s: float = 0.0
-    decode_tokens_per_s: float = 0.0
-    cache_tokens_before: int = 0
-    cache_tokens_after: int = 0
-    cache_tokens_end: int = 0
-    evict_ms: float = 0.0
-    kv_bytes: int = 0
-    device_mem_bytes: int | None = None
-    process_rss_bytes: int | None = None
-    cut_off: bool = False
-    recalled_tokens: int = 0
-    recall_ms: float = 0.0
-    store_tokens: int = 0
-    store_bytes: int = 0
-    evidence: list[dict] = field(default_factory=list)
     memory_backend: str | None = None
     memory_label: str | None = None
     device_used_bytes: int | None = None
@@ -151,6 +145,22 @@ class Answer(Event):
     process_threads: int | None = None
     process_open_fds: int | None = None
     request: str | None = None  # the id of the API request that asked it
+
+    @property
+    def round(self) -> int:
+        return self.stats.round
+
+    @property
+    def question(self) -> str:
+        return self.stats.question
+
+    @property
+    def answer(self) -> str:
+        return self.stats.answer
+
+    @property
+    def evidence(self) -> tuple[EvidenceSpan, ...]:
+        return self.stats.evidence
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,12 +183,16 @@ class WarningEvent(Event):
 
 @dataclass(frozen=True, kw_only=True)
 class CaptureChange(Event):
-    """The capture of a stream changed (kind: reconnect, reconnected, ...; state: the stream's state after)."""
+    """The capture of a stream changed (state: the stream's state after; "" in an older record that did not say)."""
 
     TYPE: ClassVar[str] = "capture"
-    kind: str
+    kind: CaptureKind | str  # a str: a kind this version does not know (a newer record)
     message: str
-    state: str = ""
+    state: StreamState | str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", _known(CaptureKind, self.kind))
+        object.__setattr__(self, "state", _known(StreamState, self.state))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,7 +222,7 @@ class Alert(Event):
     TYPE: ClassVar[str] = "alert"
     id: str
     alert: str
-    state: str  # begin | end
+    state: AlertState
     p_yes: float = 0.0
     stream_time: float = 0.0
     question: str = ""
@@ -219,7 +233,29 @@ class Alert(Event):
 
     @property
     def began(self) -> bool:
-        return self.state == "begin"
+        return self.state is AlertState.BEGIN
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", AlertState(self.state))  # ValueError for neither begin nor end
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventsDropped(Event):
+    """The fleet: a host's outbox (bounded, drop oldest) dropped events before the head drained them. dropped: so
+    far on that host; new: since the last report."""
+
+    TYPE: ClassVar[str] = "events_dropped"
+    host: str
+    dropped: int
+    new: int = 0
+
+
+def _known(kind: type[enum.StrEnum], value: str) -> enum.StrEnum | str:
+    """`value` as a member of `kind`, or as it is when `kind` has no such value (a newer record's)."""
+    try:
+        return kind(value)
+    except ValueError:
+        return value
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
@@ -236,5 +272,6 @@ EVENT_TYPES: dict[str, type[Event]] = {
         End,
         Check,
         Alert,
+        EventsDropped,
     )
 }

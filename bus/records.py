@@ -2,8 +2,11 @@
 
 A record is a flat dict: `type`, `v` (the record version, `RECORD_VERSION`), `stream`, `t_wall` and the event's
 own fields under the names they always had, so a log written before records had a version reads the same in
-today's tools. Frames (a clip's `preview`, an alert's `snapshot` JPEG) are never in a record. A status record
-also says `removed: true` when a stream was removed (older readers looked for it).
+today's tools. A clip's and an answer's `stats` (`bus.stats`) are flattened into the record (their fields beside
+the event's own; `metadata` says which stay out and to how many decimals a figure is kept), and an answer's
+evidence spans are a list of objects (`row_id` only where a timeline note has one). Frames (a clip's `preview`,
+an alert's `snapshot` JPEG) are never in a record. A status record also says `removed: true` when a stream was
+removed (older readers looked for it).
 
 `from_record` reads both: a record without `v` (an older log) or with fields it does not know (a newer one)
 still becomes an event; unknown fields are left out and missing ones take their defaults.
@@ -12,12 +15,16 @@ still becomes an event; unknown fields are left out and missing ones take their 
 from __future__ import annotations
 
 import dataclasses
+import enum
+import functools
 import json
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from bus.events import EVENT_TYPES, Event, Status, StatusKind
+from bus.stats import EvidenceSpan
 
 RECORD_VERSION = 1
 UNRECORDED_FIELDS = frozenset({"preview", "snapshot"})  # frames: for live displays only
@@ -39,20 +46,58 @@ _OLD_STATUS_START = (
 
 
 def to_record(event: Event) -> dict[str, Any]:
-    """The event as a JSON-ready dict (nested evidence dicts are copied; frames left out)."""
+    """The event as a JSON-ready dict (stats flattened, evidence spans as dicts; frames left out)."""
     record: dict[str, Any] = {"type": event.TYPE, "v": RECORD_VERSION}
-    for f in dataclasses.fields(event):
-        if f.name in UNRECORDED_FIELDS:
-            continue
-        value = getattr(event, f.name)
-        if isinstance(value, StatusKind):
-            value = value.value
-        elif isinstance(value, list):
-            value = [dict(v) if isinstance(v, dict) else v for v in value]
-        record[f.name] = value
+    _flatten(event, record)
     if isinstance(event, Status) and event.kind is StatusKind.STREAM_REMOVED:
         record["removed"] = True
     return record
+
+
+def _flatten(value: Any, record: dict[str, Any]) -> None:
+    """The fields of dataclass `value` into `record`; a field that is itself a dataclass (stats) adds its own."""
+    for f in dataclasses.fields(value):
+        if f.name in UNRECORDED_FIELDS or not f.metadata.get("record", True):
+            continue
+        item = getattr(value, f.name)
+        if dataclasses.is_dataclass(item):
+            _flatten(item, record)
+            continue
+        if isinstance(item, enum.Enum):
+            item = item.value
+        elif isinstance(item, float) and "digits" in f.metadata:
+            item = round(item, f.metadata["digits"])
+        elif isinstance(item, tuple) and all(isinstance(span, EvidenceSpan) for span in item):
+            item = [evidence_record(span) for span in item]
+        record[f.name] = item
+
+
+def evidence_record(span: EvidenceSpan) -> dict[str, Any]:
+    """{stream, start, end, source, score[, row_id]}: an evidence span as records (and the timeline) hold it."""
+    record = dataclasses.asdict(span)
+    if span.row_id is None:
+        del record["row_id"]
+    return record
+
+
+def evidence_from_records(items: Any) -> tuple[EvidenceSpan, ...]:
+    """The spans of a record's `evidence` list; items that are not objects with numeric start and end (a damaged
+    or foreign log) are left out."""
+    spans = []
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict):
+            continue
+        fields = {key: value for key, value in item.items() if key in _EVIDENCE_FIELDS}
+        if not all(isinstance(fields.get(key), (int, float)) for key in ("start", "end")):
+            continue
+        fields["source"] = str(fields.get("source", "?"))
+        if not isinstance(fields.get("row_id"), int):
+            fields.pop("row_id", None)
+        spans.append(EvidenceSpan(**fields))
+    return tuple(spans)
+
+
+_EVIDENCE_FIELDS = frozenset(f.name for f in dataclasses.fields(EvidenceSpan))
 
 
 def from_record(record: dict[str, Any]) -> Event:
@@ -62,14 +107,34 @@ def from_record(record: dict[str, Any]) -> Event:
     cls = EVENT_TYPES.get(record.get("type"))  # type: ignore[arg-type]
     if cls is None:
         raise ValueError(f"unknown event type {record.get('type')!r}; known: {', '.join(sorted(EVENT_TYPES))}")
-    names = {f.name for f in dataclasses.fields(cls)} - UNRECORDED_FIELDS
-    fields = {key: value for key, value in record.items() if key in names}
-    if cls is Status:
-        fields["kind"] = _status_kind(record)
     try:
+        fields = _unflatten(cls, record)
+        if cls is Status:
+            fields["kind"] = _status_kind(record)
         return cls(**fields)
     except TypeError as err:  # a required field is missing
         raise ValueError(f"a {cls.TYPE} record lacks a field: {err}") from err
+
+
+def _unflatten(cls: type, record: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of `cls` found in flat `record`; a dataclass-typed field (stats) is built from the
+    same record."""
+    fields: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in UNRECORDED_FIELDS or not f.metadata.get("record", True):
+            continue
+        nested = _hints(cls).get(f.name)
+        if dataclasses.is_dataclass(nested):
+            fields[f.name] = nested(**_unflatten(nested, record))
+        elif f.name in record:
+            value = record[f.name]
+            fields[f.name] = evidence_from_records(value) if f.name == "evidence" else value
+    return fields
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
 
 
 def _status_kind(record: dict[str, Any]) -> StatusKind:

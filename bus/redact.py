@@ -81,22 +81,30 @@ class RedactingFormatter(logging.Formatter):
 
 
 def redacted(event: Event) -> Event:
-    """The event with every login redacted from its text (at any depth of dicts, lists and tuples)."""
+    """The event with every login redacted from its text (at any depth of dataclasses, dicts, lists and
+    tuples: an answer's stats hold its question and answer)."""
+    return _redacted_fields(event)
+
+
+def _redacted_fields(value: Any) -> Any:
     changes = {}
-    for f in dataclasses.fields(event):
-        value = getattr(event, f.name)
-        clean = _redacted(value)
-        if clean is not value:
+    for f in dataclasses.fields(value):
+        field_value = getattr(value, f.name)
+        clean = _redacted(field_value)
+        if clean is not field_value:
             changes[f.name] = clean
-    return dataclasses.replace(event, **changes) if changes else event
+    return dataclasses.replace(value, **changes) if changes else value
 
 
 def _redacted(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _redacted_fields(value)
     if isinstance(value, str):
         clean = redact_source(value)
         return value if clean == value else clean
     if isinstance(value, dict):
         return {key: _redacted(v) for key, v in value.items()}
     if type(value) in (list, tuple):
-        return type(value)(_redacted(v) for v in value)
+        items = [_redacted(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
     return value

@@ -315,5 +315,5 @@ class CaptureThread:
             self._clock.restart()
             self._count("reconnects")
             down = time.monotonic() - down_since
-            self._event("reconnect", f"reconnected to {self.description} after {down:.1f} s down")
+            self._event("reconnected", f"reconnected to {self.description} after {down:.1f} s down")
             return source

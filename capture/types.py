@@ -7,7 +7,7 @@ from typing import Literal
 
 import numpy as np
 
-EventType = Literal["error", "warning", "reconnect", "end"]
+EventType = Literal["error", "warning", "reconnect", "reconnected", "end"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,8 @@ class CaptureEvent:
 
     Attributes:
         type: "error" (something failed: bad packets, a drop we gave up on), "warning",
-            "reconnect" (dropped / reconnected), or "end" (the stream finished; see message).
+            "reconnect" (dropped: reconnecting), "reconnected" (back), or "end" (the stream finished; see
+            message).
         message: human-readable, naming the source.
         stream_time: stream seconds of the last decoded frame when it happened (None before any).
         wall_time: ``time.time()`` when it happened, seconds.

@@ -3,7 +3,7 @@
     together = AnsweringTogether([session_a, session_b, session_c])   # keep it: it holds the batch pool
     for row, piece in together.answer(["What is happening?"] * 3):  # or answer_together(sessions, questions)
         print(row, piece)
-    session_a.last_answer                                           # AnswerMetrics, as a lone ask() fills it
+    session_a.last_answer                                           # AnswerStats, as a lone ask() fills it
 
 Each session answers exactly as its `ask()` would (greedy: token for token, up to the float rounding of
 batched products): its own recall, question prefill and eviction (one session after another), then one

@@ -12,9 +12,11 @@ A `ClipIndex` maps the stream's token ranks to the clips they came with (bounded
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
+
+from bus.stats import EvidenceSpan
 
 MAX_CLIPS = 50_000  # clips remembered per stream: about two days of 4-second clips
 ATTENDED_CLIPS = 3  # resident clips cited per answer
@@ -29,8 +31,11 @@ class Evidence:
     source: str  # "recall" | "attention" | "timeline"
     score: float = 0.0  # attention share (attention), tokens recalled (recall)
 
-    def as_dict(self) -> dict:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
+    def as_span(self) -> EvidenceSpan:
+        """As answers carry it (seconds and score to 4 decimals; the app names the stream)."""
+        return EvidenceSpan(
+            start=round(self.start, 4), end=round(self.end, 4), source=self.source, score=round(self.score, 4)
+        )
 
 
 class ClipIndex:

@@ -3,7 +3,7 @@
     session.ingest_clip(frames, t_start, t_end)   # visual tokens -> chunked prefill -> evict over budget
     for piece in session.ask("What is happening?"):  # question -> prefill -> evict -> streamed answer
         print(piece, end="")
-    session.last_answer                            # AnswerMetrics of that round
+    session.last_answer                            # bus.AnswerStats of that round
 
 Every answer stays in the cache, so later rounds remember earlier ones. Only one thread may use a session.
 """
@@ -13,11 +13,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from bus.stats import AnswerStats, ClipStats
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
 from cache.runner import CachedRunner, PrefillInterrupted
@@ -35,51 +36,6 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class ClipMetrics:
-    index: int
-    t_start: float
-    t_end: float
-    frames: int
-    visual_tokens: int  # what the whole clip brings
-    prefill_tokens: int
-    prefill_s: float
-    cache_tokens: int  # after the clip's eviction point
-    evict_ms: float
-    kv_bytes: int
-    store_tokens: int = 0  # host store (tier 2), after this clip
-    store_bytes: int = 0
-    store_dropped_tokens: int = 0  # pushed out of the store by its byte bound, so far
-    store_oldest_time: float | None = None  # stream second of the oldest clip the store still holds
-    visual_tokens_kept: int = 0  # of visual_tokens, those that entered the cache (the rest did not change)
-    # of visual_tokens, those whose region changed (0: nothing moved, the clip kept at most the floor); with
-    # dropping off nothing is compared and every token counts as changed
-    visual_tokens_changed: int = 0
-    keyframe: bool = True  # the clip entered whole (first clip, after a reconnect, every keyframe_every clips)
-    vision_s: float = 0.0  # vision tower + embedding, part of prefill_s
-
-
-@dataclass
-class AnswerMetrics:
-    round: int
-    question: str
-    answer: str
-    answer_tokens: int
-    prefill_tokens: int
-    ttft_s: float  # from the question to its first answer token
-    decode_tokens_per_s: float
-    cache_tokens_before: int  # cache + question tokens, what the eviction saw
-    cache_tokens_after: int  # after the question's eviction point, before decoding
-    cache_tokens_end: int  # after the answer was added
-    evict_ms: float
-    kv_bytes: int
-    device_mem_bytes: int | None
-    process_rss_bytes: int
-    cut_off: bool = False  # a stop request ended the answer early
-    recalled_tokens: int = 0  # brought back from the host store for this answer
-    recall_ms: float = 0.0  # search (probe + ranking) + copy, part of ttft_s
-    store_tokens: int = 0  # held by the host store after this answer
-    store_bytes: int = 0
-    evidence: list[dict] = field(default_factory=list)  # moments drawn on: model/evidence.py
 
 
 class StreamingSession:
@@ -120,12 +76,12 @@ class StreamingSession:
         self.clips = 0
         self.frames = 0  # frame ids given to the cache so far (one per change-layout group: frame or temporal patch)
         self.rounds = 0
-        self.last_answer: AnswerMetrics | None = None
+        self.last_answer: AnswerStats | None = None
         self.last_answer_ids: list[int] = []
         self._started = False
         self.change.reset()  # the next clip is a key frame
 
-    def ingest_clip(self, frames: np.ndarray, t_start: float, t_end: float, whole: bool = False) -> ClipMetrics:
+    def ingest_clip(self, frames: np.ndarray, t_start: float, t_end: float, whole: bool = False) -> ClipStats:
         """Adds a clip ([F, H, W, 3] uint8 RGB, stream seconds) to the cache; evicts over budget.
 
         With `config.change.drop_unchanged`, visual tokens of regions that did not change since the cache last
@@ -155,10 +111,7 @@ class StreamingSession:
         if segment.num_visual_tokens:  # a clip that kept no frame shows no moment to cite
             self.clip_index.add(first, self.cache.tokens_seen, *span)
         self.clips += 1
-        return ClipMetrics(
-            index=self.clips,
-            t_start=t_start,
-            t_end=t_end,
+        return ClipStats(
             frames=int(len(frames)),
             visual_tokens=full,
             prefill_tokens=segment.num_tokens,
@@ -306,12 +259,12 @@ class StreamingSession:
         finally:
             self.cache.unpin()  # recalled tokens compete again at the next eviction point
 
-    def record_turn(self, turn: AnswerTurn) -> AnswerMetrics:
+    def record_turn(self, turn: AnswerTurn) -> AnswerStats:
         """Fills `last_answer` (and `last_answer_ids`) from a closed turn."""
         decode_s = time.perf_counter() - (turn.decode_started or turn.started)
         answer_ids = turn.answer_ids
         self.last_answer_ids = answer_ids
-        self.last_answer = AnswerMetrics(
+        self.last_answer = AnswerStats(
             round=self.rounds,
             question=turn.question,
             answer=self.adapter.tokenizer.decode(answer_ids, skip_special_tokens=True),
@@ -331,7 +284,7 @@ class StreamingSession:
             recall_ms=turn.recall.search_ms + turn.recall.copy_ms,
             store_tokens=self.cache.store.tokens if self.cache.store else 0,
             store_bytes=self.cache.store.bytes if self.cache.store else 0,
-            evidence=[e.as_dict() for e in turn.evidence],
+            evidence=tuple(e.as_span() for e in turn.evidence),
         )
         return self.last_answer
 

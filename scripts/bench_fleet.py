@@ -40,7 +40,7 @@ from app.config import AppConfig  # noqa: E402
 from app.fleet.coordinator import Coordinator  # noqa: E402
 from app.fleet.host import FleetHost  # noqa: E402
 from app.fleet.wire import from_wire, to_wire  # noqa: E402
-from bus import Answer, AnswerStart, ClipEvent, Event, EventBus, Status, StatusKind  # noqa: E402
+from bus import Answer, AnswerStart, AnswerStats, ClipEvent, Event, EventBus, Status, StatusKind  # noqa: E402
 from capture.synth import write_video  # noqa: E402
 from scripts.bench_streams import write_csv  # noqa: E402
 from timeline import TimelineConfig, TimelineWriter  # noqa: E402
@@ -185,8 +185,8 @@ class Flood:
     """A stand-in host whose outbox holds `n` answers, drained as the coordinator drains a host."""
 
     def drain(self, n: int) -> list[dict]:
-        return [to_wire(Answer(stream=f"s{i % 8}", round=i, question="what is there?", answer=f"a red car {i}"))
-                for i in range(n)]  # fmt: skip
+        stats = [AnswerStats(round=i, question="what is there?", answer=f"a red car {i}") for i in range(n)]
+        return [to_wire(Answer(stream=f"s{i % 8}", stats=s)) for i, s in enumerate(stats)]
 
 
 def measure_events(ray, timeline_target, total: int, batch: int, bar: tqdm) -> list[dict]:

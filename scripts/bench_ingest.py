@@ -15,7 +15,7 @@ Per shape (the tiny test model, the "small" and Qwen2-VL-2B shapes of model/size
 video: two sessions on one model, dropping off and on (model/change.py defaults), fed the same clips (1
 frame/s, --clip-seconds each), the two modes alternating which goes first at each clip so both see the same
 load on a shared machine. Per clip: visual tokens in full and kept, the vision tower's and the prefill's ms
-(ClipMetrics), the wall time of the whole ingest (resizing and the change gate included); with the moving
+(bus.ClipStats), the wall time of the whole ingest (resizing and the change gate included); with the moving
 object, which of its tokens were kept (its box, against the token grid of every temporal patch), and of the
 tokens the object never touched, which were dropped.
 
@@ -25,7 +25,7 @@ the other clips cost the median of the non-key clips measured. From it: ms per c
 cache's horizon (seconds of stream whose tokens fit the budget: budget / tokens per clip x clip seconds).
 "Cheaper" and the streams come from the process's CPU time per ingest (with --threads 1: one core's work,
 which a crowded machine's preemption does not inflate as it does wall time); vision and prefill ms are wall
-time (ClipMetrics), so they carry the machine's load.
+time (bus.ClipStats), so they carry the machine's load.
 
 Writes --out/bench_ingest.csv (per clip), bench_ingest_summary.csv, bench_ingest.png, and prints a markdown
 table with the machine it ran on.

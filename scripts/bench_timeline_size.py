@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bus import Alert, Answer  # noqa: E402
+from bus import Alert, Answer, AnswerStats  # noqa: E402
 from timeline.config import TimelineConfig  # noqa: E402
 from timeline.records import alert_row, answer_row  # noqa: E402
 from timeline.store import TimelineStore  # noqa: E402
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     times, alerts, largest = [], 0, 0
     for i in tqdm(range(answers), desc="writing", unit="answer"):
         t = 30.0 * (i + 1)
-        event = Answer(stream="door", stream_time=t, question="What is happening at the door?",
-                       answer=f"{ANSWER} ({i})", auto=True, round=i + 1, t_wall=origin + t)  # fmt: skip
+        stats = AnswerStats(round=i + 1, question="What is happening at the door?", answer=f"{ANSWER} ({i})")
+        event = Answer(stream="door", stream_time=t, stats=stats, auto=True, t_wall=origin + t)
         began = time.perf_counter()
         store.write([answer_row(event, t - 30.0, thumbs[i % len(thumbs)])], now=origin + t)
         times.append((time.perf_counter() - began) * 1000)

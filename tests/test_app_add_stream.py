@@ -87,7 +87,7 @@ def test_an_added_stream_is_watched_and_answered_under_its_name(running):
     recorder.wait_for("answer", "b", 2)  # the run's standing question, every 4 s of b's own stream time
     answers = recorder.of("answer", "b")
     assert [a.stream_time for a in answers[:2]] == [4.0, 8.0] and answers[0].question == "What now?"
-    assert answers[0].cache_tokens_end <= 192
+    assert answers[0].stats.cache_tokens_end <= 192
     added = [e.message for e in recorder.of("status", "b")]
     assert added[0] == f"stream added; memory: {admission}" and added[1].startswith("watching file")
     assistant.ask("what is on screen?", stream="b")

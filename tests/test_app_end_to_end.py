@@ -26,12 +26,12 @@ def test_ten_minutes_every_20_seconds_gives_30_answers_on_time(ten_minute_run):
     assert all(a.auto and a.question == "What is happening now?" for a in answers)
     assert [a.round for a in answers] == list(range(1, 31))
     # recall is on by default (256): a question may bring back that much, never more, and only for its answer
-    assert max(a.cache_tokens_end for a in answers) <= BUDGET + DEFAULT_RECALL
-    assert all(a.recalled_tokens > 0 and a.store_tokens > 0 for a in answers[3:])
+    assert max(a.stats.cache_tokens_end for a in answers) <= BUDGET + DEFAULT_RECALL
+    assert all(a.stats.recalled_tokens > 0 and a.stats.store_tokens > 0 for a in answers[3:])
     for a in answers:  # every field the design promises
         for field in ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "evict_ms", "kv_bytes"):
             assert getattr(a, field) is not None
-        assert a.process_rss_bytes > 0 and a.t_wall > 0
+        assert a.stats.process_rss_bytes > 0 and a.t_wall > 0
 
 
 def test_clip_events_cover_the_stream_in_order(ten_minute_run):
@@ -41,7 +41,7 @@ def test_clip_events_cover_the_stream_in_order(ten_minute_run):
     assert times == sorted(times) and len(set(times)) == len(times)
     assert times[-1] == pytest.approx(600.0, abs=1.0)
     assert clips[-1].dropped_clips == 0  # no realtime: the capture waits for the model
-    assert max(c.cache_tokens for c in clips) <= BUDGET
+    assert max(c.stats.cache_tokens for c in clips) <= BUDGET
     assert of_type(events, "end") and not of_type(events, "error")
 
 
@@ -52,7 +52,7 @@ def test_full_policy_grows_past_the_budget(tmp_path):
         "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    sizes = [c.cache_tokens for c in of_type(read_log(log), "clip")]
+    sizes = [c.stats.cache_tokens for c in of_type(read_log(log), "clip")]
     assert sizes == sorted(sizes) and sizes[-1] > 2 * BUDGET
 
 
@@ -101,7 +101,7 @@ def test_compiled_decoding_gives_the_same_answers(tmp_path):
         assert done.returncode == 0, done.stderr[-2000:]
         assert f"decode: {'compiled' if flags else 'eager'}" in done.stderr
         events = of_type(read_log(log), "answer")
-        assert max(a.cache_tokens_before for a in events) > BUDGET  # later answers follow an eviction
+        assert max(a.stats.cache_tokens_before for a in events) > BUDGET  # later answers follow an eviction
         answers[flags] = [a.answer for a in events]
     assert len(answers[()]) == 3 and answers[("--compile",)] == answers[()]
 

@@ -51,7 +51,7 @@ def test_a_store_folder_removed_mid_run_is_an_error_event_and_every_round_is_ans
     answers = recorder.of("answer")
     assert [a.stream_time for a in answers] == [8.0, 16.0, 24.0, 32.0, 40.0]
     clips = recorder.of("clip")
-    assert clips[-1].store_tokens > clips[3].store_tokens  # still filling, in RAM
-    assert all(a.cache_tokens_end <= 192 + 64 for a in answers)
-    assert {c.store_oldest_time for c in clips[:3]} == {0.0}  # on disk, from the stream's start
-    assert clips[-1].store_oldest_time == 12.0  # what was on disk is lost; RAM holds from clip 4 (12 s) on
+    assert clips[-1].stats.store_tokens > clips[3].stats.store_tokens  # still filling, in RAM
+    assert all(a.stats.cache_tokens_end <= 192 + 64 for a in answers)
+    assert {c.stats.store_oldest_time for c in clips[:3]} == {0.0}  # on disk, from the stream's start
+    assert clips[-1].stats.store_oldest_time == 12.0  # what was on disk is lost; RAM holds from clip 4 (12 s) on

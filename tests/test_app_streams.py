@@ -32,7 +32,7 @@ def test_both_streams_are_watched_and_answered_in_one_process(two_streams):
     for name in ("a", "b"):
         clips = [c for c in of_type(events, "clip") if c.stream == name]
         assert [c.stream_time for c in clips] == [4.0 * k for k in range(1, 7)]
-        assert all(c.lag_s >= 0 and c.cache_tokens <= 256 for c in clips)
+        assert all(c.lag_s >= 0 and c.stats.cache_tokens <= 256 for c in clips)
         assert [t for t, _, _ in _answers(events, name)] == [8.0, 16.0, 24.0]
     assert {e.stream for e in of_type(events, "end")} == {"a", "b"}
     # every event names its stream (None: the whole process): stream events never leave it out

@@ -62,9 +62,9 @@ def test_a_person_question_gets_earlier_moments_as_cited_notes(tmp_path, timelin
         runs[notes] = of_type(read_log(log), "answer")
     with_notes, without = runs["--timeline-notes"], runs["--no-timeline-notes"]
     assert with_notes and with_notes[0].question == "What is happening now?"  # recorded as asked
-    cited = [e for e in with_notes[0].evidence if e["source"] == "timeline"]
-    assert cited and all(e["stream"] == "door" and e["row_id"] > 0 and e["end"] in (8.0, 16.0, 24.0) for e in cited)
-    assert with_notes[0].prefill_tokens > without[0].prefill_tokens  # the notes were in the prompt
+    cited = [e for e in with_notes[0].evidence if e.source == "timeline"]
+    assert cited and all(e.stream == "door" and e.row_id > 0 and e.end in (8.0, 16.0, 24.0) for e in cited)
+    assert with_notes[0].stats.prefill_tokens > without[0].stats.prefill_tokens  # the notes were in the prompt
     assert not [e for e in without[0].evidence if e["source"] == "timeline"]
 
 

@@ -64,7 +64,7 @@ def test_a_failing_round_is_an_error_event_and_the_stream_goes_on():
     assert len(errors) == 1 and errors[0].where == "answer" and "simulated device error" in errors[0].message
     answers = recorder.of("answer")
     assert [a.stream_time for a in answers] == [16.0, 24.0, 32.0, 40.0]  # round at 8 s failed, the rest ran
-    assert answers[-1].cache_tokens_end <= 192
+    assert answers[-1].stats.cache_tokens_end <= 192
     assert recorder.of("clip")[-1].stream_time == pytest.approx(40.0, abs=1)
 
 
@@ -127,8 +127,8 @@ def test_a_dropped_network_stream_is_reconnected_and_answers_go_on(tmp_path):
         )
         assert assistant.done.wait(120)
         assistant.stop()
-    reconnects = [e for e in recorder.of("capture") if e.kind == "reconnect"]
-    assert len(reconnects) >= 2  # "dropped, reconnecting" and "reconnected"
+    kinds = [e.kind for e in recorder.of("capture")]
+    assert kinds[:2] == ["reconnect", "reconnected"]  # dropped, reconnecting; then back: a kind of its own
     answers = recorder.of("answer")
     clips = recorder.of("clip")
     assert clips[-1].stream_time >= 20.0  # frames from after the cut arrived

@@ -15,19 +15,26 @@ from bus import (
     Answer,
     AnswerPiece,
     AnswerStart,
+    AnswerStats,
     CaptureChange,
+    CaptureKind,
     Check,
     ClipEvent,
+    ClipStats,
     End,
     ErrorEvent,
+    EventsDropped,
+    EvidenceSpan,
     Status,
     StatusKind,
+    StreamState,
     WarningEvent,
     from_record,
     read_log,
     to_record,
 )
 from bus.clock import clock, merge_evidence, span
+from bus.records import evidence_from_records
 from tests.app_helpers import run_app, video
 from ui.state import LiveState
 from ui.terminal_printer import TerminalPrinter
@@ -35,19 +42,24 @@ from ui.terminal_printer import TerminalPrinter
 ONE_OF_EACH = [
     Status(kind=StatusKind.READY, message="assistant ready"),
     Status(stream="door", kind=StatusKind.STREAM_REMOVED, message="stream removed"),
-    ClipEvent(stream="door", index=3, stream_time=16.0, t_start=12.0, frames=4, visual_tokens=64, visual_tokens_kept=9,
-              cache_tokens=120, budget=256, store_oldest_time=None, preview=np.zeros((2, 2, 3), np.uint8)),
+    ClipEvent(stream="door", index=3, stream_time=16.0, t_start=12.0,
+              stats=ClipStats(frames=4, visual_tokens=64, visual_tokens_kept=9, cache_tokens=120,
+                              store_oldest_time=None),
+              budget=256, preview=np.zeros((2, 2, 3), np.uint8)),
     AnswerStart(stream="door", round=2, question="what now?", auto=True, stream_time=16.0),
     AnswerPiece(stream="door", round=2, text="a c"),
-    Answer(stream="door", round=2, question="what now?", answer="a car", ttft_s=0.5, cache_tokens_end=130,
-           evidence=[{"stream": "door", "start": 4.0, "end": 8.0, "source": "recall", "score": 0.5}]),
+    Answer(stream="door", stats=AnswerStats(round=2, question="what now?", answer="a car", ttft_s=0.5,
+                                            cache_tokens_end=130,
+                                            evidence=(EvidenceSpan(stream="door", start=4.0, end=8.0, source="recall",
+                                                                   score=0.5),))),
     ErrorEvent(stream="door", where="clip", message="clip 3 failed", stream_time=16.0),
     WarningEvent(where="ingest", message="slow"),
-    CaptureChange(stream="door", kind="reconnect", message="lost", state="reconnecting"),
+    CaptureChange(stream="door", kind=CaptureKind.DROPPED, message="lost", state=StreamState.RECONNECTING),
     End(stream="door", reason="eof", message="ended", stream_time=40.0),
     Check(stream="door", alert="person", p_yes=0.75, ms=12.5, stream_time=16.0, skipped_checks=2),
     Alert(stream="door", id="door-person-1", alert="person", state="begin", p_yes=0.9, stream_time=16.0,
           question="a person?", snapshot=b"\xff\xd8jpeg", snapshot_bytes=6),
+    EventsDropped(host="h1", dropped=12, new=5),
 ]  # fmt: skip
 
 
@@ -114,12 +126,14 @@ def test_one_clock_one_answer_for_unknown_and_one_span_merger():
     assert clock(None) == span(None, None) == "--:--:--"
     assert span(760.0, 764.9) == "00:12:40-00:12:44" and span(None, 8.0) == "00:00:08"
     spans = merge_evidence(
-        [
-            {"stream": "a", "start": 8.0, "end": 12.0, "source": "recall"},
-            {"stream": "a", "start": 4.0, "end": 8.0, "source": "recall"},
-            {"stream": "a", "start": 20.0, "end": 24.0, "source": "recall"},
-            {"stream": "a", "start": "x", "end": 1.0, "source": "recall"},  # not a number: skipped
-        ]
+        evidence_from_records(
+            [
+                {"stream": "a", "start": 8.0, "end": 12.0, "source": "recall"},
+                {"stream": "a", "start": 4.0, "end": 8.0, "source": "recall"},
+                {"stream": "a", "start": 20.0, "end": 24.0, "source": "recall"},
+                {"stream": "a", "start": "x", "end": 1.0, "source": "recall"},  # not a number: skipped
+            ]
+        )
     )
     assert [s.label for s in spans] == ["00:00:04-00:00:12 (recall)", "00:00:20-00:00:24 (recall)"]
 

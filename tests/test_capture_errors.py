@@ -159,7 +159,7 @@ def test_camera_frames_are_rgb_and_resized_and_a_drop_is_reconnected():
     assert out.end.reason == "error" and "gave up" in out.end.message
     assert all(cam.released for cam in made)
     events = [e.type for e in cap.poll_events()]
-    assert events == ["reconnect", "reconnect", "reconnect", "error", "end"]  # drop, back, drop, gave up
+    assert events == ["reconnect", "reconnected", "reconnect", "error", "end"]  # drop, back, drop, gave up
 
 
 class ExplodingSource:

@@ -45,7 +45,7 @@ def test_cut_connection_is_reconnected_and_the_timeline_continues(ts_bytes):
     # the live timeline continued: each frame still shows the source frame its timestamp names
     assert all(abs(m / FPS - t) < 1.0 / FPS + 1e-6 for m, t in pairs)
     events = [e.type for e in cap.poll_events()]
-    assert events[:2] == ["reconnect", "reconnect"]  # dropped, then reconnected
+    assert events[:2] == ["reconnect", "reconnected"]  # dropped, then reconnected
     assert events[-1] == "end"
     # the stream finally ended for good: the server says 404, the policy gives up
     assert out.end.reason == "error" and "gave up" in out.end.message

@@ -58,14 +58,14 @@ def test_clip_events_say_what_each_clip_brought_and_kept(tmp_path, drop):
     assert done.returncode == 0, done.stderr[-2000:]
     clips = of_type(read_log(log), "clip")
     assert len(clips) == 6
-    assert all(c.visual_tokens > 0 and 0 <= c.visual_tokens_kept <= c.visual_tokens for c in clips)
+    assert all(c.stats.visual_tokens > 0 and 0 <= c.stats.visual_tokens_kept <= c.stats.visual_tokens for c in clips)
     if not drop:
-        assert all(c.keyframe and c.visual_tokens_kept == c.visual_tokens for c in clips)
+        assert all(c.stats.keyframe and c.stats.visual_tokens_kept == c.stats.visual_tokens for c in clips)
         return
-    assert [c.keyframe for c in clips] == [True, False, False, False, True, False]
-    assert clips[0].visual_tokens_kept == clips[0].visual_tokens
-    assert clips[1].visual_tokens_kept == 0 and clips[1].visual_tokens_changed == 0  # static: nothing new
-    assert clips[3].visual_tokens_kept > 0  # the object crosses during seconds 12-20
+    assert [c.stats.keyframe for c in clips] == [True, False, False, False, True, False]
+    assert clips[0].stats.visual_tokens_kept == clips[0].stats.visual_tokens
+    assert clips[1].stats.visual_tokens_kept == 0 and clips[1].stats.visual_tokens_changed == 0  # static: nothing new
+    assert clips[3].stats.visual_tokens_kept > 0  # the object crosses during seconds 12-20
 
 
 def test_the_first_clip_after_a_capture_reconnect_enters_whole():
@@ -92,5 +92,5 @@ def test_the_first_clip_after_a_capture_reconnect_enters_whole():
                     CaptureStats(reconnects=reconnects))  # fmt: skip
         assistant._on_clip(stream, clip)
     clips = [e for e in events if e.TYPE == "clip"]
-    assert [c.keyframe for c in clips] == [True, False, False, True, False]
-    assert [c.visual_tokens_kept == c.visual_tokens for c in clips] == [True, False, False, True, False]
+    assert [c.stats.keyframe for c in clips] == [True, False, False, True, False]
+    assert [c.stats.visual_tokens_kept == c.stats.visual_tokens for c in clips] == [True, False, False, True, False]

@@ -56,11 +56,11 @@ def _session(policy: str) -> tuple[StreamingSession, list[tuple[float, float]]]:
 def test_an_answer_cites_clips_it_recalled_and_attended(policy):
     session, spans = _session(policy)
     answer = session.last_answer
-    recall = [e for e in answer.evidence if e["source"] == "recall"]
-    attention = [e for e in answer.evidence if e["source"] == "attention"]
+    recall = [e for e in answer.evidence if e.source == "recall"]
+    attention = [e for e in answer.evidence if e.source == "attention"]
     assert answer.recalled_tokens > 0 and recall  # over the budget: recall brought old clips back
-    assert all((e["start"], e["end"]) in spans for e in answer.evidence)  # only clips really ingested
-    assert sum(e["score"] for e in recall) <= answer.recalled_tokens
+    assert all((e.start, e.end) in spans for e in answer.evidence)  # only clips really ingested
+    assert sum(e.score for e in recall) <= answer.recalled_tokens
     resident = {session.clip_index.clips_of(torch.tensor([int(t)]), torch.ones(1)).popitem()[0]
                 for t in session.cache.layers[0].token_index[0, 0].tolist()
                 if session.clip_index.clips_of(torch.tensor([int(t)]), torch.ones(1))}  # fmt: skip

@@ -125,7 +125,7 @@ def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(tm
     assert set(answers) == {"door", "yard", "shop"}
     for stream, answer in answers.items():
         assert answer.question.endswith(f"in the {stream}?") or answer.question.endswith(f"at the {stream}?")
-        assert answer.evidence and {cited["stream"] for cited in answer.evidence} == {stream}
+        assert answer.evidence and {cited.stream for cited in answer.evidence} == {stream}
     # no host's own ready/stopped reads as the fleet's: exactly one of each for the whole run
     assert [e.message for e in events if isinstance(e, Status) and e.kind is StatusKind.READY][0].startswith("fleet")
     assert len([e for e in events if isinstance(e, Status) and e.kind is StatusKind.STOPPED]) == 1

@@ -12,7 +12,7 @@ from app.fleet.placement import HostRoom, place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import PREVIEW_WIDTH, from_wire, to_wire
 from app.fleet_config import FleetConfig
-from bus import Alert, Answer, ClipEvent, End, Status, StatusKind
+from bus import Alert, Answer, AnswerStats, ClipEvent, ClipStats, End, Status, StatusKind
 from tests.mqtt_broker import free_port
 
 
@@ -88,8 +88,8 @@ def test_tracking_ends_the_open_alerts_of_a_lost_stream_once_with_the_reason():
 
 def test_tracking_counts_answers_and_ended_streams_and_forgets_an_end_when_a_stream_starts_over():
     tracking = FleetTracking()
-    tracking.saw(Answer(stream="a", round=1))
-    tracking.saw(Answer(stream="b", round=1))
+    tracking.saw(Answer(stream="a", stats=AnswerStats(round=1)))
+    tracking.saw(Answer(stream="b", stats=AnswerStats(round=1)))
     tracking.saw(End(stream="a", reason="eof"))
     tracking.saw(Status(stream="b", kind=StatusKind.DURATION_REACHED))
     assert tracking.rounds == 2 and tracking.finished == {"a", "b"}
@@ -99,7 +99,7 @@ def test_tracking_counts_answers_and_ended_streams_and_forgets_an_end_when_a_str
 
 def test_events_cross_the_wire_whole_with_a_shrunk_preview_and_the_snapshot():
     frame = np.random.default_rng(0).integers(0, 255, (480, 640, 3), dtype=np.uint8)
-    clip = ClipEvent(stream="door", index=2, stream_time=8.0, frames=4, preview=frame)
+    clip = ClipEvent(stream="door", index=2, stream_time=8.0, stats=ClipStats(frames=4), preview=frame)
     back = from_wire(to_wire(clip))
     assert back == clip  # every recorded field (the preview is not compared)
     assert back.preview.shape == (PREVIEW_WIDTH * 480 // 640, PREVIEW_WIDTH, 3)

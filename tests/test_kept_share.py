@@ -69,7 +69,8 @@ def test_page_shows_the_last_clips_kept_share_and_the_share_since_start():
     live(clip(1, 8.0, kept=0, keyframe=False))
     live(clip(2, 12.0, kept=64, keyframe=False))
     view = live.snapshot().default
-    assert (view.visual_tokens, view.visual_tokens_kept, view.keyframe) == (512, 64, False)
+    shown = view.visual_clip
+    assert (shown.visual_tokens, shown.visual_tokens_kept, shown.keyframe) == (512, 64, False)
     status = render.stream_status(view)
     assert "visual tokens kept: 12% of the last clip (64/512) · 38% since start" in status  # 576 / 1536
     frame = render.cache_frame(live.snapshot())

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from bus import Alert, Answer, EventBus
+from bus import Alert, Answer, AnswerStats, EventBus
 from outputs import OutputPublisher
 from outputs.ntfy import NtfyConfig, NtfySink
 from outputs.queued_sink import QueuedSink
@@ -74,7 +74,7 @@ def test_alert_begins_become_ntfy_posts_and_a_failing_topic_is_reported_by_type(
     bus.subscribe(publisher)
     publisher.start()
     try:
-        bus.publish(Answer(stream="door", round=1, question="q", answer="a"))  # not for ntfy
+        bus.publish(Answer(stream="door", stats=AnswerStats(round=1, question="q", answer="a")))  # not for ntfy
         bus.publish(alert(1))
         bus.publish(alert(1, state="end"))  # only begins are sent
         headers, body = topic.wait_for(1)[0]

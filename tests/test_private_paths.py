@@ -80,13 +80,11 @@ def test_events_are_redacted_at_any_depth():
             round=1,
             question="what is at rtsp://u:SECRETPW@h/y?",
             answer="see http://a:SECRETPW@cam/x",
-            evidence=[
-                {"source": "rtsp://u:SECRETPW@h/x", "start": 1.0, "pair": ("token", "https://h/x?token=SECRETPW")}
-            ],
+            evidence=[{"source": "rtsp://u:SECRETPW@h/x", "start": 1.0, "end": 2.0}],  # in the stats' spans
             answer_tokens=3,
         )
     )
     assert "SECRETPW" not in json.dumps(to_record(event))
     assert "SECRETPW" not in event.question and "SECRETPW" not in event.answer
-    assert event.answer_tokens == 3 and event.evidence[0]["start"] == 1.0
-    assert isinstance(event.evidence[0]["pair"], tuple)
+    assert event.stats.answer_tokens == 3 and event.evidence[0].start == 1.0
+    assert "SECRETPW" not in event.evidence[0].source

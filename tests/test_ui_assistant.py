@@ -82,5 +82,5 @@ def test_the_page_backend_streams_answers_and_survives_a_bad_source(page_backend
     assert all(p.cache_tokens <= 160 for p in snap.points)  # the budget holds across clips and answers
     typed = next(t for t in snap.turns if not t.auto)
     assert typed.question == "What colour is the square?" and typed.round >= 1
-    assert {"ttft_s", "decode_tokens_per_s", "cache_tokens_before"} <= set(typed.metrics)
+    assert typed.stats is not None and typed.stats.ttft_s > 0 and typed.stats.cache_tokens_before > 0
     assert any(line.kind == "error" and "cannot watch it" in line.message for line in snap.log)

@@ -277,7 +277,7 @@ def test_the_host_store_gets_its_own_memory_series_and_status_line_when_recall_i
     for index, (t, store_mib) in enumerate([(4.0, 0.5), (8.0, 1.0), (12.0, 1.0)]):
         event = clip(index, t, 100)
         store = dict(store_tokens=int(store_mib * 1000), store_bytes=int(store_mib * 2**20))
-        live(dataclasses.replace(event, **store, store_oldest_time=4.0 * index))
+        live(dataclasses.replace(event, stats=dataclasses.replace(event.stats, **store, store_oldest_time=4.0 * index)))
     snap = live.snapshot()
     memory = render.memory_frame(snap, "process memory (CPU)")
     store = memory[memory["series"] == render.KV_SERIES[2]]["MiB"].tolist()
@@ -583,7 +583,7 @@ def test_answers_of_two_streams_decoded_at_once_each_reach_their_own_turn():
     feed(live, [a[0], b[0], a[1], b[1], b[2], a[2], b[3], a[3]])  # starts, pieces and ends interleaved
     turns = live.snapshot().turns
     assert [(t.stream, t.answer, t.done) for t in turns] == [("a", "the ball", True), ("b", "the sky", True)]
-    assert all(t.metrics["ttft_s"] == 0.25 for t in turns)
+    assert all(t.stats.ttft_s == 0.25 for t in turns)
     live.question_queued("and now?", stream="b")
     feed(live, [on("b", make_event("answer_start", round=2, question="and now?", stream_time=9.0))])
     live(on("b", make_event("error", where="answer", message="decode failed")))

@@ -120,5 +120,5 @@ def test_checks_leave_the_answers_as_they_were(watched):
     _, with_watches, without, _ = watched
     answers = [(a.stream_time, a.answer) for a in of_type(with_watches, "answer")]
     assert answers and answers == [(a.stream_time, a.answer) for a in of_type(without, "answer")]
-    clip_cache = [c.cache_tokens for c in of_type(with_watches, "clip")]
-    assert clip_cache == [c.cache_tokens for c in of_type(without, "clip")]
+    clip_cache = [c.stats.cache_tokens for c in of_type(with_watches, "clip")]
+    assert clip_cache == [c.stats.cache_tokens for c in of_type(without, "clip")]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bus.clock import clock
+from bus.stats import EvidenceSpan
 from timeline.config import Location, TimelineError
 from timeline.reader import Moment, TimelineReader
 
@@ -35,7 +36,7 @@ class TimelineNotes:
 
     def prompt(
         self, question: str, stream: str, fits: Callable[[str], bool] = lambda text: True
-    ) -> tuple[str, list[dict]]:
+    ) -> tuple[str, list[EvidenceSpan]]:
         """The question with notes in front (or as it is, when nothing matches), and the notes as evidence.
         Notes are added best first while the prompt stays within `max_chars` and `fits` (the cache's room)."""
         moments = self._search(question, stream)
@@ -47,13 +48,13 @@ class TimelineNotes:
             lines.append(line)
             used += len(line)
             cited.append(
-                {
-                    "start": moment.start_s if moment.start_s is not None else 0.0,
-                    "end": moment.end_s if moment.end_s is not None else 0.0,
-                    "source": "timeline",
-                    "score": round(-(moment.score or 0.0), 4),
-                    "row_id": moment.id,
-                }
+                EvidenceSpan(
+                    start=moment.start_s if moment.start_s is not None else 0.0,
+                    end=moment.end_s if moment.end_s is not None else 0.0,
+                    source="timeline",
+                    score=round(-(moment.score or 0.0), 4),
+                    row_id=moment.id,
+                )
             )
         if not lines:
             return question, []

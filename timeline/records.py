@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from bus import Alert, Answer, CaptureChange, End, ErrorEvent, Event, Status, StatusKind
+from bus.records import evidence_record
 from timeline.store import Row
 
 STREAM_EVENT_TYPES = (Status, CaptureChange, ErrorEvent, End)  # kept when they name a stream
@@ -16,12 +17,7 @@ def answer_span(event: Answer, previous_end: float) -> tuple[float, float]:
     clip of this run it cites (recall, attention; timeline notes may be of another run, whose stream times
     mean nothing here), else from the stream's previous answer (`previous_end`, 0 after a reset)."""
     stream, end = event.stream, float(event.stream_time or 0.0)
-    cited = [
-        item
-        for item in event.evidence or ()
-        if isinstance(item, dict) and item.get("stream") == stream and item.get("source") != "timeline"
-    ]
-    starts = [float(item["start"]) for item in cited if "start" in item]
+    starts = [span.start for span in event.evidence if span.stream == stream and span.source != "timeline"]
     if starts:
         return min(min(starts), end), end
     return (previous_end if previous_end <= end else 0.0), end
@@ -39,7 +35,7 @@ def answer_row(event: Answer, previous_end: float, thumbnail: bytes | None) -> R
         text=event.answer,
         who="standing" if event.auto else "person",
         round=event.round,
-        evidence=json.dumps(event.evidence, default=str) if event.evidence else None,
+        evidence=json.dumps([evidence_record(span) for span in event.evidence]) if event.evidence else None,
         thumbnail=thumbnail,
     )
 

@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from bus import Alert as AlertEvent
+from bus import AlertState
 
 MAX_ALERTS = 50  # alerts kept in the list, snapshots included (a snapshot is a JPEG of tens of kB)
 
@@ -61,7 +62,7 @@ class AlertBook:
 
     def on_alert(self, e: AlertEvent, stream: str) -> bool:
         """An `alert` event of `stream` (state "begin" or "end"); True when something shown changed."""
-        if e.state == "begin":
+        if e.state is AlertState.BEGIN:
             snapshot = e.snapshot
             alert = Alert(
                 id=str(e.id),
@@ -75,7 +76,7 @@ class AlertBook:
             )
             self._put(alert)
             return True
-        if e.state == "end":
+        if e.state is AlertState.END:
             began = self._find(str(e.id))
             if began is None:  # its begin is no longer kept (or never came): nothing shown to close
                 return False

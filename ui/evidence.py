@@ -1,6 +1,6 @@
 """What an answer drew on, under it in the chat: "seen at 00:12:40-00:12:44 (recall), ..." and a few small
-thumbnails. An answer's evidence is a list of {stream, start, end, source, score} (stream-time seconds; source
-"recall", "attention" or "timeline", whose items also carry `row_id`).
+thumbnails. An answer's evidence is a tuple of `bus.EvidenceSpan`s (stream-time seconds; source "recall",
+"attention" or "timeline", whose spans also carry `row_id`).
 
 Thumbnails come from what the page already has: the clip previews each stream keeps (`StreamView.recent`, the
 latest few clips) for spans of those clips, and the timeline's thumbnail of a "timeline" item (through the
@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 from PIL import Image
 
+from bus import EvidenceSpan
 from bus.clock import Span, merge_evidence
 from ui.history import HistoryUnavailable, jpeg_src
 from ui.state import Snapshot, Turn
@@ -33,7 +34,7 @@ EPS_S = 1e-6
 TimelineThumbnail = Callable[[int], "bytes | None"]
 
 
-def seen_at(evidence: Iterable[dict]) -> str:
+def seen_at(evidence: Iterable[EvidenceSpan]) -> str:
     """seen at 00:12:40-00:12:48 (recall), 00:13:00-00:13:04 (attention); empty without evidence."""
     spans = merge_evidence(evidence)
     return "seen at " + ", ".join(s.label for s in spans) if spans else ""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from bus import StreamState
 from ui.evidence import THUMB_WIDTH, seen_at
 from ui.plain_text import plain_text
 from ui.state import LogLine, Snapshot, Turn
@@ -79,16 +80,15 @@ def answer_footer(turn: Turn, label: bool = False) -> str:
     parts = [f"round {turn.round}", f"t = {format_stream_time(turn.stream_time)}"]
     if label:
         parts.insert(0, f"stream {turn.stream}")
-    m = turn.metrics
-    if "ttft_s" in m:
-        parts.append(f"ttft {m['ttft_s']:.2f} s")
-    if "decode_tokens_per_s" in m:
-        parts.append(f"{m['decode_tokens_per_s']:.1f} tokens/s")
-    if "cache_tokens_before" in m and "cache_tokens_after" in m:
-        parts.append(f"cache {m['cache_tokens_before']} → {m['cache_tokens_after']} tokens")
-    if m.get("recalled_tokens"):
-        parts.append(f"recalled {m['recalled_tokens']} tokens ({m.get('recall_ms', 0):.0f} ms)")
-    if m.get("cut_off"):
+    m = turn.stats
+    if m is None:  # not answered yet
+        return " · ".join(parts)
+    parts.append(f"ttft {m.ttft_s:.2f} s")
+    parts.append(f"{m.decode_tokens_per_s:.1f} tokens/s")
+    parts.append(f"cache {m.cache_tokens_before} → {m.cache_tokens_after} tokens")
+    if m.recalled_tokens:
+        parts.append(f"recalled {m.recalled_tokens} tokens ({m.recall_ms:.0f} ms)")
+    if m.cut_off:
         parts.append("cut off: the assistant stopped")
     return " · ".join(parts)
 
@@ -157,11 +157,11 @@ def stream_status(view: StreamView) -> str:
     lag = "" if view.lag_s is None else f" · lag {view.lag_s:.1f} s"
     source = plain_text(hide_upload_folder(view.source or ""))
     ended = plain_text(hide_upload_folder(view.stream_ended or ""))
-    if view.state == "reconnecting":
+    if view.state == StreamState.RECONNECTING:
         state = f"**Reconnecting** {source} · t = {t}: the source is down, retrying"
     elif view.source is not None:
         state = f"**Watching** {source} · t = {t}{lag}"
-    elif view.state == "ended":
+    elif view.state == StreamState.ENDED:
         state = f"**Ended** ({ended}); questions are still answered from memory"
     elif view.stream_ended is not None:
         state = f"**Not watching** ({ended}); questions are still answered from memory"
@@ -171,10 +171,10 @@ def stream_status(view: StreamView) -> str:
         f"cache {view.cache_tokens} / {view.budget} tokens · KV {view.kv_bytes / MIB:.1f} MiB · "
         f"{view.clips} clips · {view.dropped_clips} dropped"
     )
-    if view.store_tokens:
+    if view.clip.store_tokens:
         cache += (
-            f"  \nhost store {view.store_tokens} tokens · {view.store_bytes / MIB:.1f} MiB · "
-            f"holds the stream from t = {format_stream_time(view.store_oldest_time)}"
+            f"  \nhost store {view.clip.store_tokens} tokens · {view.clip.store_bytes / MIB:.1f} MiB · "
+            f"holds the stream from t = {format_stream_time(view.clip.store_oldest_time)}"
         )
     kept = kept_line(view)
     if kept:
@@ -196,15 +196,13 @@ def placement_line(view: StreamView) -> str:
 def kept_line(view: StreamView) -> str:
     """`visual tokens kept: 12% of the last clip (61/512) · 9% since start`: what dropping unchanged tokens
     saves on this stream; empty when the clip events do not say (dropping off in an older assistant)."""
-    if view.visual_tokens is None or view.visual_tokens_kept is None:
+    full, kept = view.visual_clip.visual_tokens, view.visual_clip.visual_tokens_kept
+    if full is None or kept is None:
         return ""
-    last = _percent(view.visual_tokens_kept, view.visual_tokens)
-    key = ", key frame" if view.keyframe else ""
+    last = _percent(kept, full)
+    key = ", key frame" if view.visual_clip.keyframe else ""
     total = _percent(view.visual_tokens_kept_total, view.visual_tokens_total)
-    return (
-        f"visual tokens kept: {last} of the last clip ({view.visual_tokens_kept}/{view.visual_tokens}{key}) · "
-        f"{total} since start"
-    )
+    return f"visual tokens kept: {last} of the last clip ({kept}/{full}{key}) · {total} since start"
 
 
 def _percent(part: int, whole: int) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from bus import (
@@ -24,12 +24,14 @@ from bus import (
     Answer,
     AnswerPiece,
     AnswerStart,
+    AnswerStats,
     CaptureChange,
     Check,
     ClipEvent,
     End,
     ErrorEvent,
     Event,
+    EvidenceSpan,
     Status,
     StatusKind,
     WarningEvent,
@@ -44,8 +46,6 @@ from ui.stream_view import StreamView
 MAX_TURNS = 200  # chat turns kept for display (the log file keeps all of them)
 MAX_POINTS = 7200  # plot points kept per series: 8 hours of 4-second clips
 MAX_LOG = 50  # activity lines kept
-ANSWER_METRICS = ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "cache_tokens_after", "cache_tokens_end")
-ANSWER_METRICS += ("evict_ms", "kv_bytes", "answer_tokens", "cut_off", "recalled_tokens", "recall_ms")
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,12 @@ class Turn:
     answer: str = ""
     done: bool = False
     error: str | None = None
-    metrics: dict = field(default_factory=dict)  # ttft_s, decode_tokens_per_s, cache tokens, ...
-    evidence: tuple[dict, ...] = ()  # what the answer drew on: {stream, start, end, source, score[, row_id]}
+    stats: AnswerStats | None = None  # the answer's, once it is done (ttft_s, decode_tokens_per_s, cache tokens, ...)
+
+    @property
+    def evidence(self) -> tuple[EvidenceSpan, ...]:
+        """What the answer drew on (none before it is done)."""
+        return self.stats.evidence if self.stats is not None else ()
 
     @property
     def queued(self) -> bool:
@@ -165,9 +169,9 @@ class _Track:
 
 def _visual_tokens(e: Event) -> dict:
     """A clip event's visual-token counts for its plot point; none when it lacks either (answers, older logs)."""
-    if not isinstance(e, ClipEvent) or e.visual_tokens is None or e.visual_tokens_kept is None:
+    if not isinstance(e, ClipEvent) or e.stats.visual_tokens is None or e.stats.visual_tokens_kept is None:
         return {}
-    return dict(visual_tokens=int(e.visual_tokens), visual_tokens_kept=int(e.visual_tokens_kept))
+    return dict(visual_tokens=int(e.stats.visual_tokens), visual_tokens_kept=int(e.stats.visual_tokens_kept))
 
 
 class LiveState:
@@ -251,10 +255,10 @@ class LiveState:
         if track.last_clip_index is not None and index <= track.last_clip_index:
             track.t_offset = track.last_t  # a new source started
         track.last_clip_index = index
-        track.tokens_seen += int(e.prefill_tokens)
+        track.tokens_seen += int(e.stats.prefill_tokens)
         version = self._snap.preview_version + 1
         self._set_view(stream_view.on_clip(self._view(name), e, version))
-        self._add_point(name, e, memory, cache_tokens=int(e.cache_tokens))
+        self._add_point(name, e, memory, cache_tokens=int(e.stats.cache_tokens))
         self._changed(preview=True, plot=True)
 
     def _on_answer_start(self, e: AnswerStart, memory: MemoryPoint | None) -> None:
@@ -277,16 +281,14 @@ class LiveState:
         self._update_open(turn, replace(turn, answer=turn.answer + e.text))
 
     def _on_answer(self, e: Answer, memory: MemoryPoint | None) -> None:
-        metrics = {key: getattr(e, key) for key in ANSWER_METRICS}
-        evidence = tuple(item for item in e.evidence or () if isinstance(item, dict))
         turn = self._open_turn(e)
         if turn is not None:
-            self._update_open(turn, replace(turn, answer=e.answer, done=True, metrics=metrics, evidence=evidence))
+            self._update_open(turn, replace(turn, answer=e.answer, done=True, stats=e.stats))
         name = self._name(e)
         self._open.pop(name, None)
-        self._track(name).tokens_seen += int(e.prefill_tokens) + int(e.answer_tokens)
+        self._track(name).tokens_seen += int(e.stats.prefill_tokens) + int(e.stats.answer_tokens)
         self._set_view(stream_view.on_answer(self._view(name), e))
-        self._add_point(name, e, memory, cache_tokens=int(e.cache_tokens_end))
+        self._add_point(name, e, memory, cache_tokens=int(e.stats.cache_tokens_end))
         self._changed(plot=True)
 
     def _on_error(self, e: ErrorEvent, memory: MemoryPoint | None) -> None:
@@ -412,7 +414,7 @@ class LiveState:
 
     def _add_point(self, name: str, e: ClipEvent | Answer, memory: MemoryPoint | None, cache_tokens: int) -> None:
         track = self._track(name)
-        kv_bytes = int(e.kv_bytes)
+        kv_bytes = int(e.stats.kv_bytes)
         per_token = kv_bytes / cache_tokens if cache_tokens else 0.0
         t_wall = float(e.t_wall)
         if self._t0 is None:
@@ -427,11 +429,11 @@ class LiveState:
                 kv_bytes=kv_bytes,
                 full_kv_bytes=int(per_token * max(track.tokens_seen, cache_tokens)),
                 memory_bytes=None if memory is None else memory.used_bytes,
-                store_bytes=int(e.store_bytes),
+                store_bytes=int(e.stats.store_bytes),
                 stream=name,
                 t_run=round(t_wall - self._t0, 3),
                 total_kv_bytes=self._snap.total_kv_bytes,
-                total_store_bytes=sum(v.store_bytes for v in self._snap.streams),
+                total_store_bytes=sum(v.clip.store_bytes for v in self._snap.streams),
                 **_visual_tokens(e),
             )
         )

@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bus import Answer, CaptureChange, Check, ClipEvent, Status, StatusKind
+from bus import Answer, CaptureChange, Check, ClipEvent, ClipStats, Status, StatusKind, StreamState
 
-STATES = ("idle", "watching", "reconnecting", "ended")
+STATES = (StreamState.IDLE, StreamState.WATCHING, StreamState.RECONNECTING, StreamState.ENDED)
 RECENT_CLIPS = 8  # clip previews kept per stream, for the thumbnails of the evidence under answers
 
 
@@ -20,7 +20,7 @@ class StreamView:
     latest clip. Sizes in bytes, counts in tokens, times in seconds of this stream."""
 
     name: str
-    state: str = "idle"
+    state: StreamState = StreamState.IDLE
     source: str | None = None  # what is being watched, None when idle
     stream_ended: str | None = None  # why the last source stopped
     preview: np.ndarray | None = None
@@ -31,16 +31,12 @@ class StreamView:
     lag_s: float | None = None
     clips: int = 0
     dropped_clips: int = 0
-    cache_tokens: int = 0
+    cache_tokens: int = 0  # after the latest clip or answer
     budget: int = 0
     kv_bytes: int = 0
-    store_tokens: int = 0
-    store_bytes: int = 0
-    store_oldest_time: float | None = None
-    visual_tokens: int | None = None  # the latest clip's visual tokens in full; None: the events do not say
-    visual_tokens_kept: int | None = None  # ... and how many of them entered the cache (unchanged ones dropped)
-    keyframe: bool = False  # the latest clip was kept whole (a key frame)
-    visual_tokens_total: int = 0  # since the page started, over the clips that said both
+    clip: ClipStats = ClipStats()  # the latest clip's, as the session measured them (host store, cache)
+    visual_clip: ClipStats = ClipStats()  # the latest clip's that said its visual tokens, full and kept
+    visual_tokens_total: int = 0  # since the page started, over the clips that said both full and kept
     visual_tokens_kept_total: int = 0
     checks: tuple[tuple[str, float], ...] = ()  # each watch's latest p_yes: (alert name, p_yes), first checked first
     recent: tuple[
@@ -53,13 +49,11 @@ class StreamView:
 def _kept(view: StreamView, e: ClipEvent) -> dict:
     """The visual-token fields of `view` after clip event `e` (unchanged when `e` lacks them: dropping off in an
     older assistant)."""
-    full, kept = e.visual_tokens, e.visual_tokens_kept
+    full, kept = e.stats.visual_tokens, e.stats.visual_tokens_kept
     if full is None or kept is None:
         return {}
     return dict(
-        visual_tokens=int(full),
-        visual_tokens_kept=int(kept),
-        keyframe=bool(e.keyframe),
+        visual_clip=e.stats,
         visual_tokens_total=view.visual_tokens_total + int(full),
         visual_tokens_kept_total=view.visual_tokens_kept_total + int(kept),
     )
@@ -72,7 +66,7 @@ def on_clip(view: StreamView, e: ClipEvent, preview_version: int) -> StreamView:
     recent = (*view.recent, (float(e.t_start), t_end, preview))[-RECENT_CLIPS:] if has_frame else view.recent
     return replace(
         view,
-        state="watching",
+        state=StreamState.WATCHING,
         preview=preview if has_frame else view.preview,
         preview_version=preview_version if has_frame else view.preview_version,
         preview_time=t_end,
@@ -81,12 +75,10 @@ def on_clip(view: StreamView, e: ClipEvent, preview_version: int) -> StreamView:
         lag_s=float(e.lag_s),
         clips=view.clips + 1,
         dropped_clips=int(e.dropped_clips),
-        cache_tokens=int(e.cache_tokens),
+        cache_tokens=int(e.stats.cache_tokens),
         budget=int(e.budget or view.budget),
-        kv_bytes=int(e.kv_bytes),
-        store_tokens=int(e.store_tokens),
-        store_bytes=int(e.store_bytes),
-        store_oldest_time=e.store_oldest_time,
+        kv_bytes=int(e.stats.kv_bytes),
+        clip=e.stats,
         stream_ended=None,
         recent=recent,
         **_kept(view, e),
@@ -95,7 +87,7 @@ def on_clip(view: StreamView, e: ClipEvent, preview_version: int) -> StreamView:
 
 def on_answer(view: StreamView, e: Answer) -> StreamView:
     """An answer's end: the cache after it (questions and answers take cache room too)."""
-    return replace(view, cache_tokens=int(e.cache_tokens_end), kv_bytes=int(e.kv_bytes))
+    return replace(view, cache_tokens=int(e.stats.cache_tokens_end), kv_bytes=int(e.stats.kv_bytes))
 
 
 def on_check(view: StreamView, e: Check) -> StreamView:
@@ -110,9 +102,12 @@ def on_status(view: StreamView, e: Status) -> StreamView:
     message = e.message
     if e.kind is StatusKind.STREAM_WATCHING:
         source = message.removeprefix("watching ")
-        return replace(view, state="watching", source=source, stream_ended=None, stream_time=0.0, lag_s=None, recent=())
+        return replace(
+            view, state=StreamState.WATCHING, source=source, stream_ended=None, stream_time=0.0, lag_s=None, recent=()
+        )
     if e.kind in (StatusKind.STREAM_STOPPED, StatusKind.STOPPED):
-        return replace(view, state="idle" if view.state != "ended" else "ended", source=None, stream_ended=message)
+        state = StreamState.ENDED if view.state == StreamState.ENDED else StreamState.IDLE
+        return replace(view, state=state, source=None, stream_ended=message)
     if e.kind is StatusKind.MEMORY_RESET:
         return replace(view, cache_tokens=0, kv_bytes=0, stream_time=0.0, recent=())
     if e.kind is StatusKind.STREAM_PLACED:
@@ -128,4 +123,4 @@ def on_capture(view: StreamView, e: CaptureChange) -> StreamView:
 
 
 def on_end(view: StreamView, why: str) -> StreamView:
-    return replace(view, state="ended", source=None, stream_ended=why)
+    return replace(view, state=StreamState.ENDED, source=None, stream_ended=why)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import TextIO
 
 from bus import (
@@ -15,6 +16,7 @@ from bus import (
     End,
     ErrorEvent,
     Event,
+    EvidenceSpan,
     Status,
     WarningEvent,
 )
@@ -28,7 +30,7 @@ def _mib(n: int | None) -> str:
     return f"{n / 2**10:.0f} KiB" if n < 2**20 else f"{n / 2**20:.0f} MiB"
 
 
-def _moments(evidence: list[dict]) -> str:
+def _moments(evidence: Iterable[EvidenceSpan]) -> str:
     """Evidence as stream-time spans per source, adjacent clips merged: 00:00:16-00:00:32 (recall), ..."""
     return ", ".join(span.label for span in merge_evidence(evidence))
 
@@ -36,11 +38,11 @@ def _moments(evidence: list[dict]) -> str:
 def kept_share(event: ClipEvent) -> str:
     """`kept 12% (61/512)`: the share of a clip's visual tokens that entered the cache (dropping unchanged ones);
     empty when the event does not say (dropping off in an older log)."""
-    full, kept = event.visual_tokens, event.visual_tokens_kept
+    full, kept = event.stats.visual_tokens, event.stats.visual_tokens_kept
     if full is None or kept is None:
         return ""
     share = f"{100 * kept / full:.0f}%" if full else "-"
-    return f"kept {share} ({kept}/{full})" + (", key frame" if event.keyframe else "")
+    return f"kept {share} ({kept}/{full})" + (", key frame" if event.stats.keyframe else "")
 
 
 class TerminalPrinter:
@@ -97,22 +99,23 @@ class TerminalPrinter:
     def _answer(self, event: Answer) -> None:
         if self.prefix_streams:
             self._print(self._prefix + event.answer.replace("\n", "\n" + self._prefix))
-        if event.device_mem_bytes is not None:
-            memory = _mib(event.device_mem_bytes)
+        stats = event.stats
+        if stats.device_mem_bytes is not None:
+            memory = _mib(stats.device_mem_bytes)
         else:
-            memory = f"RSS {_mib(event.process_rss_bytes)}"
-        cut = "\n   (cut off: the assistant is stopping)" if event.cut_off else ""
-        if event.store_tokens:
+            memory = f"RSS {_mib(stats.process_rss_bytes)}"
+        cut = "\n   (cut off: the assistant is stopping)" if stats.cut_off else ""
+        if stats.store_tokens:
             cut += (
-                f"\n   recalled {event.recalled_tokens} tokens in {event.recall_ms:.0f} ms from the host "
-                f"store ({event.store_tokens} tokens, {_mib(event.store_bytes)})"
+                f"\n   recalled {stats.recalled_tokens} tokens in {stats.recall_ms:.0f} ms from the host "
+                f"store ({stats.store_tokens} tokens, {_mib(stats.store_bytes)})"
             )
-        if event.evidence:
-            cut += f"\n   seen at {_moments(event.evidence)}"
+        if stats.evidence:
+            cut += f"\n   seen at {_moments(stats.evidence)}"
         self._print(
-            f"{cut}\n   ttft {event.ttft_s:.2f}s · {event.decode_tokens_per_s:.1f} tok/s · "
-            f"cache {event.cache_tokens_before} -> {event.cache_tokens_after} tokens "
-            f"(evict {event.evict_ms:.1f} ms) · KV {_mib(event.kv_bytes)} · memory {memory}"
+            f"{cut}\n   ttft {stats.ttft_s:.2f}s · {stats.decode_tokens_per_s:.1f} tok/s · "
+            f"cache {stats.cache_tokens_before} -> {stats.cache_tokens_after} tokens "
+            f"(evict {stats.evict_ms:.1f} ms) · KV {_mib(stats.kv_bytes)} · memory {memory}"
         )
 
     def _clip(self, event: ClipEvent) -> None:
@@ -122,7 +125,7 @@ class TerminalPrinter:
         kept = f", {kept}" if kept else ""
         self._status(
             f"· clip {event.index} [{event.t_start:.1f}-{event.stream_time:.1f}s] "
-            f"{event.frames} frames{kept}, cache {event.cache_tokens}/{event.budget} tokens{dropped}{lag}"
+            f"{event.stats.frames} frames{kept}, cache {event.stats.cache_tokens}/{event.budget} tokens{dropped}{lag}"
         )
 
     def _print(self, line: str) -> None:

@@ -13,7 +13,7 @@ it drew on, and the response (the last chunk when streaming) carries them as `ev
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,8 @@ from app.api.asking import PendingAsk
 from app.api.context import ApiContext
 from app.api.models import Problem
 from app.api.sse import SSE_HEADERS, sse
-from bus import AnswerPiece
+from bus import AnswerPiece, EvidenceSpan
+from bus.records import evidence_record
 
 ALL = "all"
 CONTEXT_CHARS = 600
@@ -134,31 +135,29 @@ def question_of(messages: list[ChatMessage], limit: int) -> str:
     return f"(Earlier in this conversation: {context})\n{question}" if context else question
 
 
-def seen_at(evidence: list[dict]) -> str:
+def seen_at(evidence: Sequence[EvidenceSpan]) -> str:
     """The evidence as one line of text: "Seen at door 12-16 s (attention), yard 40-44 s (timeline)"."""
     parts = []
-    for item in evidence[:5]:
-        start, end = item.get("start"), item.get("end")
-        span = f"{start:.0f}-{end:.0f} s" if isinstance(start, (int, float)) and isinstance(end, (int, float)) else ""
-        where = " ".join(p for p in (str(item.get("stream") or ""), span) if p)
-        source = item.get("source")
-        parts.append(f"{where} ({source})" if source else where)
-    return "Seen at " + ", ".join(p for p in parts if p) if any(parts) else ""
+    for span in evidence[:5]:
+        where = " ".join(p for p in (span.stream or "", f"{span.start:.0f}-{span.end:.0f} s") if p)
+        parts.append(f"{where} ({span.source})" if span.source else where)
+    return "Seen at " + ", ".join(parts) if parts else ""
 
 
 def answer_text(pending: PendingAsk, several: bool) -> tuple[str, list[dict], int]:
-    """The whole reply: each stream's answer (named when several), its errors, the "Seen at" line."""
+    """The whole reply: each stream's answer (named when several), its errors, the "Seen at" line; the evidence
+    as records (`bus.records.evidence_record`) for the response's `evidence` field."""
     lines, evidence, tokens = [], [], 0
     for stream in pending.streams:
         if stream in pending.answers:
             answer = pending.answers[stream]
             lines.append(f"[{stream}] {answer.answer.strip()}" if several else answer.answer.strip())
             evidence += answer.evidence
-            tokens += answer.answer_tokens
+            tokens += answer.stats.answer_tokens
         elif stream in pending.errors:
             lines.append(f"[{stream}] (no answer: {pending.errors[stream].message})")
     seen = seen_at(evidence)
-    return "\n".join(lines) + (f"\n\n{seen}" if seen else ""), evidence, tokens
+    return "\n".join(lines) + (f"\n\n{seen}" if seen else ""), [evidence_record(s) for s in evidence], tokens
 
 
 def router(ctx: ApiContext) -> APIRouter:

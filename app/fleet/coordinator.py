@@ -28,7 +28,7 @@ from app.fleet.placement import place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import from_wire
 from app.fleet_config import FleetConfig
-from bus import ErrorEvent, Event, EventBus, Status, StatusKind
+from bus import ErrorEvent, Event, EventBus, EventsDropped, Status, StatusKind
 from bus.redact import redacted
 
 logger = logging.getLogger(__name__)
@@ -48,6 +48,7 @@ class Coordinator:
         self.owner: dict[str, str] = {}  # stream -> host running it
         self.waiting: dict[str, tuple[str, float]] = {}  # stream -> (why, since when)
         self.tracking = FleetTracking()
+        self._dropped: dict[str, int] = {}  # host -> events its outbox dropped, as last reported
         self.done = threading.Event()  # the run ended (--max-rounds, every stream ended)
         self._late: set[str] = set()  # streams past the failover deadline (reported once)
         self._retry_at: dict[str, float] = {}
@@ -75,7 +76,7 @@ class Coordinator:
             raise FleetError(f"no host loaded the model within {self.fleet.host_start_s:g} s (see the error events)")
         plan = place(list(self.streams), self._pins(), [h.room() for h in ready])
         if plan.waiting:
-            rooms = ", ".join(f"{h.name}: {h.info.get('room', 0)}" for h in ready)
+            rooms = ", ".join(f"{h.name}: {h.room().room}" for h in ready)
             reasons = "; ".join(f"{s}: {why}" for s, why in plan.waiting.items())
             raise FleetError(
                 f"the cluster has no room for {len(plan.waiting)} of the {len(self.streams)} streams ({reasons}); "
@@ -204,12 +205,21 @@ class Coordinator:
             host = pending[ref]
             host.drain_ref = None
             try:
-                items, _dropped = self.ray.get(ref)
+                items, dropped = self.ray.get(ref)
             except self.ray.exceptions.RayActorError as err:
                 self._lost(host, remote_cause(err))
                 continue
             self._publish_items(host, items)
+            self._report_dropped(host, dropped)
             host.drain_ref = host.actor.drain.remote(DRAIN_WAIT_S)
+
+    def _report_dropped(self, host: HostHandle, dropped: int) -> None:
+        """An `events_dropped` event when the host's outbox dropped events since its last drain."""
+        new = dropped - self._dropped.get(host.name, 0)
+        if new > 0:
+            self._dropped[host.name] = dropped
+            logger.warning("host %s dropped %d events (%d so far)", host.name, new, dropped)
+            self.bus.publish(EventsDropped(host=host.name, dropped=dropped, new=new))
 
     def _publish_items(self, host: HostHandle, items: list[dict]) -> None:
         for item in items:
@@ -285,6 +295,7 @@ class Coordinator:
         now = time.monotonic()
         with self._lock:
             self._forget(host)
+            self._dropped.pop(host.name, None)
             moved = sorted(host.streams | host.starting)
             for stream in moved:
                 self.owner.pop(stream, None)

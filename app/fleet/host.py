@@ -23,7 +23,7 @@ from typing import Any
 from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.config import AppConfig, StreamConfig
-from app.fleet.wire import to_wire
+from app.fleet.wire import HostInfo, to_wire
 from app.startup import memory_fields, start_publisher, stream_factory
 from app.stream_factory import StreamFactory
 from bus import DropOldestQueue, ErrorEvent, Event, EventBus, Status, StatusKind, WarningEvent
@@ -67,7 +67,7 @@ class FleetHost:
         self.assistant: Assistant | None = None
         self._starting = threading.Lock()  # the actor runs calls on several threads (a drain waits meanwhile)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> HostInfo:
         """Who and where this host is, and its room (streams that fit in all)."""
         node_id = ""
         try:
@@ -76,15 +76,15 @@ class FleetHost:
             node_id = ray.get_runtime_context().get_node_id()
         except (ImportError, RuntimeError):
             pass
-        return {
-            "host": self.name,
-            "node_id": node_id,
-            "hostname": socket.gethostname(),
-            "pid": os.getpid(),
-            "room": self.room,
-            "family": self.loaded.family,
-            "device": str(self.loaded.device),
-        }
+        return HostInfo(
+            host=self.name,
+            node_id=node_id,
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            room=self.room,
+            family=self.loaded.family,
+            device=str(self.loaded.device),
+        )
 
     def start_stream(self, stream: StreamConfig) -> str:
         """Starts watching `stream` here; returns the admission line. Refused as `Assistant.add_stream` says

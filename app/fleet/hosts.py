@@ -15,6 +15,7 @@ from app.config import AppConfig
 from app.fleet.host import FleetHost
 from app.fleet.nodes import NodeSlots, node_slots
 from app.fleet.placement import HostRoom
+from app.fleet.wire import HostInfo
 from app.fleet_config import FleetConfig
 from bus import ErrorEvent, Event, Status, StatusKind
 from outputs.registry import per_host
@@ -32,7 +33,7 @@ class HostHandle:
     node: NodeSlots
     actor: Any
     started_at: float
-    info: dict[str, Any] = field(default_factory=dict)
+    info: HostInfo | None = None
     ready: bool = False
     streams: set[str] = field(default_factory=set)
     starting: set[str] = field(default_factory=set)
@@ -40,9 +41,8 @@ class HostHandle:
     describe_ref: Any = None
 
     def room(self) -> HostRoom:
-        return HostRoom(
-            self.name, int(self.info.get("room", 0)), len(self.streams) + len(self.starting), self.node.names
-        )
+        room = self.info.room if self.info is not None else 0
+        return HostRoom(self.name, room, len(self.streams) + len(self.starting), self.node.names)
 
 
 def start_host(ray: ModuleType, config: AppConfig, node: NodeSlots, unit: int, resource: str) -> HostHandle:
@@ -141,8 +141,8 @@ class HostPool:
             host.ready = True
             info = host.info
             message = (
-                f"host {host.name} joined: {info.get('family')} on {info.get('device')}, room for {info.get('room')} "
-                f"streams (node {host.node.node_id[:8]}, {info.get('hostname')})"
+                f"host {host.name} joined: {info.family} on {info.device}, room for {info.room} "
+                f"streams (node {host.node.node_id[:8]}, {info.hostname})"
             )
             self.publish(Status(kind=StatusKind.HOST_JOINED, message=message, host=host.name))
         for host in [h for h in pending.values() if not h.ready and h.name in self.hosts]:

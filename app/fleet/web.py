@@ -27,11 +27,11 @@ from ui.state import LiveState
 
 def fleet_page_info(config: AppConfig, coordinator: Coordinator) -> PageInfo:
     """The settings line: the model and the cache as every host runs them, and the hosts' devices."""
-    hosts = [h.info for h in list(coordinator.hosts.values()) if h.ready]
-    devices = ", ".join(sorted({str(info.get("device")) for info in hosts})) or "-"
+    hosts = [h.info for h in list(coordinator.hosts.values()) if h.ready and h.info is not None]
+    devices = ", ".join(sorted({info.device for info in hosts})) or "-"
     return PageInfo(
         model=config.model.model,
-        family=str(hosts[0].get("family")) if hosts else "-",
+        family=hosts[0].family if hosts else "-",
         device=f"{len(hosts)} hosts on {devices}",
         dtype=config.model.dtype,
         policy=config.cache.policy,

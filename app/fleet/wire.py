@@ -16,6 +16,19 @@ from bus.records import from_record, to_record
 PREVIEW_WIDTH = 320
 
 
+@dataclasses.dataclass(frozen=True)
+class HostInfo:
+    """Who and where a host is, as it tells the head once its model loaded. room: streams that fit on it in all."""
+
+    host: str
+    node_id: str
+    hostname: str
+    pid: int
+    room: int
+    family: str
+    device: str
+
+
 def to_wire(event: Event) -> dict[str, Any]:
     """The event as a picklable dict of plain values (its record) with `_preview` / `_snapshot` beside it."""
     wire = to_record(event)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 def clip_changed(visual_tokens_changed: int) -> bool:
     """Whether a clip brought change: any visual token whose region changed since the cache last saw it
-    (model.session.ClipMetrics.visual_tokens_changed; before the floor and key frames fill up the kept ones, so
+    (bus.ClipStats.visual_tokens_changed; before the floor and key frames fill up the kept ones, so
     a key frame of a static scene did not change). With dropping off every token counts as changed: checks are
     then never skipped."""
     return visual_tokens_changed > 0
