@@ -1,5 +1,5 @@
-"""Imports point one way: `app -> ui, capture, model -> cache`; every room but model/ and cache/ may stand on
-`bus/` (the typed events, their records, the event bus, the drop-oldest queue, stream-time clocks), which stands
+"""Imports point one way: `app -> ui, outputs, timeline, capture, model -> cache`; every room but cache/ may stand
+on `bus/` (the typed events, their records, the event bus, the drop-oldest queue, stream-time clocks), which stands
 on nothing; inside `cache/` the two rooms below tier 1
 (`cache/store/`, `cache/cpu/`) never reach back up into the cache, its layers, the runner or the decode step.
 
@@ -18,7 +18,7 @@ ALLOWED = {  # package -> the project's packages it may import
     "timeline": {"bus"},  # tier 3: SQLite or PostgreSQL
     "ui": {"capture", "model", "cache", "bus"},
     "capture": {"bus"},
-    "model": {"cache"},
+    "model": {"cache", "bus"},  # the statistics a session makes are the events' types (bus.stats)
     "cache": set(),
     "quality": {"model", "cache"},
     "bus": set(),  # the bottom floor

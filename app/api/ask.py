@@ -46,22 +46,18 @@ async def events_of(ctx: ApiContext, pending: PendingAsk) -> AsyncIterator[list]
 
 
 def result(pending: PendingAsk) -> AskResult:
+    """The reply: each answer and error as its event's record (the same as the feed's and the log's)."""
     return AskResult(
         pending.id,
         pending.streams,
-        [pending.answers[s] for s in pending.streams if s in pending.answers],
-        [pending.errors[s] for s in pending.streams if s in pending.errors],
+        [to_record(pending.answers[s]) for s in pending.streams if s in pending.answers],
+        [to_record(pending.errors[s]) for s in pending.streams if s in pending.errors],
     )
 
 
 def result_record(pending: PendingAsk) -> dict:
     done = result(pending)
-    return {
-        "request": done.request,
-        "streams": done.streams,
-        "answers": [to_record(a) for a in done.answers],
-        "errors": [to_record(e) for e in done.errors],
-    }
+    return {"request": done.request, "streams": done.streams, "answers": done.answers, "errors": done.errors}
 
 
 def router(ctx: ApiContext) -> APIRouter:

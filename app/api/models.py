@@ -4,8 +4,7 @@ are the bus's own `Answer` events; feed events are the records of `bus.records`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from bus import Answer, ErrorEvent
+from typing import Any
 
 
 @dataclass
@@ -27,13 +26,14 @@ class AskRequest:
 
 @dataclass
 class AskResult:
-    """The answers (one per stream asked: the bus's `answer` event, with evidence, timings and its `round`) and
-    the streams whose question failed (their `error` events). request: the id every event of it carries."""
+    """The answers (one per stream asked) and the streams whose question failed, each as the JSON record of its
+    event (`answer`: question, answer, round, ttft_s, evidence, ...; `error`), exactly as the event feed and the
+    --log-jsonl file carry them (`bus.records.to_record`). request: the id every event of it carries."""
 
     request: str
     streams: list[str]
-    answers: list[Answer] = field(default_factory=list)
-    errors: list[ErrorEvent] = field(default_factory=list)
+    answers: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
