@@ -3,10 +3,10 @@ in a stored question made `history` show `txt.exe` for `exe.txt`-style spoofs (T
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import re
+
+import pytest
 
 from app.history import format_moment, json_line
 from bus.text_safety import printable
