@@ -7,6 +7,7 @@ import dataclasses
 import logging
 from pathlib import Path
 
+from app.config_file import ConfigFileError, read_config_toml
 from app.config_flags import add_config_flags
 from app.config_types import check_value
 from app.fleet.config import FleetConfig
@@ -20,12 +21,6 @@ from model.change import ChangeConfig
 # On in the app: in a stream, only recall lets an answer reach what the cache evicted (README, "Memory beyond
 # the budget"). The library's CacheConfig keeps recall=0, a cache with no host store.
 DEFAULT_RECALL = 256
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
-    import tomli as tomllib
-
 
 def default_of(config_class: type, name: str) -> object:
     """The default a config dataclass gives `name`: a flag's default is written once, in its dataclass."""
@@ -282,8 +277,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
     try:
-        values = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
+        values = read_config_toml(path)
+    except ConfigFileError as err:
         parser.error(f"cannot read --config {path}: {err}")
     known = {a.dest: a for a in parser._actions}
     settings = {}
