@@ -22,6 +22,7 @@ from model.change import ChangeConfig
 # the budget"). The library's CacheConfig keeps recall=0, a cache with no host store.
 DEFAULT_RECALL = 256
 
+
 def default_of(config_class: type, name: str) -> object:
     """The default a config dataclass gives `name`: a flag's default is written once, in its dataclass."""
     return next(f.default for f in dataclasses.fields(config_class) if f.name == name)
