@@ -6,17 +6,13 @@ import argparse
 import logging
 from pathlib import Path
 
+from app.config_file import ConfigFileError, read_config_toml
 from app.config_flags import add_config_flags
 from app.config_types import check_value
 from app.flags import FLAG_GROUPS, OUTPUTS, RecallFlags
 from outputs.registry import output_kinds
 
 DEFAULT_RECALL = RecallFlags.recall  # the app's --recall (the library's CacheConfig keeps recall=0)
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10 (JetPack 6)
-    import tomli as tomllib
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,8 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
     try:
-        values = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
+        values = read_config_toml(path)
+    except ConfigFileError as err:
         parser.error(f"cannot read --config {path}: {err}")
     known = {a.dest: a for a in parser._actions}
     settings = {}

@@ -12,14 +12,15 @@ from pathlib import Path
 
 from bus.clock import clock
 from bus.redact import redact_source
-from bus.text_safety import printable
+from bus.text_safety import BIDI_CONTROLS, printable
 from timeline.config import DATA_ENV, TimelineError, default_timeline_path, timeline_location
 from timeline.reader import Moment, TimelineReader
 
 SINCE_FORMS = "a number with s, m, h or d: 90s, 30m, 2h, 1d"
 SINCE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 SINCE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
-_C1 = re.compile(r"[\x7f-\x9f]")  # JSON leaves DEL and C1 controls raw; a terminal may act on them
+# JSON leaves DEL, C1 controls and bidi controls raw; a terminal may act on them (bus.text_safety.BIDI_CONTROLS)
+_C1 = re.compile(r"[\x7f-\x9f" + BIDI_CONTROLS + "]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -102,6 +103,11 @@ def what(moment: Moment) -> str:
     return " ".join(printable(said).split())
 
 
+def json_line(moment: Moment) -> str:
+    """One moment as a JSON line, its text as stored but every control character escaped."""
+    return _C1.sub(_escape, json.dumps(moment.to_dict(), ensure_ascii=False))
+
+
 def format_moment(moment: Moment) -> str:
     """Local wall time, stream, stream-time span, who, what."""
     wall = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(moment.t_wall))
@@ -126,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for moment in moments:
         if args.json:
-            print(_C1.sub(_escape, json.dumps(moment.to_dict(), ensure_ascii=False)))
+            print(json_line(moment))
         else:
             print(format_moment(moment))
     if not moments and not args.json:

@@ -58,7 +58,7 @@ def _negative(source: str | int) -> bool:
 
 
 def check_name(name: object) -> str:
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise ValueError(f"bad stream name {name!r}: use {NAME_RULE}")
     return name
 

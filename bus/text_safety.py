@@ -14,12 +14,17 @@ _SEQUENCES = re.compile(
     r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
     r"|\x1b[ -~]?"
 )
-# What is left of C0 (but newline and tab), DEL and C1 once the sequences are gone.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidirectional controls (embeddings and overrides U+202A-U+202E, isolates U+2066-U+2069, the marks U+200E/F and
+# U+061C): they reorder what follows on the line, so a name or an answer can show another text than it holds
+# ("Trojan Source"). Right-to-left letters themselves are kept.
+BIDI_CONTROLS = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
+# What is left of C0 (but newline and tab), DEL, C1 and the bidi controls once the sequences are gone.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f" + BIDI_CONTROLS + "]")
 
 
 def printable(text: str) -> str:
-    """`text` without C0/C1 control characters and ANSI/OSC escape sequences; newline and tab are kept.
+    """`text` without C0/C1 control characters, bidi controls and ANSI/OSC escape sequences; newline and tab
+    are kept.
     An unterminated sequence is removed to the end of its parameters, so a split sequence never reaches a
     terminal whole."""
     return _CONTROLS.sub("", _SEQUENCES.sub("", text))

@@ -17,6 +17,7 @@ import torch
 
 from cache.bounded_cache import BoundedCache
 from cache.cpu.kernels import kernels_ready
+from cache.forward_args import with_cache
 from cache.static_layer import StaticBoundedLayer
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def decode_forward(
         input_ids=input_ids,
         position_ids=position_ids,
         attention_mask=attention_mask,
-        past_key_values=cache,
+        **with_cache(model, cache),
         use_cache=True,
         logits_to_keep=1,
     )

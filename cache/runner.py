@@ -9,6 +9,7 @@ import torch
 
 from cache.bounded_cache import BoundedCache, EvictionStats
 from cache.decode import StaticDecoder
+from cache.forward_args import with_cache
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +161,7 @@ class CachedRunner:
         with self.cache.recording(None, queries=queries) as captured:
             out = self.model(
                 position_ids=position_ids.to(self.device),
-                past_key_values=self.cache,
+                **with_cache(self.model, self.cache),
                 use_cache=True,
                 logits_to_keep=1,
                 **piece,
@@ -199,7 +200,7 @@ class CachedRunner:
         with self.cache.recording(capture):
             out = self.model(
                 position_ids=position_ids.to(self.device),
-                past_key_values=self.cache,
+                **with_cache(self.model, self.cache),
                 use_cache=True,
                 logits_to_keep=keep,
                 **inputs,

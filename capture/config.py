@@ -43,9 +43,9 @@ class SourceSpec:
         if self.kind == "camera":
             return f"camera {self.target}"
         if self.kind == "gstreamer":
-            return redact_source(f"GStreamer pipeline '{self.target}'")
-        if self.kind == "url":
-            return redact_source(f"stream '{self.target}'")
+            return f"GStreamer pipeline '{redact_source(self.target)}'"
+        if self.kind == "url":  # redacted bare, before quoting: a password may hold the quote
+            return f"stream '{redact_source(self.target)}'"
         return f"file '{self.target}'"
 
 

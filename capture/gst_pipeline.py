@@ -61,17 +61,17 @@ def check_camera_pipeline(pipeline: str) -> None:
     for position, part in enumerate(parts):
         tokens = part.split()
         element, properties = tokens[0], tokens[1:]
-        if _CAPS.match(element) and not properties:
+        if _CAPS.fullmatch(element) and not properties:
             if position in (0, len(parts) - 1):
                 raise ValueError(f"GStreamer pipeline {pipeline!r}: caps cannot start or end it; {allowed}")
             continue
-        if not _ELEMENT.match(element):
+        if not _ELEMENT.fullmatch(element):
             raise ValueError(f"GStreamer pipeline {pipeline!r}: {element!r} is not an element name; {allowed}")
         expected = CAMERA_SOURCES if position == 0 else (SINK,) if position == len(parts) - 1 else FILTERS
         if element not in expected:
             raise ValueError(f"GStreamer pipeline {pipeline!r}: {element!r} is not allowed there; {allowed}")
         for prop in properties:
-            if not _PROPERTY.match(prop):
+            if not _PROPERTY.fullmatch(prop):
                 raise ValueError(
                     f"GStreamer pipeline {pipeline!r}: {prop!r} after {element} is not a plain property=value "
                     f"(a second branch or element needs '!'); {allowed}"

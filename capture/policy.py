@@ -159,7 +159,7 @@ class SourcePolicy:
             return [ipaddress.ip_address(host)]
         except ValueError:
             pass
-        if not _HOST_RE.match(host):
+        if not _HOST_RE.fullmatch(host):
             raise SourceRefused(f"the host {host!r} is not a valid host name")
         try:
             addresses = [ipaddress.ip_address(a.split("%")[0]) for a in self.resolver(host)]

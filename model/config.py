@@ -44,7 +44,7 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError("model must be a Hugging Face id, a local directory or 'tiny'; got an empty value")
-        if not _DEVICE_RE.match(str(self.device)):
+        if not _DEVICE_RE.fullmatch(str(self.device)):
             raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
@@ -52,7 +52,7 @@ class ModelConfig:
 
 def resolve_device(name: str) -> torch.device:
     """'auto' -> cuda when available, else cpu; anything else as given ('cuda' means the current GPU)."""
-    if not _DEVICE_RE.match(str(name)):
+    if not _DEVICE_RE.fullmatch(str(name)):
         raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {name!r}")
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

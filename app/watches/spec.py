@@ -33,7 +33,7 @@ class WatchSpec:
 
     def __post_init__(self) -> None:
         where = f"alert {self.name!r}"
-        if not isinstance(self.name, str) or not NAME_PATTERN.match(self.name):
+        if not isinstance(self.name, str) or not NAME_PATTERN.fullmatch(self.name):
             raise ValueError(f"bad alert name {self.name!r}: use {NAME_RULE}")
         if not isinstance(self.question, str) or not self.question.strip():
             raise ValueError(f"{where}: the question must be a non-empty string")
@@ -50,7 +50,7 @@ class WatchSpec:
         if not isinstance(self.on_change, bool):
             raise ValueError(f"{where}: on_change must be true or false, got {self.on_change!r}")
         if self.streams is not None and (
-            not self.streams or not all(isinstance(s, str) and NAME_PATTERN.match(s) for s in self.streams)
+            not self.streams or not all(isinstance(s, str) and NAME_PATTERN.fullmatch(s) for s in self.streams)
         ):
             raise ValueError(f"{where}: streams must be a non-empty list of stream names, got {self.streams!r}")
 
