@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what tests/test_ui_browser.py needs: Debian's chromium (apt) and playwright-core (npm, pinned in
+# Installs what tests/ui/test_ui_browser.py needs: Debian's chromium (apt) and playwright-core (npm, pinned in
 # tests/ui_browser/package-lock.json; it drives the system chromium, no browser download).
 # Idempotent; non-interactive; fails loudly. Run as root (CI) or with sudo available.
 set -euo pipefail

@@ -69,7 +69,7 @@ from model.processor import VisionTextProcessor  # noqa: E402
 from model.session import SessionConfig, StreamingSession  # noqa: E402
 from scripts.bench_ingest import machine  # noqa: E402
 from scripts.model_shapes import FRAMES, SOURCE, fit  # noqa: E402
-from tests.hub_fixture import materialize  # noqa: E402
+from tests.support.hub_fixture import materialize  # noqa: E402
 
 CHECKPOINTS = {
     "qwen2-vl": "Qwen/Qwen2-VL-2B-Instruct",

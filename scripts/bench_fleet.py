@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     import ray
 
-    from tests.ray_cluster import add_host_node, ray_cluster
+    from tests.support.ray_cluster import add_host_node, ray_cluster
 
     video = Path(tempfile.mkdtemp(prefix="bench-fleet-")) / "feed.mp4"
     write_video(video, size=(96, 64), fps=2.0, duration_s=16.0, scene_seconds=30.0, options={"preset": "ultrafast"})
@@ -293,7 +293,7 @@ def _timeline(args: argparse.Namespace):
         from timeline import timeline_location
 
         return (timeline_location(args.timeline, None),)
-    from tests.postgres_server import PostgresServer
+    from tests.support.postgres_server import PostgresServer
 
     server = PostgresServer().__enter__()
     import atexit

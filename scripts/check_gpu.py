@@ -49,7 +49,7 @@ from cache.runner import CachedRunner  # noqa: E402
 from model.config import resolve_device, resolve_dtype  # noqa: E402
 from model.resources import process_rss_bytes  # noqa: E402
 from scripts.bench_decode import kv_bytes_per_token, weight_bytes  # noqa: E402
-from tests.tiny_text_models import VOCAB, build_pair  # noqa: E402
+from tests.support.tiny_text_models import VOCAB, build_pair  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parent
 ARCHS = ("llama-gqa", "qwen2-vl", "qwen3-vl")
@@ -346,7 +346,7 @@ def check_equivalence(ctx: Context) -> Result:
 
 # -- 4. N streams ------------------------------------------------------------------------------------------
 
-# per stream: prompt lengths (the last one is its question) and answer tokens, as in tests/test_batch_decode.py
+# per stream: prompt lengths (the last one is its question) and answer tokens, as in tests/cache/test_batch_decode.py
 STREAMS = [([30, 25], 7), ([60, 41, 12], 2), ([20], 5), ([90, 9], 9)]
 
 

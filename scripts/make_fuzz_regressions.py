@@ -1,4 +1,4 @@
-"""Write the small hostile video files kept in tests/data/fuzz/ (tests/test_capture_fuzz_regressions.py).
+"""Write the small hostile video files kept in tests/data/fuzz/ (tests/capture/test_capture_fuzz_regressions.py).
 
     python scripts/make_fuzz_regressions.py --out tests/data/fuzz
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from model.families import FAMILIES  # noqa: E402
 from model.processor import VisionTextProcessor  # noqa: E402
-from tests.hub_fixture import HUB_IDS, materialize  # noqa: E402
+from tests.support.hub_fixture import HUB_IDS, materialize  # noqa: E402
 
 # published decoder sizes the fixtures shrink: (layers, KV heads, head_dim)
 FULL = {

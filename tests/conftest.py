@@ -18,8 +18,8 @@ def _seed():
 
 
 # PostgreSQL for the timeline suite: one server per session (started only when a test asks for it)
-from tests.postgres_server import postgres_database, postgres_server, postgres_target  # noqa: E402, F401
-from tests.timeline_backends import timeline_location  # noqa: E402, F401
+from tests.support.postgres_server import postgres_database, postgres_server, postgres_target  # noqa: E402, F401
+from tests.support.timeline_backends import timeline_location  # noqa: E402, F401
 
 # Webhook receivers on free loopback ports, closed after each test
-from tests.webhook_receiver import receivers  # noqa: E402, F401
+from tests.support.webhook_receiver import receivers  # noqa: E402, F401

@@ -1,0 +1,122 @@
+"""`python -m app` end to end: tiny model, generated videos, no realtime pacing."""
+
+import pytest
+
+from app.cli import DEFAULT_RECALL
+from tests.support.app_helpers import of_type, read_log, run_app, video
+
+BUDGET = 256
+
+
+@pytest.fixture(scope="module")
+def ten_minute_run(tmp_path_factory):
+    log = tmp_path_factory.mktemp("run") / "events.jsonl"
+    done = run_app(
+        "--video", str(video(600)), "--model", "tiny", "--no-realtime", "--every", "20",
+        "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
+    )  # fmt: skip
+    return done, read_log(log)
+
+
+def test_ten_minutes_every_20_seconds_gives_30_answers_on_time(ten_minute_run):
+    done, events = ten_minute_run
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = of_type(events, "answer")
+    assert [a.stream_time for a in answers] == [20.0 * k for k in range(1, 31)]
+    assert all(a.auto and a.question == "What is happening now?" for a in answers)
+    assert [a.round for a in answers] == list(range(1, 31))
+    # recall is on by default (256): a question may bring back that much, never more, and only for its answer
+    assert max(a.stats.cache_tokens_end for a in answers) <= BUDGET + DEFAULT_RECALL
+    assert all(a.stats.recalled_tokens > 0 and a.stats.store_tokens > 0 for a in answers[3:])
+    for a in answers:  # every field the design promises
+        for field in ("ttft_s", "decode_tokens_per_s", "cache_tokens_before", "evict_ms", "kv_bytes"):
+            assert getattr(a, field) is not None
+        assert a.stats.process_rss_bytes > 0 and a.t_wall > 0
+
+
+def test_clip_events_cover_the_stream_in_order(ten_minute_run):
+    _, events = ten_minute_run
+    clips = of_type(events, "clip")
+    times = [c.stream_time for c in clips]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    assert times[-1] == pytest.approx(600.0, abs=1.0)
+    assert clips[-1].dropped_clips == 0  # no realtime: the capture waits for the model
+    assert max(c.stats.cache_tokens for c in clips) <= BUDGET
+    assert of_type(events, "end") and not of_type(events, "error")
+
+
+def test_full_policy_grows_past_the_budget(tmp_path):
+    log = tmp_path / "full.jsonl"
+    done = run_app(
+        "--video", str(video(120)), "--model", "tiny", "--no-realtime", "--every", "40", "--policy", "full",
+        "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    sizes = [c.stats.cache_tokens for c in of_type(read_log(log), "clip")]
+    assert sizes == sorted(sizes) and sizes[-1] > 2 * BUDGET
+
+
+def test_stdin_questions_are_answered_in_order(tmp_path):
+    log = tmp_path / "stdin.jsonl"
+    done = run_app(
+        "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "0", "--budget", str(BUDGET),
+        "--window", "16", "--max-new-tokens", "6", "--quiet", "--log-jsonl", str(log),
+        stdin="What color is the square?\n\nHow many shapes?\nWhat changed?\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = of_type(read_log(log), "answer")
+    assert [a.question for a in answers] == ["What color is the square?", "How many shapes?", "What changed?"]
+    assert not any(a.auto for a in answers)
+    assert "── round 1" in done.stdout and "ttft" in done.stdout  # the terminal shows each answer
+
+
+def test_a_damaged_file_is_an_error_event_and_the_run_ends_cleanly(tmp_path):
+    from capture.synth import write_video
+    from tests.support.capture_helpers import overwrite
+
+    clean = tmp_path / "clean.ts"
+    write_video(clean, size=(96, 64), fps=10, duration_s=30, options={"g": "10", "preset": "ultrafast"})
+    data = clean.read_bytes()
+    damaged = tmp_path / "damaged.ts"
+    damaged.write_bytes(overwrite(data, [len(data) // 3, len(data) // 2], 600))
+    log = tmp_path / "damaged.jsonl"
+    done = run_app("--video", str(damaged), "--model", "tiny", "--no-realtime", "--every", "10", "--budget", "128",
+                   "--window", "8", "--max-new-tokens", "4", "--quiet", "--log-jsonl", str(log))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = read_log(log)
+    errors = of_type(events, "error")
+    assert errors and all(e.where == "capture" and "damaged.ts" in e.message for e in errors)
+    assert of_type(events, "end") and of_type(events, "clip")[-1].stream_time >= 25  # decoding went on
+    assert len(of_type(events, "answer")) >= 2
+
+
+def test_compiled_decoding_gives_the_same_answers(tmp_path):
+    answers = {}
+    for flags in ((), ("--compile",)):
+        log = tmp_path / f"run{len(flags)}.jsonl"
+        done = run_app(
+            "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "20", "--budget", str(BUDGET),
+            "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), *flags,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"decode: {'compiled' if flags else 'eager'}" in done.stderr
+        events = of_type(read_log(log), "answer")
+        assert max(a.stats.cache_tokens_before for a in events) > BUDGET  # later answers follow an eviction
+        answers[flags] = [a.answer for a in events]
+    assert len(answers[()]) == 3 and answers[("--compile",)] == answers[()]
+
+
+def test_cpu_kernels_give_the_same_answers(tmp_path):
+    """The app on a CPU with the decode kernels (AVX2 here) and with them turned off: the same answers."""
+    answers = {}
+    for switch in ("1", "0"):
+        log = tmp_path / f"kernels{switch}.jsonl"
+        done = run_app(
+            "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "20", "--budget", str(BUDGET),
+            "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--compile",
+            env={"EDGE_ASSISTANT_CPU_KERNELS": switch},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"CPU kernels {'on' if switch == '1' else 'off'}" in done.stderr
+        answers[switch] = [a.answer for a in of_type(read_log(log), "answer")]
+    assert len(answers["1"]) == 3 and answers["1"] == answers["0"]

@@ -1,0 +1,89 @@
+"""The timeline through the app: every answer lands in the timeline (SQLite, and PostgreSQL: the tests taking
+`timeline_location` run against both) and `python -m app history` finds it; a person's question gets earlier
+moments as notes (cited as `timeline` evidence); bad files exit 2 and are never touched."""
+
+import json
+import sqlite3
+
+from tests.support.app_helpers import REPO, of_type, read_log, run_app, video
+from tests.support.timeline_backends import cli_args, is_postgres
+
+COMMON = ("--model", "tiny", "--no-realtime", "--budget", "256", "--window", "16", "--max-new-tokens", "8",
+          "--quiet")  # fmt: skip
+
+
+def _history(*args, env=None):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "app", "history", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def test_answers_land_in_the_timeline_and_history_finds_them(tmp_path, timeline_location):
+    timeline, log = timeline_location, tmp_path / "events.jsonl"
+    where, env = cli_args(timeline)
+    done = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", *where, "--log-jsonl", str(log),
+                   env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"timeline: {timeline}" in done.stderr
+    if is_postgres(timeline):
+        assert "timeline: postgresql://***@127.0.0.1:" in done.stderr  # the login is not shown
+        assert timeline.password not in done.stderr + log.read_text()
+    else:
+        assert oct(timeline.stat().st_mode & 0o777) == "0o600"
+    found = _history("happening", "--since", "1d", *where, "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    moments = [json.loads(line) for line in found.stdout.splitlines()]
+    answers = [m for m in moments if m["kind"] == "answer"]
+    assert sorted(m["end_s"] for m in answers) == [8.0, 16.0, 24.0]
+    assert all(m["stream"] == "door" and m["who"] == "standing" for m in answers)
+    said = {a.answer for a in of_type(read_log(log), "answer")}
+    assert {m["text"] for m in answers} == said
+    if not is_postgres(timeline):
+        assert sqlite3.connect(timeline).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_person_question_gets_earlier_moments_as_cited_notes(tmp_path, timeline_location):
+    where, env = cli_args(timeline_location)
+    first = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", *where, env=env)
+    assert first.returncode == 0, first.stderr[-2000:]
+    runs = {}
+    for notes in ("--timeline-notes", "--no-timeline-notes"):
+        log = tmp_path / f"{notes}.jsonl"
+        done = run_app(
+            "--stream", f"door={video(60)}", *COMMON, "--every", "0", *where, notes,
+            "--log-jsonl", str(log), stdin="What is happening now?\n", env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs[notes] = of_type(read_log(log), "answer")
+    with_notes, without = runs["--timeline-notes"], runs["--no-timeline-notes"]
+    assert with_notes and with_notes[0].question == "What is happening now?"  # recorded as asked
+    cited = [e for e in with_notes[0].evidence if e.source == "timeline"]
+    assert cited and all(e.stream == "door" and e.row_id > 0 and e.end in (8.0, 16.0, 24.0) for e in cited)
+    assert with_notes[0].stats.prefill_tokens > without[0].stats.prefill_tokens  # the notes were in the prompt
+    assert not [e for e in without[0].evidence if e["source"] == "timeline"]
+
+
+def test_an_unusable_timeline_exits_2_and_a_corrupt_one_is_left_as_it_was(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    done = run_app("--video", str(video(8)), *COMMON, "--timeline", str(blocker / "timeline.sqlite"), timeout=60)
+    assert done.returncode == 2 and "choose another --timeline" in done.stderr, done.stderr[-1500:]
+    corrupt = tmp_path / "timeline.sqlite"
+    corrupt.write_bytes(b"this is not a database" * 100)
+    before = corrupt.read_bytes()
+    done = run_app("--video", str(video(8)), *COMMON, "--timeline", str(corrupt), timeout=60)
+    assert done.returncode == 2 and "move it aside" in done.stderr, done.stderr[-1500:]
+    assert corrupt.read_bytes() == before
+    assert "loading tiny" not in done.stderr  # refused before the model loads
+
+
+def test_no_timeline_when_turned_off(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path))
+    done = run_app("--video", str(video(8)), *COMMON, "--every", "4", "--timeline", "", timeout=120)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert "timeline:" not in done.stderr and not list(tmp_path.glob("*.sqlite"))

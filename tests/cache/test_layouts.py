@@ -1,0 +1,26 @@
+"""Tuned weight layouts change strides only: the same values, the same outputs up to float rounding."""
+
+import torch
+
+from cache.cpu.layouts import tune_linear_layouts
+from tests.support.tiny_text_models import VOCAB, build_pair
+
+
+def test_tuning_keeps_every_weight_and_the_outputs(monkeypatch):
+    _, model, _ = build_pair("llama-gqa")
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    ids = torch.arange(3, 40)[None] % VOCAB
+    with torch.inference_mode():
+        expected = model(input_ids=ids).logits
+    monkeypatch.setattr(
+        "cache.cpu.layouts._fastest", lambda weight, rounds: "column" if weight.shape[0] > 64 else "row"
+    )
+    choices = tune_linear_layouts(model)
+    assert choices[(128, 64)] == "column" and choices[(64, 128)] == "row"  # gate/up and down of the tiny Llama
+    gate = model.model.layers[0].mlp.gate_proj.weight
+    assert gate.stride() == (1, 128)  # column-major now
+    assert model.model.layers[0].mlp.down_proj.weight.is_contiguous()
+    for name, p in model.named_parameters():
+        assert torch.equal(p, before[name])
+    with torch.inference_mode():
+        torch.testing.assert_close(model(input_ids=ids).logits, expected, atol=1e-5, rtol=0)

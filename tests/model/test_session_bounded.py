@@ -1,0 +1,45 @@
+"""A long stream under every bounded policy: budget respected, metrics sane, memory flat."""
+
+import numpy as np
+import pytest
+
+from cache.config import CacheConfig
+from model.session import SessionConfig, StreamingSession
+from tests.support.model_fixtures import random_frames
+from tests.support.session_helpers import TINY_FAMILIES, loaded
+
+CLIPS, QUESTIONS, BUDGET, MAX_NEW = 100, 30, 512, 8
+
+
+@pytest.mark.parametrize("policy", ["inf-mllm", "h2o", "streaming-llm", "window", "strided"])
+@pytest.mark.parametrize("family", TINY_FAMILIES)
+def test_long_stream_stays_within_budget(family, policy):
+    session = StreamingSession(
+        loaded(family), CacheConfig(policy=policy, budget=BUDGET, window=16), SessionConfig(max_new_tokens=MAX_NEW)
+    )
+    clips, answers = [], []
+    for i in range(CLIPS):
+        clips.append(session.ingest_clip(random_frames(4, seed=i), 4.0 * i, 4.0 * (i + 1)))
+        assert session.cache.get_seq_length() <= BUDGET
+        if i % 3 == 2 and len(answers) < QUESTIONS:
+            pieces = list(session.ask(f"What happened in clip {i}?"))
+            answers.append(session.last_answer)
+            assert "".join(pieces) == answers[-1].answer
+    assert len(answers) == QUESTIONS
+    assert all(c.cache_tokens <= BUDGET and c.visual_tokens > 0 for c in clips)
+    for a in answers:
+        assert a.cache_tokens_after <= BUDGET - MAX_NEW  # headroom kept for the answer
+        assert a.cache_tokens_end <= BUDGET
+        assert a.cache_tokens_before >= a.cache_tokens_after
+        assert 0 <= a.answer_tokens <= MAX_NEW and a.ttft_s > 0 and a.decode_tokens_per_s >= 0
+        assert a.evict_ms >= 0 and a.process_rss_bytes > 0 and a.device_mem_bytes is None  # CPU
+    assert all(a.cache_tokens_before > a.cache_tokens_after for a in answers[5:])  # full cache: evicts
+    kv = np.array([a.kv_bytes for a in answers[4:]])
+    assert kv.max() <= kv.min() * 1.05  # flat from round 5 on (the cache holds ~budget tokens)
+    assert session.cache.evictions > CLIPS // 2
+
+
+def test_full_policy_grows_instead():
+    session = StreamingSession(loaded("tiny-qwen2-vl"), CacheConfig(policy="full", budget=BUDGET, window=16))
+    sizes = [session.ingest_clip(random_frames(4, seed=i), 4.0 * i, 4.0 * i + 4).cache_tokens for i in range(30)]
+    assert sizes[-1] > BUDGET and sizes == sorted(sizes)
