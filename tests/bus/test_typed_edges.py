@@ -41,6 +41,7 @@ ANSWER_RECORD_KEYS = {
     "cache_tokens_end", "evict_ms", "kv_bytes", "device_mem_bytes", "process_rss_bytes", "cut_off", "recalled_tokens",
     "recall_ms", "store_tokens", "store_bytes", "evidence", "memory_backend", "memory_label", "device_used_bytes",
     "device_total_bytes", "process_threads", "process_open_fds",
+    "request",  # added with the API: the id of the request that asked (None for the terminal, the page, auto)
 }  # fmt: skip
 
 

@@ -23,7 +23,7 @@ from tests.jetson.test_jetson_deploy import (
     unit_from,
 )
 
-SECRETS = {"page-auth": "admin:PAGEPW\n", "mqtt-password": "MQTTPW\n", "webhook-secret": "HOOKPW\n"}
+SECRETS = {"page-auth": "admin:PAGEPW-q7Zk-3vXn-long\n", "mqtt-password": "MQTTPW\n", "webhook-secret": "HOOKPW\n"}
 SOURCE = "rtsp://adm%40in:SOURCE%2FPW@10.0.0.5:554/live"  # the login is split off: adm@in / SOURCE/PW
 HARDENING = (
     "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=read-only", "PrivateTmp=yes",
