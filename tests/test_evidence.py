@@ -65,6 +65,6 @@ def test_an_answer_cites_clips_it_recalled_and_attended(policy):
                 for t in session.cache.layers[0].token_index[0, 0].tolist()
                 if session.clip_index.clips_of(torch.tensor([int(t)]), torch.ones(1))}  # fmt: skip
     if policy == "inf-mllm":  # records the question's attention: cites resident clips
-        assert attention and all((e["start"], e["end"]) in resident for e in attention)
+        assert attention and all((e.start, e.end) in resident for e in attention)
     else:  # window records none
         assert not attention

@@ -12,6 +12,7 @@ import numpy as np
 
 from app.web import TimelineHistory
 from bus import ClipEvent
+from bus.records import evidence_from_records
 from tests.event_helpers import make_event
 from timeline import TimelineConfig, TimelineWriter
 from ui import evidence, history, render
@@ -106,7 +107,7 @@ def test_evidence_merges_adjacent_spans_per_source_in_order_of_first_appearance(
         {"stream": "a", "start": 764.0, "end": 768.0, "source": "recall"},
         {"stream": "a", "start": 30.0, "end": 34.0, "source": "attention"},
     ]
-    assert evidence.seen_at(items) == (
+    assert evidence.seen_at(evidence_from_records(items)) == (
         "seen at 00:12:40-00:12:52 (recall), 00:00:20-00:00:24 (attention), 00:00:30-00:00:34 (attention)"
     )
     assert evidence.seen_at([]) == ""
