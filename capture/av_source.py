@@ -7,6 +7,7 @@ reconnect. Opening decodes the first frame, so an unreadable source fails before
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Iterator
@@ -52,6 +53,12 @@ PROTOCOLS = {
 }
 
 
+# The demuxers a source chosen while running may use (FFmpeg's `format_whitelist`): single streams only. Left out
+# are the playlist and manifest demuxers (hls, dash, concat, ...), which fetch whatever URLs the file names, on
+# hosts the source policy never saw. The operator's sources keep every demuxer.
+RUN_TIME_FORMATS = ("rtsp", "mpegts", "mpjpeg", "mjpeg", "mov", "matroska", "flv", "avi", "h264", "hevc", "ivf")
+
+
 def protocol_whitelist(spec: SourceSpec) -> str:
     """FFmpeg's ``protocol_whitelist`` for `spec`: the protocols its scheme needs (files: ``file`` only)."""
     if spec.kind != "url":
@@ -80,6 +87,13 @@ def _open_hint(spec: SourceSpec, config: CaptureConfig, err: Exception) -> str:
             )
         if isinstance(err, av.error.ProtocolNotFoundError):
             return f"cannot open {desc}: this FFmpeg build does not support the protocol; try http or rtsp"
+        # FFmpeg answers a format off the whitelist with EINVAL ("Format not on whitelist" goes to its log only)
+        if not config.follow_redirects and getattr(err, "errno", None) == errno.EINVAL:
+            return (
+                f"cannot open {desc}: a playlist or manifest (HLS, DASH) or another format not allowed for sources "
+                f"chosen while running (allowed: {', '.join(RUN_TIME_FORMATS)}): its segments could come from any "
+                "host; give the camera's own stream URL, or the playlist at start (--stream NAME=URL)"
+            )
         if isinstance(err, av.error.InvalidDataError):
             return f"cannot open {desc}: the server sent data that is not a video stream FFmpeg can read"
         if not config.follow_redirects and isinstance(err, av.error.OSError):
@@ -145,6 +159,8 @@ class AvSource:
                 options["rtsp_transport"] = config.rtsp_transport
             elif not config.follow_redirects:
                 container_options["max_redirects"] = "0"  # FFmpeg's http option (older builds ignore it)
+            if not config.follow_redirects:  # chosen while running: no playlists
+                container_options["format_whitelist"] = ",".join(RUN_TIME_FORMATS)
         else:
             _check_path(spec)
         target = str(Path(str(spec.target)).expanduser()) if spec.kind == "file" else str(spec.target)

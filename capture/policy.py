@@ -62,6 +62,32 @@ def parse_nets(values: Iterable[str]) -> tuple[IPNetwork, ...]:
     return tuple(nets)
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # well-known NAT64 prefix: the IPv4 in the last 32 bits
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # local-use NAT64 (RFC 8215)
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated ::a.b.c.d (:: and ::1 are judged as themselves)
+
+
+def judged_addresses(address: IPAddress) -> list[IPAddress]:
+    """The addresses `address` stands for, each of which must pass: an IPv6 address that carries an IPv4 one is
+    judged by it. Pure translations (IPv4-mapped ::ffff:0:0/96, NAT64 64:ff9b::/96, 6to4 2002::/16: the traffic
+    reaches the IPv4 host) by the IPv4 alone; Teredo (2001::/32, its client), local NAT64 and IPv4-compatible
+    addresses by both."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return [address]
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.ipv4_mapped is not None:
+        return [address.ipv4_mapped]
+    if address in _NAT64:
+        return [low32]
+    if address.sixtofour is not None:
+        return [address.sixtofour]
+    if address.teredo is not None:
+        return [address, address.teredo[1]]
+    if address in _NAT64_LOCAL or (address in _IPV4_COMPATIBLE and int(address) > 1):
+        return [address, low32]
+    return [address]
+
+
 def address_kind(address: IPAddress) -> str | None:
     """Why `address` is not a public one ('loopback', 'private', ...), or None when it is public."""
     for kind in ("unspecified", "loopback", "link_local", "multicast", "private", "reserved"):
@@ -150,8 +176,8 @@ class SourcePolicy:
             raise SourceRefused(f"the {scheme}:// URL names no host; e.g. {scheme}://camera.example.com/stream")
         addresses = self._addresses(host)
         for address in addresses:
-            mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
-            self._check_address(host, mapped or address)
+            for judged in judged_addresses(address):
+                self._check_address(host, judged)
         return text
 
     def _addresses(self, host: str) -> list[IPAddress]:

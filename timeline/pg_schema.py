@@ -68,7 +68,10 @@ def connect(target: PostgresTarget, read_only: bool = False) -> Any:
         import psycopg
     except ImportError as err:
         raise TimelineError(f"a postgresql:// timeline needs psycopg: pip install 'psycopg[binary]' ({err})") from None
-    kwargs = target.connect_kwargs()
+    try:
+        kwargs = target.connect_kwargs(psycopg.pq.version())
+    except ValueError as err:
+        raise TimelineError(str(err)) from None
     if read_only:
         kwargs["options"] = "-c default_transaction_read_only=on"
     try:

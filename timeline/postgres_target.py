@@ -7,10 +7,23 @@ target always goes through `bus.redact.redact_source`. psycopg is not imported h
 
     target = PostgresTarget.from_url("postgresql://assistant@db.lan/timeline", password_file=None)
     str(target)  # 'postgresql://***@db.lan:5432/timeline'
+
+How the password is protected on the way (`connect_kwargs`): libpq's defaults (`sslmode=prefer`, any
+authentication method) hand it in clear to whatever answers at the address, a fake server that refuses TLS
+included. So:
+- beyond loopback: `sslmode=verify-full` (TLS, and the server's certificate must match its name under a CA the
+  system or `PGSSLROOTCERT` trusts) unless the URL says otherwise (`?sslmode=require`, ...: a warning names
+  what is lost), and `require_auth=scram-sha-256` (the password never leaves in clear or as md5);
+- on loopback (`localhost`, 127.0.0.0/8, ::1, a Unix socket folder): the given sslmode, and
+  `require_auth=!password,!md5` (trust, peer and SCRAM still work; cleartext and md5 are refused);
+- libpq before 16 has no `require_auth`: beyond loopback the password goes only to a verified server
+  (`verify-full`; a weaker sslmode is refused there), on loopback nothing refuses cleartext (a warning says so).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,7 +33,13 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from bus.private_file import read_private_line
 from bus.redact import redact_source
 
+logger = logging.getLogger(__name__)
+
 SCHEMES = ("postgresql", "postgres")
+REQUIRE_AUTH_LIBPQ = 160000  # libpq 16 brought require_auth
+VERIFIED = "verify-full"
+SCRAM_ONLY = "scram-sha-256"
+NO_CLEARTEXT = "!password,!md5"
 DEFAULT_PORT = 5432
 PASSWORD_ENV = "EDGE_ASSISTANT_TIMELINE_PASSWORD"
 LIBPQ_PASSWORD_ENV = "PGPASSWORD"
@@ -59,6 +78,27 @@ class PostgresTarget:
             raise ValueError(f"--timeline sslmode must be one of {', '.join(SSLMODES)}, got {self.sslmode!r}")
         if self.connect_timeout_s < 1:
             raise ValueError(f"connect_timeout_s must be >= 1, got {self.connect_timeout_s}")
+        if self.sslmode not in (None, VERIFIED) and not self.loopback:
+            logger.warning(
+                "timeline %s: sslmode=%s beyond loopback: the server's certificate is not checked against its name "
+                "(%s), so a machine that takes over the address can read the timeline; use sslmode=verify-full "
+                "with the server's CA (PGSSLROOTCERT) unless this network is yours alone",
+                self, self.sslmode, "no TLS at all" if self.sslmode in ("disable", "allow") else "TLS, unverified",
+            )  # fmt: skip
+
+    @property
+    def loopback(self) -> bool:
+        """True for `localhost`, a loopback address or a Unix socket folder (a host starting with '/')."""
+        if (
+            self.host.startswith("/")
+            or self.host.lower() in ("localhost", "localhost.")
+            or self.host.lower().endswith(".localhost")
+        ):
+            return True
+        try:
+            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
+        except ValueError:
+            return False
 
     @classmethod
     def from_url(
@@ -100,8 +140,10 @@ class PostgresTarget:
     def __str__(self) -> str:
         return redact_source(self.url)
 
-    def connect_kwargs(self) -> dict[str, object]:
-        """Keyword arguments for `psycopg.connect` (password included; never log them)."""
+    def connect_kwargs(self, libpq_version: int = REQUIRE_AUTH_LIBPQ) -> dict[str, object]:
+        """Keyword arguments for `psycopg.connect` (password included; never log them). `libpq_version`:
+        `psycopg.pq.version()` (e.g. 180006); how TLS and the authentication method are required depends on it
+        (see the module). ValueError for a weaker sslmode beyond loopback on a libpq without require_auth."""
         kwargs: dict[str, object] = {
             "host": self.host,
             "port": self.port,
@@ -118,6 +160,19 @@ class PostgresTarget:
         for name in ("user", "password", "sslmode"):
             if getattr(self, name) is not None:
                 kwargs[name] = getattr(self, name)
+        if not self.loopback:
+            kwargs.setdefault("sslmode", VERIFIED)
+        if libpq_version >= REQUIRE_AUTH_LIBPQ:
+            kwargs["require_auth"] = NO_CLEARTEXT if self.loopback else SCRAM_ONLY
+        elif not self.loopback and kwargs["sslmode"] != VERIFIED:
+            raise ValueError(
+                f"timeline {self}: libpq {libpq_version // 10000} cannot refuse a cleartext password "
+                "(require_auth needs libpq 16), so beyond loopback only sslmode=verify-full is accepted; "
+                "upgrade psycopg (pip install -U 'psycopg[binary]') or drop the sslmode option"
+            )
+        elif self.loopback and self.password is not None:
+            logger.warning("timeline %s: libpq %d cannot refuse a cleartext password request "
+                           "(require_auth needs libpq 16)", self, libpq_version // 10000)  # fmt: skip
         return kwargs
 
 

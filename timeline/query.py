@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 
 MAX_TERMS = 16
+# A search's text, in characters: far above any question typed (the page's box, `history TEXT`), far below what
+# costs a server real time (a 1 MB quoted phrase took PostgreSQL about 13 s of CPU).
+MAX_SEARCH_CHARS = 1000
 WORD = re.compile(r"\w+")
 STOPWORDS = frozenset(
     """a about above after again all am an and any are as at be been before being below between both but by can

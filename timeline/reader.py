@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from timeline.backends import open_reader
-from timeline.config import Location
-from timeline.query import RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, recency_boost
+from timeline.config import Location, TimelineError
+from timeline.query import MAX_SEARCH_CHARS, RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, recency_boost
 
 __all__ = ["RECENCY_HALF_LIFE_S", "RECENCY_WEIGHT", "Moment", "TimelineReader", "recency_boost"]
 
@@ -65,7 +65,13 @@ class TimelineReader:
         now: float | None = None,
     ) -> list[Moment]:
         """Moments matching any word of `text` (all moments when None), written in the last `since_s` seconds,
-        of `stream`, best first (see the module's ranking), at most `limit`."""
+        of `stream`, best first (see the module's ranking), at most `limit`. TimelineError for a `text` longer
+        than `MAX_SEARCH_CHARS`."""
+        if text is not None and len(text) > MAX_SEARCH_CHARS:
+            raise TimelineError(
+                f"the search text is too long ({len(text):,} characters; at most {MAX_SEARCH_CHARS:,}): "
+                "search for a few words"
+            )
         now = time.time() if now is None else now
         filters = "m.t_wall >= ? AND (CAST(? AS TEXT) IS NULL OR m.stream = ?)"
         params: list[Any] = [now - since_s if since_s is not None else float("-inf"), stream, stream]

@@ -27,3 +27,17 @@ def test_a_session_raises_no_future_warning(family: str, policy: str) -> None:
         answer = "".join(session.ask("What is there?"))
         session.check("Is there a person?")
     assert isinstance(answer, str)
+
+
+def test_the_cache_goes_under_the_name_the_forward_takes() -> None:
+    """transformers 5.5-5.23 name it `past_key_values` (requirements.txt's lower bound stays honest)."""
+    from cache.forward_args import with_cache
+
+    class Before:
+        def forward(self, input_ids=None, past_key_values=None, use_cache=None): ...
+
+    class After:
+        def forward(self, input_ids=None, cache=None, use_cache=None): ...
+
+    assert with_cache(Before(), "c") == {"past_key_values": "c"}
+    assert with_cache(After(), "c") == {"cache": "c"}
