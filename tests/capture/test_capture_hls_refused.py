@@ -10,8 +10,8 @@ import shutil
 import pytest
 
 from capture import CaptureConfig, SourceError, open_source
-from tests.capture_helpers import Media
-from tests.source_servers import FolderServer
+from tests.support.capture_helpers import Media
+from tests.support.source_servers import FolderServer
 
 
 class Counting(FolderServer):
@@ -62,7 +62,7 @@ def test_plain_streams_chosen_while_running_still_open(tmp_path, segment) -> Non
 
 
 def test_an_rtsp_stream_chosen_while_running_still_opens(tmp_path) -> None:
-    from tests.rtsp_server import RtspServer, require_rtsp_server
+    from tests.support.rtsp_server import RtspServer, require_rtsp_server
 
     require_rtsp_server()
     video = Media(tmp_path).video("live.mkv", "libx264", (64, 48), fps=4, duration_s=10.0, options={"g": "4"})
