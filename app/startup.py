@@ -14,6 +14,7 @@ import torch
 
 from app.admission import AdmissionError, CaptureShape
 from app.assistant import Assistant
+from app.commands import RunCommands
 from app.config import AppConfig
 from app.stream import Stream
 from app.stream_factory import StreamFactory
@@ -30,6 +31,7 @@ from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
 from monitor.memory_monitor import MemoryMonitor
 from outputs import OutputPublisher
+from outputs.commands import CommandsSlot
 from outputs.event_log import JsonlLog
 from outputs.registry import SinkContext, build_sinks, wanted_types
 from timeline import TimelineError, TimelineWriter
@@ -158,6 +160,7 @@ class Running:
     timeline: TimelineWriter | None = None
     writers: list[QueuedSubscriber] = field(default_factory=list)  # the log and the terminal, off the model thread
     watches: RuntimeWatches | None = None  # the watches set while running (API, MQTT commands, page, terminal)
+    commands: CommandsSlot | None = None  # what the outputs' commands (--mqtt-commands) reach: bound once all runs
 
     def watch_configured_sources(self, config: AppConfig, loaded: LoadedModel) -> None:
         """Starts watching every configured stream, resized for the model (SourceError if a file or camera
@@ -170,6 +173,8 @@ class Running:
                 raise SourceError(f"stream {stream.name!r}: {err}") from err
 
     def close(self) -> None:
+        if self.commands is not None:
+            self.commands.unbind()  # commands arriving from now on are refused as not ready
         if self.watches is not None:
             self.bus.unsubscribe(self.watches)
             self.watches.close()
@@ -213,7 +218,8 @@ def build_assistant(
     bus.publish(
         redacted(Status(kind=StatusKind.MEMORY_MONITOR, message=f"memory monitor: {monitor.backend} ({monitor.label})"))
     )
-    publisher = _publisher(config, streams, bus)
+    commands = CommandsSlot()  # the outputs start first; the assistant and its watches are bound below
+    publisher = _publisher(config, streams, bus, commands)
     timeline = start_timeline_writer(config, bus, log)
     notes = TimelineNotes(config.timeline.path) if config.timeline is not None and config.timeline_notes else None
     assistant = Assistant(
@@ -228,7 +234,10 @@ def build_assistant(
     for writer in queued:
         writer.start()
     watches = runtime_watches(config, assistant)
-    return Running(assistant, bus, monitor, log, publisher, timeline, queued, watches)
+    run_commands = RunCommands(assistant, watches, config.api.questions_per_token, config.api.answer_timeout_s)
+    bus.subscribe(run_commands)
+    commands.bind(run_commands)
+    return Running(assistant, bus, monitor, log, publisher, timeline, queued, watches, commands)
 
 
 def runtime_watches(config: AppConfig, assistant: Assistant) -> RuntimeWatches:
@@ -271,22 +280,26 @@ def start_timeline_writer(config: AppConfig, bus: EventBus, log: JsonlLog | None
     return writer
 
 
-def _publisher(config: AppConfig, streams: list[Stream], bus: EventBus) -> OutputPublisher | None:
-    return start_publisher(config, {s.name: [w.spec.name for w in s.watches] for s in streams}, bus)
+def _publisher(
+    config: AppConfig, streams: list[Stream], bus: EventBus, commands: CommandsSlot
+) -> OutputPublisher | None:
+    return start_publisher(config, {s.name: [w.spec.name for w in s.watches] for s in streams}, bus, commands)
 
 
-def start_publisher(config: AppConfig, alerts: dict[str, list[str]], bus: EventBus) -> OutputPublisher | None:
+def start_publisher(
+    config: AppConfig, alerts: dict[str, list[str]], bus: EventBus, commands: CommandsSlot | None = None
+) -> OutputPublisher | None:
     """The configured outputs (`config.outputs`, from outputs/registry.py) behind one bounded queue off the model
     worker, which takes only the event types they want; None when no output is configured. alerts: stream -> the
-    names of its watches (announced to Home Assistant). What they cannot deliver is reported as `error` events
-    (where: outputs), never raised."""
+    names of its watches (announced to Home Assistant). commands: what outputs that take commands reach (None:
+    none taken, a fleet). What they cannot deliver is reported as `error` events (where: outputs), never raised."""
     if not config.outputs:
         return None
 
     def report(message: str) -> None:
         bus.publish(redacted(ErrorEvent(where="outputs", message=message)))
 
-    sinks = build_sinks(config.outputs, SinkContext(on_error=report, alerts=alerts))
+    sinks = build_sinks(config.outputs, SinkContext(on_error=report, alerts=alerts, commands=commands))
     publisher = OutputPublisher(sinks, on_error=report, wants=wanted_types(config.outputs))
     bus.subscribe(publisher)
     publisher.start()

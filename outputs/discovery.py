@@ -41,6 +41,25 @@ def answer_topic(config: MqttConfig, stream: str) -> str:
     return f"{config.prefix}/{stream}/answer"
 
 
+def ask_topic(config: MqttConfig, stream: str | None = None) -> str:
+    """Where a question is published: the plain text to `<prefix>/<stream>/ask` (the Home Assistant text entity's
+    command topic), or JSON to `<prefix>/ask` (None)."""
+    return f"{config.prefix}/ask" if stream is None else f"{config.prefix}/{stream}/ask"
+
+
+def ask_result_topic(config: MqttConfig) -> str:
+    return f"{config.prefix}/ask/result"
+
+
+def watches_topic(config: MqttConfig) -> str:
+    """Where a watch command (JSON) is published."""
+    return f"{config.prefix}/watches/set"
+
+
+def watches_result_topic(config: MqttConfig) -> str:
+    return f"{config.prefix}/watches/result"
+
+
 def node_id(config: MqttConfig) -> str:
     """The prefix as a Home Assistant node id ([a-zA-Z0-9_-]); also the device identifier."""
     return re.sub(r"[^a-zA-Z0-9_-]", "_", config.prefix)
@@ -94,3 +113,13 @@ def answer_sensor_config(config: MqttConfig, stream: str) -> tuple[str, dict[str
         icon="mdi:message-text-outline",
     )
     return f"{config.discovery_prefix}/sensor/{node_id(config)}/{stream}_answer/config", payload
+
+
+def ask_text_config(config: MqttConfig, stream: str) -> tuple[str, dict[str, Any]]:
+    """(topic, payload) announcing a text entity whose value, when set, is published as a question to the
+    stream's ask topic (optimistic: no state topic; the answer comes on the answer sensor). At most Home
+    Assistant's 255 characters; the assistant's own limit (--max-question-chars) applies on top."""
+    unique_id = f"{node_id(config)}_{stream}_ask"
+    payload = _common(config, f"{stream} ask", unique_id)
+    payload.update(command_topic=ask_topic(config, stream), max=HA_STATE_MAX, icon="mdi:comment-question-outline")
+    return f"{config.discovery_prefix}/text/{node_id(config)}/{stream}_ask/config", payload

@@ -13,6 +13,10 @@ unreachable or refusing), and once when it ends if messages were dropped meanwhi
 during the outage"); at close if it never ended. paho's network thread is supervised (`SupervisedClient`):
 a crash in it is one report and a restart.
 
+With `--mqtt-commands` it also takes questions and watches from the broker (`outputs.mqtt_commands`): it
+subscribes to the command topics at every connect, announces a Home Assistant `text` entity per stream to ask
+with, and publishes each command's result.
+
 Topics (see `outputs.discovery`): `<prefix>/available` online/offline (retained; offline is also the
 last will), `<prefix>/<stream>/<alert>/state` ON/OFF (retained), `<prefix>/<stream>/<alert>/snapshot` JPEG
 (retained), `<prefix>/<stream>/events` alert begin/end JSON, `<prefix>/<stream>/answer` answer JSON.
@@ -34,7 +38,9 @@ import outputs.discovery as topics
 from bus import Alert, Answer, Event, Status, StatusKind
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
+from outputs.commands import Commands
 from outputs.mqtt_client import SupervisedClient
+from outputs.mqtt_commands import MqttCommands
 from outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
 from outputs.payloads import alert_payload, answer_payload, to_json
 from outputs.registry import OutputKind, SinkContext, register
@@ -58,6 +64,7 @@ class MqttSink:
             the connection or the connection is lost), when it ends with messages dropped meanwhile (their
             count), and when paho's thread crashed (and restarts). Never raises into the caller.
         restarts: how paho's network thread restarts after a crash.
+        commands: the running assistant, for `config.commands` (None: commands are not taken, said once).
     """
 
     def __init__(
@@ -67,10 +74,14 @@ class MqttSink:
         alerts: Mapping[str, Sequence[str]] | None = None,
         on_error: ErrorCallback | None = None,
         restarts: RestartPolicy | None = None,
+        commands: Commands | None = None,
     ) -> None:
         self.config = config
         self.name = f"mqtt {config.broker}"
         self.on_error = on_error
+        self.commands = MqttCommands(config, commands, on_error) if config.commands and commands else None
+        if config.commands and commands is None:
+            call_reporter(on_error, f"{self.name}: --mqtt-commands is not available in this run (a fleet); ignored")
         self._lock = threading.Lock()
         self._connected = False
         self._closing = False
@@ -203,6 +214,9 @@ class MqttSink:
         if self.config.discovery:
             topic, payload = topics.answer_sensor_config(self.config, stream)
             self._send(topic, json.dumps(payload), True)
+            topic, payload = topics.ask_text_config(self.config, stream)
+            # with commands off, an empty config removes the text entity a run with commands left behind
+            self._send(topic, json.dumps(payload) if self.commands else "", True)
 
     def _announce_pair(self, stream: str, alert: str) -> None:
         if self.config.discovery:
@@ -236,6 +250,7 @@ class MqttSink:
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
         return client
 
     def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
@@ -264,9 +279,24 @@ class MqttSink:
                     self._send(topic, payload, True)
             while self._backlog:
                 self._send(*self._backlog.popleft(), False)
+            if self.commands is not None:  # a clean session: subscribe again at every connect
+                self._client.subscribe([(topic, 1) for topic in self.commands.subscriptions()])
         logger.info("%s: connected", self.name)
         if dropped:
             call_reporter(self.on_error, f"{self.name}: reconnected; {dropped} messages dropped during the outage")
+
+    def _on_message(self, client, userdata, message) -> None:
+        """A command (paho's thread): its result is published; nothing here waits on the model."""
+        if self.commands is None:
+            return
+        try:
+            reply = self.commands.handle(message.topic, message.payload, bool(message.retain))
+        except Exception as exc:  # raised into paho's loop it would end its thread: report, keep taking commands
+            logger.exception("%s: a command failed", self.name)
+            call_reporter(self.on_error, f"{self.name}: a command failed: {exc.__class__.__name__}")
+            return
+        if reply is not None:
+            self._publish(reply.topic, reply.payload)
 
     def _on_connect_fail(self, client, userdata) -> None:
         self._report_outage(f"{self.name}: cannot reach the broker; retrying in the background")
@@ -289,7 +319,9 @@ class MqttSink:
 
 
 def _sink(config: MqttConfig, context: SinkContext) -> MqttSink:
-    return MqttSink(config, streams=context.streams, alerts=context.alerts, on_error=context.on_error)
+    return MqttSink(
+        config, streams=context.streams, alerts=context.alerts, on_error=context.on_error, commands=context.commands
+    )
 
 
 register(

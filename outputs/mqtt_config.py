@@ -61,6 +61,12 @@ class MqttConfig:
         backlog: messages (events, answers) kept while the broker is down; beyond it the oldest is dropped.
         reconnect_min_s, reconnect_max_s: paho's reconnect delay, doubling from min to max (seconds).
         device_name: the Home Assistant device grouping the assistant's entities.
+        commands: take commands from the broker (docs/mqtt-commands.md): questions on `<prefix>/<stream>/ask`
+            (a Home Assistant `text` entity per stream) and `<prefix>/ask`, watches on `<prefix>/watches/set`.
+            Anyone who may publish to those topics may ask and set watches: off unless asked for.
+        command_rate_s, command_burst: commands taken per second on average, and at once (a token bucket);
+            beyond, a command is refused ("rate"), and past as many refusals again, dropped unanswered (counted).
+        command_max_bytes: a longer command payload is refused unread.
     """
 
     url: str = field(
@@ -103,6 +109,17 @@ class MqttConfig:
     reconnect_min_s: float = 1.0
     reconnect_max_s: float = 30.0
     device_name: str = "Edge assistant"
+    commands: bool = field(
+        default=False,
+        metadata={
+            "flag": "--mqtt-commands",
+            "help": "take questions and watches from the broker (a Home Assistant text entity per stream, and "
+            "<prefix>/watches/set): anyone who may publish there may ask and set watches, see docs/security.md",
+        },
+    )
+    command_rate_s: float = 2.0
+    command_burst: int = 20
+    command_max_bytes: int = 16_384
 
     def __post_init__(self) -> None:
         parse_mqtt_url(self.url)
@@ -114,6 +131,8 @@ class MqttConfig:
             raise ValueError("MQTT backlog and keepalive_s must be at least 1")
         if not 0 < self.reconnect_min_s <= self.reconnect_max_s:
             raise ValueError("MQTT reconnect delays must satisfy 0 < reconnect_min_s <= reconnect_max_s")
+        if not self.command_rate_s > 0 or self.command_burst < 1 or self.command_max_bytes < 256:
+            raise ValueError("MQTT commands need command_rate_s > 0, command_burst >= 1 and command_max_bytes >= 256")
 
     @property
     def host(self) -> str:

@@ -14,9 +14,13 @@ ALERT_FIELDS = ("stream", "id", "alert", "state", "p_yes", "stream_time", "durat
 
 
 def answer_payload(event: Answer) -> dict[str, Any]:
-    """{"type": "answer", stream, round, stream_time, question, answer, auto, t_wall} of an answer event."""
+    """{"type": "answer", stream, round, stream_time, question, answer, auto, t_wall} of an answer event, plus
+    `request` when a request asked it (the API's, or an MQTT command's `mqtt-<id>`)."""
     record = to_record(event)
-    return {"type": "answer", **{key: record[key] for key in ANSWER_FIELDS}}
+    payload = {"type": "answer", **{key: record[key] for key in ANSWER_FIELDS}}
+    if event.request:
+        payload["request"] = event.request
+    return payload
 
 
 def alert_payload(event: Alert, with_snapshot: bool = False) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from bus import ErrorEvent, Event
 from bus.reporting import ErrorCallback
 
 if TYPE_CHECKING:
+    from outputs.commands import Commands
     from outputs.publisher import Sink
 
 Outputs = Mapping[str, Sequence[Any]]  # output name -> the settings of each configured output of that kind
@@ -34,10 +35,12 @@ Outputs = Mapping[str, Sequence[Any]]  # output name -> the settings of each con
 class SinkContext:
     """What a sink may need besides its settings. on_error: reports a one-line message (an `error` event, where:
     outputs), never raises; alerts: stream name -> the names of its watches (MQTT announces them to Home
-    Assistant at start; empty on a fleet's host, whose streams come and go)."""
+    Assistant at start; empty on a fleet's host, whose streams come and go); commands: the running assistant for
+    outputs that take commands (MQTT's `--mqtt-commands`; None where the run takes none: a fleet)."""
 
     on_error: ErrorCallback
     alerts: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    commands: Commands | None = None
 
     @property
     def streams(self) -> list[str]:
