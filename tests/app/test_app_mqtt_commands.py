@@ -16,9 +16,9 @@ import paho.mqtt.client as paho
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from tests.app_helpers import REPO, app_command, video
-from tests.mqtt_broker import MosquittoBroker
-from tests.mqtt_watcher import Watcher
+from tests.support.app_helpers import REPO, app_command, video
+from tests.support.mqtt_broker import MosquittoBroker
+from tests.support.mqtt_watcher import Watcher
 
 START_S = 240.0
 ANSWER_S = 120.0

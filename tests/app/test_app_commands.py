@@ -11,6 +11,7 @@ from app.input_limits import AssistantBusy, InputLimits
 from app.watches.runtime import RuntimeWatches, WatchLimits
 from app.watches.spec import WatchSpec
 from bus import Answer, ErrorEvent
+from bus.stats import AnswerStats
 from outputs.commands import CommandError
 
 
@@ -109,9 +110,9 @@ def test_questions_are_bounded_while_they_wait_and_freed_by_their_answers_and_er
     assert commands.ask("What?", "door", "mqtt-1") == ["door"]
     assert commands.ask("Who?", None, "mqtt-2") == ["door", "yard"]
     assert refused(commands.ask, "And?", "door", "mqtt-3").code == "busy"  # two wait already
-    commands(Answer(round=1, stream="door", request="mqtt-1"))
+    commands(Answer(stream="door", stats=AnswerStats(round=1), request="mqtt-1"))
     assert commands.ask("And?", "door", "mqtt-3") == ["door"]
-    commands(Answer(round=2, stream="door", request="mqtt-2"))
+    commands(Answer(stream="door", stats=AnswerStats(round=2), request="mqtt-2"))
     assert refused(commands.ask, "More?", "door", "mqtt-4").code == "busy"  # mqtt-2 still waits for yard
     commands(ErrorEvent(where="answer", message="failed", stream="yard", request="mqtt-2"))
     assert commands.ask("More?", "door", "mqtt-4") == ["door"]

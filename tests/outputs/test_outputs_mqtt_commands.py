@@ -18,8 +18,8 @@ from outputs import MqttConfig, MqttSink
 from outputs.commands import BUSY, NOT_READY, CommandError, CommandsSlot
 from outputs.discovery import ask_text_config
 from outputs.mqtt_commands import MqttCommands
-from tests.mqtt_broker import MosquittoBroker
-from tests.mqtt_watcher import Watcher
+from tests.support.mqtt_broker import MosquittoBroker
+from tests.support.mqtt_watcher import Watcher
 
 WAIT_S = 10.0
 
