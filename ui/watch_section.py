@@ -1,0 +1,111 @@
+"""The Live tab's "Watch for" section: a yes/no question, the stream it watches, how often it is checked, an optional
+expiry and one-shot, Add; the list of watches and End (a selector of the runtime ones). Commands go to a
+`WatchForm` (ui.watch_form); a timer refreshes the list in every tab, so watches set by the API, the terminal or
+another tab appear too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from ui.controls import ALL_STREAMS, Feedback
+from ui.watch_form import CHECK_MODES, EVERY, TABLE_CSS, WatchForm
+
+REFRESH_S = 1.0
+
+
+@dataclass(frozen=True)
+class WatchSection:
+    question: gr.Textbox
+    stream: gr.Dropdown
+    mode: gr.Radio
+    every: gr.Number
+    expires: gr.Number
+    one_shot: gr.Checkbox
+    name: gr.Textbox
+    add: gr.Button
+    message: gr.Markdown
+    listing: gr.HTML
+    chosen: gr.Dropdown
+    end: gr.Button
+
+
+def build(form: WatchForm, streams: tuple[str, ...]) -> WatchSection:
+    """The section's components (call inside the Live tab); wire them with `wire`."""
+    multi = len(streams) > 1
+    with gr.Accordion("Watch for (tell me when ...)", open=True, elem_id="watch-section"):
+        with gr.Row():
+            question = gr.Textbox(
+                placeholder="a yes/no question, e.g. Is there a person at the door?",
+                show_label=False,
+                scale=4,
+                elem_id="watch-question",
+            )
+            stream = gr.Dropdown(
+                [ALL_STREAMS, *streams],
+                value=ALL_STREAMS if multi else streams[0],
+                show_label=False,
+                visible=multi,
+                scale=1,
+                min_width=140,
+                elem_id="watch-stream",
+            )
+        with gr.Row():
+            mode = gr.Radio(list(CHECK_MODES), value=EVERY, label="checked", scale=2, elem_id="watch-mode")
+            every = gr.Number(value=10, label="N (s of stream)", scale=1, elem_id="watch-every")
+            expires = gr.Number(value=None, label="ends after (min, empty: never)", scale=1, elem_id="watch-expires")
+            one_shot = gr.Checkbox(label="once: end at its first alert", scale=1, elem_id="watch-once")
+        with gr.Row():
+            name = gr.Textbox(placeholder="name (optional), e.g. door-person", show_label=False, scale=3,
+                              elem_id="watch-name")  # fmt: skip
+            add = gr.Button("Add watch", variant="primary", scale=1, elem_id="watch-add")
+        message = gr.Markdown(elem_id="watch-msg")
+        listing = gr.HTML(form.html(), css_template=TABLE_CSS, elem_id="watch-list")
+        with gr.Row():
+            names = form.names()
+            chosen = gr.Dropdown(
+                names, value=None, label="watch to end", scale=3, elem_id="watch-end-name", allow_custom_value=False
+            )
+            end = gr.Button("End watch", scale=1, elem_id="watch-end")
+    return WatchSection(question, stream, mode, every, expires, one_shot, name, add, message, listing, chosen, end)
+
+
+def wire(form: WatchForm, section: WatchSection, feedback_markdown) -> None:
+    """Add and End as `WatchForm` commands (their answer in the section's message, the list redrawn at once), and
+    the timer that redraws the list in every tab when it changed."""
+
+    def redraw(seen: dict, force: bool = False) -> tuple[dict, Any, Any]:
+        listing, names = form.html(), form.names()
+        if not force and seen.get("listing") == listing and seen.get("names") == names:
+            return seen, gr.skip(), gr.skip()
+        chosen = gr.update(choices=names, value=None) if seen.get("names") != names or force else gr.skip()
+        return {"listing": listing, "names": names}, listing, chosen
+
+    def on_add(seen: dict, *args: Any) -> tuple[Any, ...]:
+        feedback: Feedback = form.add(*args)
+        typed = ("", "") if feedback.ok else (gr.skip(), gr.skip())  # the question and name boxes
+        return (*redraw(seen, force=feedback.ok), *typed, feedback_markdown(feedback))
+
+    def on_end(seen: dict, name: str | None) -> tuple[Any, ...]:
+        feedback = form.end(name)
+        return (*redraw(seen, force=feedback.ok), feedback_markdown(feedback))
+
+    seen = gr.State({})
+    shown = [seen, section.listing, section.chosen]
+    inputs = [section.question, section.stream, section.mode, section.every, section.expires, section.one_shot,
+              section.name]  # fmt: skip
+    added = [*shown, section.question, section.name, section.message]
+    section.add.click(on_add, [seen, *inputs], added, api_visibility="private")
+    section.question.submit(on_add, [seen, *inputs], added, api_visibility="private")
+    section.end.click(on_end, [seen, section.chosen], [*shown, section.message], api_visibility="private")
+    timer = gr.Timer(REFRESH_S)
+    timer.tick(
+        lambda seen: redraw(seen),
+        [seen],
+        shown,
+        concurrency_limit=None,
+        show_progress="hidden",
+        api_visibility="private",
+    )
