@@ -45,7 +45,7 @@ def build(form: WatchForm, streams: tuple[str, ...]) -> WatchSection:
             )
             stream = gr.Dropdown(
                 [ALL_STREAMS, *streams],
-                value=ALL_STREAMS if multi else streams[0],
+                value=ALL_STREAMS,  # also with one stream: a watch set then watches the streams added later too
                 show_label=False,
                 visible=multi,
                 scale=1,
