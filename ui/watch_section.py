@@ -5,6 +5,7 @@ another tab appear too."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,47 +66,52 @@ def build(form: WatchForm, streams: tuple[str, ...]) -> WatchSection:
         listing = gr.HTML(form.html(), css_template=TABLE_CSS, elem_id="watch-list")
         with gr.Row():
             names = form.names()
+            # a typed name is let through (WatchForm.end says when there is none): the choices change under a tab
+            # (the timer, End, other tabs), and a value from just before must not fail Gradio's own check
             chosen = gr.Dropdown(
-                names, value=None, label="watch to end", scale=3, elem_id="watch-end-name", allow_custom_value=False
+                names, value=None, label="watch to end", scale=3, elem_id="watch-end-name", allow_custom_value=True
             )
             end = gr.Button("End watch", scale=1, elem_id="watch-end")
     return WatchSection(question, stream, mode, every, expires, one_shot, name, add, message, listing, chosen, end)
 
 
-def wire(form: WatchForm, section: WatchSection, feedback_markdown) -> None:
+def wire(form: WatchForm, section: WatchSection, feedback_markdown: Callable[[Feedback], str]) -> None:
     """Add and End as `WatchForm` commands (their answer in the section's message, the list redrawn at once), and
-    the timer that redraws the list in every tab when it changed."""
+    the timer that redraws the list in every tab when it changed (the watch chosen to end stays chosen while it
+    is there)."""
 
-    def redraw(seen: dict, force: bool = False) -> tuple[dict, Any, Any]:
+    def redraw(seen: dict, chosen: str | None, force: bool = False) -> tuple[dict, Any, Any]:
         listing, names = form.html(), form.names()
         if not force and seen.get("listing") == listing and seen.get("names") == names:
             return seen, gr.skip(), gr.skip()
-        chosen = gr.update(choices=names, value=None) if seen.get("names") != names or force else gr.skip()
-        return {"listing": listing, "names": names}, listing, chosen
+        keep = chosen if chosen in names else None
+        end_choice = gr.update(choices=names, value=keep) if force or seen.get("names") != names else gr.skip()
+        return {"listing": listing, "names": names}, listing, end_choice
 
-    def on_add(seen: dict, *args: Any) -> tuple[Any, ...]:
-        feedback: Feedback = form.add(*args)
+    def on_add(seen: dict, chosen: str | None, *args: Any) -> tuple[Any, ...]:
+        feedback = form.add(*args)
         typed = ("", "") if feedback.ok else (gr.skip(), gr.skip())  # the question and name boxes
-        return (*redraw(seen, force=feedback.ok), *typed, feedback_markdown(feedback))
+        return (*redraw(seen, chosen, force=feedback.ok), *typed, feedback_markdown(feedback))
 
-    def on_end(seen: dict, name: str | None) -> tuple[Any, ...]:
-        feedback = form.end(name)
-        return (*redraw(seen, force=feedback.ok), feedback_markdown(feedback))
+    def on_end(seen: dict, chosen: str | None) -> tuple[Any, ...]:
+        feedback = form.end(chosen)
+        return (*redraw(seen, chosen, force=feedback.ok), feedback_markdown(feedback))
 
     seen = gr.State({})
     shown = [seen, section.listing, section.chosen]
     inputs = [section.question, section.stream, section.mode, section.every, section.expires, section.one_shot,
               section.name]  # fmt: skip
     added = [*shown, section.question, section.name, section.message]
-    section.add.click(on_add, [seen, *inputs], added, api_visibility="private")
-    section.question.submit(on_add, [seen, *inputs], added, api_visibility="private")
-    section.end.click(on_end, [seen, section.chosen], [*shown, section.message], api_visibility="private")
+    private = {"api_visibility": "private"}
+    section.add.click(on_add, [seen, section.chosen, *inputs], added, **private)
+    section.question.submit(on_add, [seen, section.chosen, *inputs], added, **private)
+    section.end.click(on_end, [seen, section.chosen], [*shown, section.message], **private)
     timer = gr.Timer(REFRESH_S)
     timer.tick(
-        lambda seen: redraw(seen),
-        [seen],
+        lambda seen, chosen: redraw(seen, chosen),
+        [seen, section.chosen],
         shown,
         concurrency_limit=None,
         show_progress="hidden",
-        api_visibility="private",
+        **private,
     )
