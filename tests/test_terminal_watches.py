@@ -13,7 +13,7 @@ from app.cli import build_parser
 from app.stdin_questions import StdinQuestions
 from app.watches.runtime import RuntimeWatches, WatchLimits, state_path
 from app.watches.spec import WatchSpec
-from app.watches.typed import USAGE, TerminalWatches, parse_watch
+from app.watches.typed import USAGE, TerminalWatches, parse_watch, refused_watches
 from tests.app_helpers import of_type, read_log, run_app, video
 from tests.test_watches_runtime import Clock, FakeAssistant
 
@@ -191,3 +191,11 @@ def test_help_says_how_to_type_watches():
     text = " ".join(build_parser().format_help().split())
     assert "'watch for: QUESTION [every 5s] [on change] [once] [for 10m] [threshold 0.7] [as NAME]'" in text
     assert "'watches' to list them, 'unwatch NAME' to end one" in text
+
+
+def test_a_terminal_without_watches_refuses_watch_lines_and_lets_questions_through():
+    said = []
+    refuse = refused_watches(said.append, "a fleet runs configured watches only")
+    assert refuse("watch for: Is it dark?", None) and refuse("watches", "a") and refuse("unwatch x", None)
+    assert said == ["watches cannot be set here: a fleet runs configured watches only"] * 3
+    assert not refuse("What is happening?", None) and len(said) == 3

@@ -135,3 +135,18 @@ class TerminalWatches:
             self.say(f"cannot end the watch: {err}")
             return
         self.say(f"watch {name} ended")
+
+
+def refused_watches(say: Callable[[str], None], why: str) -> Callable[[str, str | None], bool]:
+    """A terminal that cannot set watches (a fleet's head): its watch commands are said to be refused, `why`,
+    instead of being asked as questions."""
+
+    def refuse(line: str, stream: str | None = None) -> bool:
+        text = line.strip()
+        word = text.lower()
+        if PREFIX.match(text) or word == "watches" or word == "unwatch" or word.startswith("unwatch "):
+            say(f"watches cannot be set here: {why}")
+            return True
+        return False
+
+    return refuse
