@@ -21,7 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m app",
         description="Edge streaming video assistant: a video LLM watches a stream with a bounded KV cache "
-        "and answers questions about it, asked by you (type them, one per line) or every --every seconds.",
+        "and answers questions about it, asked by you (type them, one per line) or every --every seconds. "
+        "Type 'watch for: QUESTION [every 5s] [on change] [once] [for 10m] [threshold 0.7] [as NAME]' for a yes/no "
+        "watch with alerts ('NAME: watch for: ...' on one stream), 'watches' to list them, 'unwatch NAME' to end one.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     for title, config_classes in FLAG_GROUPS:

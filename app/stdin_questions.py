@@ -1,5 +1,6 @@
 """Reads questions typed on stdin (one per line) and hands them to the assistant, on a joinable thread; a line
-`+NAME=SOURCE` adds a stream instead, a line `-NAME` removes one. A line is never held whole beyond the question
+`+NAME=SOURCE` adds a stream instead, a line `-NAME` removes one, and `watch for: ...`, `watches`, `unwatch NAME`
+set, list and end watches (app.watches.typed). A line is never held whole beyond the question
 length limit, and a refused question (too long, busy) is said, never raised: the reader goes on."""
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ def route(line: str, stream_names: list[str]) -> tuple[str, str | None]:
 
 class StdinQuestions:
     """Polls `stream` with select() so that `stop()` is honoured within `poll_s` seconds. With several streams,
-    a line `NAME: question` asks that stream only; any other line asks every stream. With `add`, a line
-    `+NAME=SOURCE` is passed to it (without the +); it returns the added stream's name (None: refused), which
-    lines may then name. A line longer than `max_chars` (plus room for a name) is skipped unread and refused; `ask`
-    refusing a question (ValueError: too long, busy, unknown stream) is handed to `say`, as is a refused line. With
-    `remove`, a line `-NAME` is passed to it (without the -); it returns whether the stream was removed."""
+        a line `NAME: question` asks that stream only; any other line asks every stream. With `add`, a line
+        `+NAME=SOURCE` is passed to it (without the +); it returns the added stream's name (None: refused), which
+        lines may then name. A line longer than `max_chars` (plus room for a name) is skipped unread and refused; `ask`
+        refusing a question (ValueError: too long, busy, unknown stream) is handed to `say`, as is a refused line. With
+        `remove`, a line `-NAME` is passed to it (without the -); it returns whether the stream was removed. With
+    `watches`, every other line is offered to it first, with its stream (`NAME: ...`, as for a question); it returns
+    whether the line was a watch command (`app.watches.typed.TerminalWatches`), else the line is a question."""
 
     def __init__(
         self,
@@ -46,8 +49,10 @@ class StdinQuestions:
         remove: Callable[[str], bool] | None = None,
         max_chars: int = 2000,
         say: Callable[[str], None] | None = None,
+        watches: Callable[[str, str | None], bool] | None = None,
     ) -> None:
         self._ask = ask
+        self._watches = watches
         self._add = add
         self._remove = remove
         self._max_line = max_chars + _NAME_ROOM
@@ -93,6 +98,8 @@ class StdinQuestions:
                     self._names.remove(name)
             elif line.strip():
                 question, target = route(line, self._names)
+                if self._watches is not None and self._watches(question, target):
+                    continue
                 try:
                     self._ask(question, stream=target)
                 except ValueError as err:

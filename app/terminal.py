@@ -12,6 +12,7 @@ from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
+from app.watches.typed import TerminalWatches
 from bus.text_safety import printable
 from capture import SourceError
 from capture.options import CaptureOptions
@@ -57,6 +58,7 @@ def _run(config: AppConfig, signals: SignalStop) -> int:
         remove=remove,
         max_chars=config.input_limits.max_question_chars,
         say=_say,
+        watches=None if running.watches is None else TerminalWatches(running.watches, _say),
     )
     running.assistant.start()
     questions.start()

@@ -45,6 +45,7 @@ from ui.render import PageInfo
 from ui.served_files import private_upload_folder
 from ui.state import LiveState, MemoryPoint
 from ui.upload_limits import UploadGuard, UploadLimits
+from ui.watch_form import WatchForm
 
 
 class TimelineHistory:
@@ -232,7 +233,8 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     previews = PreviewFiles(preview_folder(), keep=8 * len(names))  # a few frames per stream for slow tabs
     info = page_info(config, loaded, monitor)
     history = timeline_history(config)
-    page = build_page(live, controls, info, config.schedule, previews, initial_source, history)
+    watches = None if running.watches is None else WatchForm(running.watches, live.note)  # owner "page"
+    page = build_page(live, controls, info, config.schedule, previews, initial_source, history, watches=watches)
     page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
 
     assistant.start()

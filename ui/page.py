@@ -21,7 +21,7 @@ from typing import Any
 import gradio as gr
 from gradio.utils import get_upload_folder
 
-from ui import history_tab, page_layout, stream_slots
+from ui import history_tab, page_layout, stream_slots, watch_section
 from ui.controls import Controls, Feedback, Schedule
 from ui.history import HistorySource
 from ui.page_layout import ChatBox, SourcePicker, StandingEditor, StreamAdder
@@ -30,6 +30,7 @@ from ui.plain_text import plain_text
 from ui.preview_files import PreviewFiles
 from ui.render import PageInfo
 from ui.state import LiveState
+from ui.watch_form import WatchForm
 
 # clear_chat, live_updates and plot_updates live in ui.page_refresh; named here too, where tests have long found them
 __all__ = ["build_page", "clear_chat", "feedback_markdown", "live_updates", "plot_updates", "preview_folder"]
@@ -44,12 +45,13 @@ def build_page(
     initial_source: str = "",
     history: HistorySource | None = None,
     fleet: bool = False,
+    watches: WatchForm | None = None,
 ) -> gr.Blocks:
     """The whole page, for the streams `live` was made with. `previews` holds the preview frames as files (see
     `preview_folder`); `initial_source` fills the path box (the first stream's source, if given); `history`
     searches the timeline (None: the timeline is off; the History tab says so); `fleet`: the page on a fleet's
     head, without Start, Stop, Reset memory, the standing question's editor and the file and camera sources (the
-    module's docstring)."""
+    module's docstring); `watches`: the "Watch for" section's commands (None: no such section)."""
     streams = tuple(view.name for view in live.snapshot().streams)
     multi = len(streams) > 1
     with gr.Blocks(title="Edge streaming video assistant", analytics_enabled=False) as page:
@@ -67,6 +69,7 @@ def build_page(
                     with gr.Column(scale=1):
                         chat = page_layout.chat_box(streams)
                         standing = None if fleet else page_layout.standing_question(schedule, streams)
+                watch = None if watches is None else watch_section.build(watches, streams)
                 shown["alerts"] = page_layout.alerts_list()
                 plots = page_layout.plots(info.memory_label, streams)
                 shown["log"] = page_layout.activity_log()
@@ -76,6 +79,8 @@ def build_page(
         shown |= {"chat": chat.chat, "ask-stream": chat.stream, "source-stream": picker.stream}
         if history_stream is not None:
             shown["history-stream"] = history_stream
+        if watch is not None:
+            shown["watch-stream"] = watch.stream
         wire_timers(
             live,
             streams,
@@ -87,6 +92,8 @@ def build_page(
             history=history,
         )
         _wire_commands(controls, picker, adder, chat, standing)
+        if watch is not None:
+            watch_section.wire(watches, watch, feedback_markdown)
     return page
 
 

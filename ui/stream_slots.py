@@ -71,9 +71,9 @@ def place_in_spares(snap: Snapshot, seen: dict, values: dict[str, Any], fixed: S
 
 
 def selector_updates(snap: Snapshot, seen: dict, values: dict[str, Any]) -> None:
-    """New choices for the stream selectors (the question's and the source buttons', shown from two streams on,
-    and the History tab's) once the streams differ from `seen["names"]` (those the tab shows). Changes `seen` and
-    `values` in place; `values` may name selectors the page does not have (they are not sent)."""
+    """New choices for the stream selectors (the question's, the source buttons' and "Watch for"'s, shown from two
+    streams on, and the History tab's) once the streams differ from `seen["names"]` (those the tab shows). Changes
+    `seen` and `values` in place; `values` may name selectors the page does not have (they are not sent)."""
     names = [view.name for view in snap.streams]
     if seen.get("names") == names:
         return
@@ -81,6 +81,7 @@ def selector_updates(snap: Snapshot, seen: dict, values: dict[str, Any]) -> None
     values["ask-stream"] = gr.update(choices=[ALL_STREAMS, *names], visible=len(names) > 1)
     values["source-stream"] = gr.update(choices=names, visible=len(names) > 1)
     values["history-stream"] = gr.update(choices=[history.ALL, *names])  # the History tab's (when it has one)
+    values["watch-stream"] = gr.update(choices=[ALL_STREAMS, *names], visible=len(names) > 1)  # "Watch for"
 
 
 def memory_colors(label: str, streams: Sequence[str]) -> dict[str, str]:

@@ -15,6 +15,7 @@ from app.startup import StartupError, fail
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
 from app.terminal import stream_remover
+from app.watches.typed import refused_watches
 from bus.text_safety import printable
 from capture.options import CaptureOptions
 from ui.terminal_printer import TerminalPrinter
@@ -40,7 +41,10 @@ def _run(config: AppConfig, signals) -> int:
         add=_adder(coordinator, config),
         remove=stream_remover(coordinator),
         max_chars=config.input_limits.max_question_chars,
-        say=lambda message: print(printable(message), file=sys.stderr, flush=True),
+        say=_say,
+        watches=refused_watches(
+            _say, "a fleet runs the watches of --alert and [alerts.NAME] only (not yet typed ones)"
+        ),
     )
     questions.start()
     try:
@@ -53,6 +57,10 @@ def _run(config: AppConfig, signals) -> int:
         questions.stop()
         head.close()
     return 0
+
+
+def _say(message: str) -> None:
+    print(printable(message), file=sys.stderr, flush=True)
 
 
 def _adder(coordinator: Coordinator, config: AppConfig):

@@ -209,7 +209,8 @@ class RuntimeWatches:
                 raise Conflict(f"{where} named {name!r} exists already; choose another name or change that one")
             if self.count(owner) >= self.limits.per_owner:
                 raise TooMany(
-                    f"this token holds {self.limits.per_owner} watches already, the most it may; remove one first"
+                    f"{owner or 'this token'} holds {self.limits.per_owner} watches already, the most one owner "
+                    "may; remove one first"
                 )
             if len(self._watches) >= self.limits.total:
                 raise TooMany(f"{self.limits.total} watches are set already, the most the assistant keeps")
