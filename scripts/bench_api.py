@@ -460,7 +460,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> list[dict]:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as folder:  # the video, the servers' logs and timeline
+        rows = measure(args, Path(folder))
+    csv_path = args.out / "api_bench.csv"
+    write_csv(rows, csv_path)
+    plot(rows, args.out / "api_bench.png")
+    print(f"Machine: {machine()}")
+    for r in rows:
+        print(f"{r['part']:>11}  {r['setting']:<40} {r['measure']:<30} {r['value']!s:>10} {r['p90']!s:>10} {r['unit']}")
+    print(f"wrote {csv_path}")
+    return rows
+
+
+def measure(args: argparse.Namespace, work: Path) -> list[dict]:
     video = work / "static.mp4"
     write_camera_video(video, CameraVideoConfig(size=(320, 240), fps=5.0, duration_s=16.0))
     common = [
@@ -484,13 +496,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
         with Server(work / "feed", video, args.model, *feed_args, *common, log=False) as server:
             server.wait_for_clips(2)
             rows += measure_feed(server, args.clients, args.feed_window, bar)
-    csv_path = args.out / "api_bench.csv"
-    write_csv(rows, csv_path)
-    plot(rows, args.out / "api_bench.png")
-    print(f"Machine: {machine()}")
-    for r in rows:
-        print(f"{r['part']:>11}  {r['setting']:<40} {r['measure']:<30} {r['value']!s:>10} {r['p90']!s:>10} {r['unit']}")
-    print(f"wrote {csv_path}")
     return rows
 
 
