@@ -16,6 +16,7 @@ import math
 import os
 from dataclasses import dataclass
 
+from bus.refusals import AdmissionError  # noqa: F401 (raised here, caught by the callers)
 from cache.config import CacheConfig
 from cache.policies import POLICIES
 
@@ -27,10 +28,6 @@ DECODED_BYTES_PER_PIXEL = 1.5  # YUV 4:2:0, what H.264/H.265 decoders hold
 DECODER_HELD_FRAMES = 6  # frames a decoder keeps beyond one per thread (references, reordering)
 CLIPS_IN_FLIGHT_BEYOND_QUEUE = 2  # the clip being assembled (capture thread) and the one being ingested (worker)
 LOGIT_BYTES = 4  # float32 logits
-
-
-class AdmissionError(ValueError):
-    """A stream does not fit; the message holds the arithmetic and what to lower."""
 
 
 @dataclass(frozen=True)

@@ -24,16 +24,16 @@ from app.clip_publisher import ClipPublisher
 from app.input_limits import AssistantBusy, InputLimits
 from app.run_limits import RunLimits
 from app.runtime_watch_apply import apply_runtime_watches
-from app.scheduler import StandingQuestion
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
 from app.watch_checks import run_checks
-from app.watches.gate import clip_changed
-from app.watches.spec import WatchSpec
 from bus import End, EventBus, Status, StatusKind, StreamState
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
+from watches.gate import clip_changed
+from watches.scheduler import StandingQuestion
+from watches.spec import WatchSpec
 
 if TYPE_CHECKING:
     from app.stream_factory import StreamFactory
@@ -194,7 +194,7 @@ class Assistant:
         return [s.name for s in targets]
 
     def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str] | None = None) -> None:
-        """Replaces the watches set while running (app.watches.runtime) by `specs`, on every stream they watch,
+        """Replaces the watches set while running (watches.runtime) by `specs`, on every stream they watch,
         next to the configured ones (any thread; the worker applies it between clips). reasons: why a watch went
         (by name: "expired", "one-shot"), said in the end of its alert if it was on. AssistantBusy when too many
         commands wait."""

@@ -16,10 +16,10 @@ from dataclasses import asdict
 from typing import Any
 
 from app.input_limits import AssistantBusy
-from app.watches.runtime import Conflict, NotFound, RuntimeWatch, RuntimeWatches, TooMany
-from app.watches.spec import TABLE_KEYS, WatchSpec
 from bus import Answer, ErrorEvent, Event
 from outputs.commands import BUSY, CONFLICT, INVALID, NOT_FOUND, TOO_MANY, CommandError
+from watches.runtime import Conflict, NotFound, RuntimeWatch, RuntimeWatches, TooMany
+from watches.spec import TABLE_KEYS, WatchSpec
 
 OWNER = "mqtt"
 ADD_KEYS = frozenset(TABLE_KEYS) | {"name", "stream", "every_s", "expires_in_s", "one_shot", "action"}

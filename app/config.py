@@ -10,13 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from app.api_config import ApiConfig, given_tokens
+from api.config import ApiConfig, given_tokens
 from app.config_flags import dest_of, flag_fields, flag_of, values_from
 from app.flags import ApiFlags, PageFlags, RecallFlags, RunFlags, SourceFlags, TimelineFlags, WatchFlags
 from app.fleet_config import FleetConfig
 from app.input_limits import InputLimits
 from app.run_limits import RunLimits
-from app.scheduler import StandingQuestion
 from app.sizes import check_sizes
 from app.source_credentials import stream_credentials
 from app.streams import (
@@ -27,8 +26,6 @@ from app.streams import (
     unique,
     with_credentials_files,
 )
-from app.watches.spec import WatchSpec, check_streams, parse_alert_flag
-from app.watches.spec import specs_from_table as watch_specs_from_table
 from bus import DEFAULT_STREAM
 from cache.config import CacheConfig
 from cache.policies import POLICIES, PolicySettings, settings_classes, settings_for, unused_settings
@@ -42,6 +39,9 @@ from outputs.registry import configured_outputs
 from timeline import TimelineConfig, timeline_location
 from ui.access import AUTH_ENV, given_login
 from ui.config import UIConfig
+from watches.scheduler import StandingQuestion
+from watches.spec import WatchSpec, check_streams, parse_alert_flag
+from watches.spec import specs_from_table as watch_specs_from_table
 
 __all__ = ["AppConfig", "StreamConfig", "UIConfig"]
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.api_config import ApiConfig
+from api.config import ApiConfig
 from app.fleet_config import FleetConfig
 from app.input_limits import InputLimits
 from app.run_limits import RunLimits
-from app.scheduler import StandingQuestion
 from cache.config import CacheConfig
 from cache.policies import settings_classes
 from capture.config import CaptureConfig
@@ -23,6 +22,7 @@ from model.config import ModelConfig
 from model.session_config import SessionConfig
 from timeline.config import TimelineConfig
 from ui.config import UIConfig
+from watches.scheduler import StandingQuestion
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class RecallFlags:
 
 @dataclass(frozen=True)
 class WatchFlags:
-    """Yes/no watches given on the command line (app/watches/spec.py reads each --alert)."""
+    """Yes/no watches given on the command line (watches/spec.py reads each --alert)."""
 
     alert: tuple[str, ...] = field(
         default=(),
@@ -180,7 +180,7 @@ class PageFlags:
 
 @dataclass(frozen=True)
 class ApiFlags:
-    """Whether to serve the HTTP API alone, and its tokens (its limits: app.api_config.ApiConfig)."""
+    """Whether to serve the HTTP API alone, and its tokens (its limits: api.config.ApiConfig)."""
 
     api: bool = field(
         default=False,

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bus.refusals import AssistantBusy  # noqa: F401 (raised by the assistant, caught by the callers)
+
 MAX_QUESTION_CHARS = 100_000  # the largest --max-question-chars accepted
 MAX_PENDING = 10_000  # the largest --max-pending-questions accepted
 PER_CLIP = 2  # questions answered per clip while clips wait
-
-
-class AssistantBusy(ValueError):
-    """A question was not queued because enough are already waiting; the person may try again."""
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 from app.stream import Stream
 from app.stream_events import StreamEvents
-from app.watches.spec import WatchSpec
-from app.watches.watch import Watch
 from bus import Alert
+from watches.spec import WatchSpec
+from watches.watch import Watch
 
 
 def apply_runtime_watches(

@@ -12,7 +12,7 @@ import time
 
 import uvicorn
 
-from app.api.server import ApiRefused, headless_app, start_api
+from api.server import ApiRefused, headless_app, start_api
 from app.config import AppConfig
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session

@@ -18,7 +18,6 @@ from app.commands import RunCommands
 from app.config import AppConfig
 from app.stream import Stream
 from app.stream_factory import StreamFactory
-from app.watches.runtime import RuntimeWatches, WatchLimits, runtime_watch_folder, state_path
 from bus import DEFAULT_STREAM, ErrorEvent, EventBus, Status, StatusKind, Subscriber
 from bus.redact import redact_source, redacted
 from bus.worker import QueuedSubscriber
@@ -36,6 +35,7 @@ from outputs.event_log import JsonlLog
 from outputs.registry import SinkContext, build_sinks, wanted_types
 from timeline import TimelineError, TimelineWriter
 from timeline.notes import TimelineNotes
+from watches.runtime import RuntimeWatches, WatchLimits, runtime_watch_folder, state_path
 
 logger = logging.getLogger(__name__)
 

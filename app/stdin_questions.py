@@ -1,6 +1,6 @@
 """Reads questions typed on stdin (one per line) and hands them to the assistant, on a joinable thread; a line
 `+NAME=SOURCE` adds a stream instead, a line `-NAME` removes one, and `watch for: ...`, `watches`, `unwatch NAME`
-set, list and end watches (app.watches.typed). A line is never held whole beyond the question
+set, list and end watches (app.terminal_watches). A line is never held whole beyond the question
 length limit, and a refused question (too long, busy) is said, never raised: the reader goes on."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class StdinQuestions:
         refusing a question (ValueError: too long, busy, unknown stream) is handed to `say`, as is a refused line. With
         `remove`, a line `-NAME` is passed to it (without the -); it returns whether the stream was removed. With
     `watches`, every other line is offered to it first, with its stream (`NAME: ...`, as for a question); it returns
-    whether the line was a watch command (`app.watches.typed.TerminalWatches`), else the line is a question."""
+    whether the line was a watch command (`app.terminal_watches.TerminalWatches`), else the line is a question."""
 
     def __init__(
         self,

@@ -7,12 +7,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from app.scheduler import StandingQuestion
-from app.watches.watch import Watch
 from bus import StreamState
 from capture import CaptureConfig, CaptureThread, SourceError
 from capture.source import UnreachableSource
 from model.session import StreamingSession
+from watches.scheduler import StandingQuestion
+from watches.watch import Watch
 
 
 @dataclass

@@ -20,15 +20,15 @@ from app.admission import (
     stream_cost,
     stream_overhead,
 )
-from app.scheduler import StandingQuestion
 from app.stream import Stream, open_capture
 from app.streams import check_name
-from app.watches.spec import WatchSpec
-from app.watches.watch import Watch
 from cache.config import CacheConfig
 from capture import CaptureConfig, CaptureThread
 from model.loading import LoadedModel
 from model.session import SessionConfig, StreamingSession
+from watches.scheduler import StandingQuestion
+from watches.spec import WatchSpec
+from watches.watch import Watch
 
 
 @dataclass(frozen=True)

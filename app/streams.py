@@ -12,10 +12,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bus.names import NAME_PATTERN, NAME_RULE
 from bus.redact import redact_source
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
-NAME_RULE = "lowercase letters, digits, '_' and '-', starting with a letter or digit, at most 32 characters"
 TABLE_KEYS = ("source", "question", "every", "credentials_file", "node")
 
 

@@ -12,7 +12,7 @@ from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
-from app.watches.typed import TerminalWatches
+from app.terminal_watches import TerminalWatches
 from bus.text_safety import printable
 from capture import SourceError
 from capture.options import CaptureOptions

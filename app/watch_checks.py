@@ -7,10 +7,10 @@ import time
 
 from app.stream import Stream
 from app.stream_events import StreamEvents
-from app.watches.state import Transition
-from app.watches.watch import Watch, snapshot_jpeg
 from bus import Alert, Check
 from capture import Clip
+from watches.state import Transition
+from watches.watch import Watch, snapshot_jpeg
 
 logger = logging.getLogger(__name__)
 
@@ -18,8 +18,8 @@ logger = logging.getLogger(__name__)
 def run_checks(stream: Stream, clip: Clip, events: StreamEvents, changed: bool = True) -> None:
     """The stream's watches due at this clip's end: a yes/no check each (the cache unchanged, a `check`
     event), then an `alert` event where one begins or ends. A failed check is an error event; the rest go on.
-    changed: whether the clip brought change (app.watches.gate.clip_changed); a watch with `on_change` skips
-    its due check when no clip did since its last check and its alert is settled (app.watches.gate; counted:
+    changed: whether the clip brought change (watches.gate.clip_changed); a watch with `on_change` skips
+    its due check when no clip did since its last check and its alert is settled (watches.gate; counted:
     `skipped_checks` in the next check event)."""
     for watch in stream.watches:
         watch.gate.saw_clip(changed)

@@ -18,9 +18,9 @@ from gradio.exceptions import ServerFailedToStartError
 from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 
-from app.api.body_limit import API_PREFIXES
-from app.api.server import ApiRefused, RunningApi, start_api
-from app.api.server import middleware as api_middleware
+from api.body_limit import API_PREFIXES
+from api.server import ApiRefused, RunningApi, start_api
+from api.server import middleware as api_middleware
 from app.config import AppConfig, UIConfig
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import Running, StartupError, build_assistant, fail, start_session

@@ -30,7 +30,8 @@ NOT_ASKED = "not asked: its stream had no host then (waiting to be placed); ask 
 
 
 class Schedule(Protocol):
-    """The standing question as the page shows and edits it (`app.scheduler.StandingQuestion`, passed in by app/)."""
+    """The standing question as the page shows and edits it (`watches.scheduler.StandingQuestion`, passed in by
+    app/)."""
 
     question: str
     every_s: float

@@ -1,5 +1,5 @@
 """The page's "Watch for" section as plain methods (no Gradio): add a yes/no watch ("tell me when ...") and end
-one, through a `WatchCommands` the app passes in (`app.watches.runtime.RuntimeWatches`: the same watches the API,
+one, through a `WatchCommands` the app passes in (`watches.runtime.RuntimeWatches`: the same watches the API,
 MQTT commands and the terminal set, with the same limits, kept across restarts). Each method returns a `Feedback`
 for the person who clicked; a refusal is also a line of the page's activity log, as every refused command is.
 
@@ -33,7 +33,7 @@ NO_WATCHES = '<p class="watches-empty"><i>No watches yet: add one above.</i></p>
 
 
 class SpecView(Protocol):
-    """What is shown of a watch's settings (`app.watches.spec.WatchSpec`)."""
+    """What is shown of a watch's settings (`watches.spec.WatchSpec`)."""
 
     name: str
     question: str
@@ -43,7 +43,7 @@ class SpecView(Protocol):
 
 
 class WatchView(Protocol):
-    """A runtime watch (`app.watches.runtime.RuntimeWatch`): its spec, who set it, its expiry (wall clock)."""
+    """A runtime watch (`watches.runtime.RuntimeWatch`): its spec, who set it, its expiry (wall clock)."""
 
     spec: SpecView
     owner: str
@@ -52,7 +52,7 @@ class WatchView(Protocol):
 
 
 class WatchCommands(Protocol):
-    """What the section needs of `app.watches.runtime.RuntimeWatches`. add/remove raise ValueError (a bad
+    """What the section needs of `watches.runtime.RuntimeWatches`. add/remove raise ValueError (a bad
     setting, an unknown stream or watch, a name in use, a limit reached) with a message for people."""
 
     configured: Mapping[str, SpecView]

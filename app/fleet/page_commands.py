@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from app.config import StreamConfig
 from app.fleet.coordinator import Coordinator
-from app.scheduler import StandingQuestion
 from app.streams import check_name
 from capture import CaptureConfig
+from watches.scheduler import StandingQuestion
 
 NOT_IN_PLACE = "its cache lives on its host"
 

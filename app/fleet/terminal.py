@@ -15,7 +15,7 @@ from app.startup import StartupError, fail
 from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
 from app.terminal import stream_remover
-from app.watches.typed import refused_watches
+from app.terminal_watches import refused_watches
 from bus.text_safety import printable
 from capture.options import CaptureOptions
 from ui.terminal_printer import TerminalPrinter

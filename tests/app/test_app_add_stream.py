@@ -19,7 +19,6 @@ from app.config import AppConfig
 from app.stdin_questions import StdinQuestions
 from app.stream_factory import FreeMemory, StreamFactory
 from app.terminal import stream_adder, stream_remover
-from app.watches.spec import WatchSpec
 from bus import EventBus, StatusKind
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
@@ -28,6 +27,7 @@ from tests.support.app_helpers import of_type, read_log, run_app, video
 from tests.support.session_helpers import loaded
 from tests.support.source_servers import FolderServer
 from ui.terminal_printer import TerminalPrinter
+from watches.spec import WatchSpec
 
 HANG_S = 300  # a guard against a hang, not a time the test expects
 WATCHES = [WatchSpec("anyone", "Is anyone there?"), WatchSpec("door_open", "Is the door open?", streams=("a",))]

@@ -8,11 +8,11 @@ import pytest
 
 from app.commands import RunCommands
 from app.input_limits import AssistantBusy, InputLimits
-from app.watches.runtime import RuntimeWatches, WatchLimits
-from app.watches.spec import WatchSpec
 from bus import Answer, ErrorEvent
 from bus.stats import AnswerStats
 from outputs.commands import CommandError
+from watches.runtime import RuntimeWatches, WatchLimits
+from watches.spec import WatchSpec
 
 
 class FakeAssistant:
@@ -98,7 +98,7 @@ def test_commands_touch_only_their_own_watches_and_count_against_the_same_limits
     commands.watch({"action": "add", "question": "one?"})
     commands.watch({"action": "add", "question": "two?"})
     over = refused(commands.watch, {"action": "add", "question": "three?"})
-    assert over.code == "too_many" and "this token holds 2" in str(over)  # mqtt is one owner, a token's share
+    assert over.code == "too_many" and "mqtt holds 2 watches" in str(over)  # mqtt is one owner, a token's share
     commands.watch({"action": "remove", "name": [w.spec.name for w in watches.list() if w.owner == "mqtt"][0]})
     watches.add({"name": "api-two", "question": "q?"}, owner="tablet")  # 3 in all again
     total = refused(commands.watch, {"action": "add", "question": "four?"})

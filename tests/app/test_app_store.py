@@ -5,7 +5,6 @@ import shutil
 
 from app.assistant import Assistant, RunLimits
 from app.cli import main
-from app.scheduler import StandingQuestion
 from app.stream import Stream
 from bus import EventBus
 from cache.config import CacheConfig
@@ -14,6 +13,7 @@ from model.session import SessionConfig, StreamingSession
 from tests.app.test_assistant import Recorder
 from tests.support.app_helpers import video
 from tests.support.session_helpers import loaded
+from watches.scheduler import StandingQuestion
 
 
 def test_a_missing_store_folder_exits_2_at_start_with_what_to_do(tmp_path, capsys):

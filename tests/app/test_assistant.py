@@ -5,7 +5,6 @@ import threading
 import pytest
 
 from app.assistant import Assistant, RunLimits
-from app.scheduler import StandingQuestion
 from app.stream import Stream
 from bus import EventBus
 from cache.config import CacheConfig
@@ -13,6 +12,7 @@ from capture import CaptureConfig, SourceError
 from model.session import SessionConfig, StreamingSession
 from tests.support.app_helpers import video
 from tests.support.session_helpers import loaded
+from watches.scheduler import StandingQuestion
 
 
 class Recorder:

@@ -8,7 +8,6 @@ import pytest
 
 from app.assistant import Assistant, RunLimits
 from app.input_limits import AssistantBusy, InputLimits
-from app.scheduler import StandingQuestion
 from app.stream import Stream
 from bus import EventBus
 from cache.config import CacheConfig
@@ -17,6 +16,7 @@ from model.session import SessionConfig, StreamingSession
 from tests.app.test_assistant import Recorder, _wait_for
 from tests.support.app_helpers import video
 from tests.support.session_helpers import loaded
+from watches.scheduler import StandingQuestion
 
 MEGABYTE_QUESTION = "what is in the corner? " * 45_000  # ~1 MB
 

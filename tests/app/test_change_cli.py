@@ -72,7 +72,6 @@ def test_the_first_clip_after_a_capture_reconnect_enters_whole():
     import numpy as np
 
     from app.assistant import Assistant, RunLimits
-    from app.scheduler import StandingQuestion
     from app.stream import Stream
     from bus import EventBus
     from cache.config import CacheConfig
@@ -80,6 +79,7 @@ def test_the_first_clip_after_a_capture_reconnect_enters_whole():
     from model.session import SessionConfig, StreamingSession
     from tests.support.model_fixtures import smooth_frame
     from tests.support.session_helpers import loaded
+    from watches.scheduler import StandingQuestion
 
     session = StreamingSession(loaded("tiny-qwen2-vl"), CacheConfig(budget=512, window=8), SessionConfig())
     bus, events = EventBus(), []

@@ -17,7 +17,6 @@ from app.config_flags import add_config_flags, default_of, dest_of, flag_fields,
 from app.fleet_config import FleetConfig
 from app.input_limits import InputLimits
 from app.run_limits import RunLimits
-from app.scheduler import StandingQuestion
 from cache.config import POSITION_MODES, CacheConfig
 from cache.policies import POLICIES, InfMllmSettings, StreamingLlmSettings, settings_classes
 from capture.config import CaptureConfig
@@ -27,6 +26,7 @@ from model.session_config import SessionConfig
 from tests.support.app_helpers import REPO
 from timeline.config import TimelineConfig
 from ui.config import UIConfig
+from watches.scheduler import StandingQuestion
 
 # every component config class with generated flags, and where its instance sits in the AppConfig built from them
 # (the flag-holding classes of app/flags.py: tests/app/test_config_schema.py)

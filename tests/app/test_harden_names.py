@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from app.streams import check_name
-from app.watches.spec import WatchSpec
 from capture.policy import SourcePolicy, SourceRefused
 from model.config import ModelConfig
+from watches.spec import WatchSpec
 
 
 @pytest.mark.parametrize("name", ["door\n", "door\r\n", "\ndoor"])

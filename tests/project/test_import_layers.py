@@ -1,6 +1,6 @@
-"""Imports point one way: `app -> ui, outputs, timeline, capture, model -> cache`; every room but cache/ may stand
-on `bus/` (the typed events, their records, the event bus, the drop-oldest queue, stream-time clocks), which stands
-on nothing; inside `cache/` the two rooms below tier 1
+"""Imports point one way: `app -> api -> watches, ui, outputs, timeline, capture, model -> cache`; every room but
+cache/ may stand on `bus/` (the typed events, their records, the event bus, the drop-oldest queue, stream-time
+clocks), which stands on nothing; inside `cache/` the two rooms below tier 1
 (`cache/store/`, `cache/cpu/`) never reach back up into the cache, its layers, the runner or the decode step.
 
 Read from the source with `ast`, so a late import inside a function counts as much as one at the top. Imports
@@ -11,9 +11,13 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("app", "ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus", "monitor")
+PACKAGES = (
+    "app", "api", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus", "monitor",
+)  # fmt: skip
 ALLOWED = {  # package -> the project's packages it may import
-    "app": {"ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus", "monitor"},
+    "app": {"api", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus", "monitor"},
+    "api": {"watches", "ui", "capture", "timeline", "bus"},  # the HTTP API: routes over the assistant's protocol
+    "watches": {"timeline", "bus"},  # yes/no watches, the standing question, runtime watches and their state file
     "outputs": {"bus"},  # every sink and the publisher
     "timeline": {"bus"},  # tier 3: SQLite or PostgreSQL
     "ui": {"capture", "model", "cache", "bus"},

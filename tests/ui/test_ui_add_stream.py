@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from app.admission import AdmissionError
-from app.scheduler import StandingQuestion
 from capture import SourceError
 from capture.options import CaptureOptions
 from capture.policy import SourcePolicy
@@ -17,6 +16,7 @@ from ui import history, render, stream_slots
 from ui.controls import ALL_STREAMS, MAX_STREAMS, Controls
 from ui.page import live_updates, plot_updates
 from ui.state import LiveState
+from watches.scheduler import StandingQuestion
 
 ADMITTED = "2 stream(s) x (1 MiB device KV (1280 tokens x 1 KiB)) = 2 MiB of 20.00 GiB free"
 

@@ -7,7 +7,6 @@ import time
 import pytest
 
 from app.assistant import Assistant, RunLimits
-from app.scheduler import StandingQuestion
 from app.stream import Stream
 from bus import EventBus
 from cache.attention import register_attention
@@ -19,6 +18,7 @@ from model.loading import load_model
 from model.session import SessionConfig, StreamingSession
 from ui.controls import Controls
 from ui.state import LiveState, MemoryPoint
+from watches.scheduler import StandingQuestion
 
 
 def wait_for(condition, timeout=20.0, what="condition"):

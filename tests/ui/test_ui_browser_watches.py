@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
-from app.watches.runtime import state_path
 from tests.support.app_helpers import video
 from tests.ui.test_ui_browser import browser, drive_app
+from watches.runtime import state_path
 
 __all__ = ["browser"]  # the fixture: a missing browser fails (or skips) before the app starts
 

@@ -5,11 +5,11 @@ import threading
 import pytest
 
 from app.input_limits import AssistantBusy, InputLimits
-from app.scheduler import StandingQuestion
 from capture import CaptureConfig, SourceError
 from capture.options import CaptureOptions
 from ui.controls import Controls, check_upload, parse_camera
 from ui.state import LiveState
+from watches.scheduler import StandingQuestion
 
 
 class FakeAssistant:

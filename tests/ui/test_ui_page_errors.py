@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from app.scheduler import StandingQuestion
 from capture import CaptureConfig, open_source
 from capture.options import CaptureOptions
 from capture.synth import write_video
@@ -17,6 +16,7 @@ from ui import render
 from ui.controls import Controls
 from ui.state import LiveState
 from ui.upload_names import hide_upload_folder
+from watches.scheduler import StandingQuestion
 
 
 class OpeningAssistant:

@@ -8,13 +8,13 @@ import threading
 import numpy as np
 from PIL import Image
 
-from app.scheduler import StandingQuestion
 from tests.support.event_helpers import make_event
 from ui import alert_view, render
 from ui.alerts import MAX_ALERTS
 from ui.page import clear_chat, live_updates, plot_updates
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState, MemoryPoint
+from watches.scheduler import StandingQuestion
 
 
 def clip(index, t, cache_tokens, prefill=50, budget=256, kv_per_token=1000, frame_value=0):

@@ -1,23 +1,23 @@
 """The page's "Watch for" section without a browser: `WatchForm`'s Add and End on the real runtime watches
-(app.watches.runtime.RuntimeWatches, a stand-in assistant), what they refuse and say, the list's HTML, and the
+(watches.runtime.RuntimeWatches, a stand-in assistant), what they refuse and say, the list's HTML, and the
 section on the page (and not on a fleet's page)."""
 
 import json
 
 import pytest
 
-from app.scheduler import StandingQuestion
-from app.watches.runtime import RuntimeWatches, WatchLimits, state_path
-from app.watches.spec import WatchSpec
 from capture.options import CaptureOptions
-from tests.app.test_watches_runtime import Clock, FakeAssistant
 from tests.support.event_helpers import make_event
+from tests.watches.test_watches_runtime import Clock, FakeAssistant
 from ui import render, stream_slots
 from ui.controls import ALL_STREAMS, Controls
 from ui.page import build_page
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState
 from ui.watch_form import EVERY, ON_CHANGE, WatchForm, describe, watches_html
+from watches.runtime import RuntimeWatches, WatchLimits, state_path
+from watches.scheduler import StandingQuestion
+from watches.spec import WatchSpec
 
 CONFIGURED = [WatchSpec("smoke", "Is there smoke?")]
 

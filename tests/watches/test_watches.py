@@ -3,9 +3,9 @@ end to end (checks on schedule, alerts with ids and snapshots, answers unchanged
 
 import pytest
 
-from app.watches.spec import WatchSpec, check_streams, parse_alert_flag, specs_from_table
-from app.watches.state import WatchState
 from tests.support.app_helpers import of_type, read_log, run_app, video
+from watches.spec import WatchSpec, check_streams, parse_alert_flag, specs_from_table
+from watches.state import WatchState
 
 
 def run(sequence, threshold=0.5, on_after=2, off_after=2, cooldown=0.0, every=10.0):

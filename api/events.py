@@ -10,10 +10,10 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends, Header, HTTPException, Query
 from fastapi.responses import StreamingResponse
 
-from app.api.context import ApiContext, refusal
-from app.api.feed import FeedClient, FeedFull, FeedItem
-from app.api.models import FeedStatus, Problem, StatusView
-from app.api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
+from api.context import ApiContext, refusal
+from api.feed import FeedClient, FeedFull, FeedItem
+from api.models import FeedStatus, Problem, StatusView
+from api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
 from bus import EVENT_TYPES
 
 REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 422, 429)}

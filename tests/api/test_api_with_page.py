@@ -7,7 +7,7 @@ import time
 
 import httpx
 
-from tests.app.api.test_api_server import free_port
+from tests.api.test_api_server import free_port
 from tests.support.app_helpers import app_command, video
 
 

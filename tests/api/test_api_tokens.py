@@ -1,9 +1,9 @@
-"""API tokens (app/api/auth.py): read from a private file or the environment, never argv; scopes checked; --api
+"""API tokens (api/auth.py): read from a private file or the environment, never argv; scopes checked; --api
 refused beyond loopback without them (exit 2 before the model loads)."""
 
 import pytest
 
-from app.api.auth import LOCAL, Access, AuthError, access_for, given_tokens, parse_tokens
+from api.auth import LOCAL, Access, AuthError, access_for, given_tokens, parse_tokens
 from app.cli import parse_args
 from app.config import AppConfig
 

@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from app.scheduler import StandingQuestion
 from bus import EventBus
 from outputs.event_log import JsonlLog
 from tests.support.event_helpers import make_event
+from watches.scheduler import StandingQuestion
 
 
 def test_question_due_at_each_multiple_of_the_interval():

@@ -9,7 +9,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 
-from app.api.mailbox import Mailbox
+from api.mailbox import Mailbox
 from bus import Answer, AnswerPiece, AnswerStart, ErrorEvent, Event
 
 MAX_EVENTS_PER_ASK = 100_000  # pieces of one request's answers waiting for its client

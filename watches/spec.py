@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from app.streams import NAME_PATTERN, NAME_RULE
+from bus.names import NAME_PATTERN, NAME_RULE
 
 TABLE_KEYS = ("question", "streams", "every", "threshold", "on_after", "off_after", "cooldown", "on_change")
 
@@ -18,7 +18,7 @@ class WatchSpec:
     streams: the streams it watches (None: every stream). every: seconds of stream time between checks.
     threshold: p_yes at or above it counts as yes (0 to 1). on_after / off_after: consecutive yes / no checks
     that begin / end an alert. cooldown: seconds of stream time after an end before it may begin again.
-    on_change: skip a due check when the stream did not change since the last check (app.watches.gate).
+    on_change: skip a due check when the stream did not change since the last check (watches.gate).
     """
 
     name: str

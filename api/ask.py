@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
-from app.api.asking import PendingAsk
-from app.api.context import ApiContext, refusal
-from app.api.models import AskRequest, AskResult, Problem
-from app.api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
+from api.asking import PendingAsk
+from api.context import ApiContext, refusal
+from api.models import AskRequest, AskResult, Problem
+from api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
 from bus import Answer, AnswerPiece, AnswerStart, ErrorEvent, to_record
 
 REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 413, 422, 429)}

@@ -1,4 +1,4 @@
-"""The HTTP API's settings and tokens, read once with the rest of the config (the config layer: app/api/ stands
+"""The HTTP API's settings and tokens, read once with the rest of the config (the config layer: api/ stands
 on it, never the other way). Its limits are flags generated from the fields with a help text
 (app/config_flags.py); the tokens come from a private file (`--api-tokens-file`) or the environment
 (`EDGE_ASSISTANT_API_TOKENS`), never argv, never logged.

@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from app.watches.spec import TABLE_KEYS, WatchSpec
 from bus import Alert, Event
 from bus.private_paths import make_private_dir
 from timeline.config import default_timeline_path
+from watches.spec import TABLE_KEYS, WatchSpec
 
 logger = logging.getLogger(__name__)
 

@@ -5,11 +5,11 @@ import pytest
 
 from app.cli import parse_args
 from app.config import AppConfig
-from app.watches.gate import ChangeGate
-from app.watches.spec import WatchSpec, parse_alert_flag, specs_from_table
-from app.watches.state import WatchState
 from capture.synth_camera import CameraVideoConfig, write_camera_video
 from tests.support.app_helpers import of_type, read_log, run_app
+from watches.gate import ChangeGate
+from watches.spec import WatchSpec, parse_alert_flag, specs_from_table
+from watches.state import WatchState
 
 
 def checks_run(changes_per_check, on_change=True):

@@ -6,8 +6,8 @@ from dataclasses import asdict
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
-from app.api.context import ApiContext
-from app.api.models import MomentView, Problem
+from api.context import ApiContext
+from api.models import MomentView, Problem
 
 REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 422, 503)}
 MAX_LIMIT = 200

@@ -8,7 +8,7 @@
 The options come after the question, in any order, with or without the brackets: `every` seconds of stream time
 between checks (s, m or h; default 10 s), `on change` (a due check is skipped when the picture did not change),
 `once` (it ends at its first alert), `for` how long it lasts (s, m, h or d; default: until unwatched), `threshold`
-p_yes that counts as yes, `as` its name (default: one is made). They go to `app.watches.runtime.RuntimeWatches`
+p_yes that counts as yes, `as` its name (default: one is made). They go to `watches.runtime.RuntimeWatches`
 owned by "terminal": the same watches, limits and state file as the API's and the page's.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.watches.runtime import RuntimeWatches
 from ui.watch_form import describe
+from watches.runtime import RuntimeWatches
 
 TERMINAL_OWNER = "terminal"
 PREFIX = re.compile(r"^\s*watch\s+for\s*:\s*", re.IGNORECASE)

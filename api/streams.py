@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, HTTPException, Response
 
-from app.api.context import ApiContext, refusal
-from app.api.models import Admitted, Problem, StreamAdd, StreamView
+from api.context import ApiContext, refusal
+from api.models import Admitted, Problem, StreamAdd, StreamView
 from bus.redact import redact_source
 from capture import SourceError
 

@@ -1,4 +1,4 @@
-"""The events feed's bounds (app/api/feed.py): the bus's thread never waits for a client; a client that does not
+"""The events feed's bounds (api/feed.py): the bus's thread never waits for a client; a client that does not
 read is dropped once its mailbox is full, and what it lost is counted; other clients get everything; a client
 coming back with Last-Event-ID gets what the replay buffer still holds and is told how much it missed."""
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.api.feed import EventFeed, FeedFull
+from api.feed import EventFeed, FeedFull
 from bus import ClipEvent, Status
 
 

@@ -11,7 +11,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from app.api.mailbox import Mailbox
+from api.mailbox import Mailbox
 from bus import Event, to_record
 
 

@@ -20,11 +20,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException
 from fastapi.responses import StreamingResponse
 
-from app.api.ask import events_of, open_ask
-from app.api.asking import PendingAsk
-from app.api.context import ApiContext
-from app.api.models import Problem
-from app.api.sse import SSE_HEADERS, sse
+from api.ask import events_of, open_ask
+from api.asking import PendingAsk
+from api.context import ApiContext
+from api.models import Problem
+from api.sse import SSE_HEADERS, sse
 from bus import AnswerPiece, EvidenceSpan
 from bus.records import evidence_record
 

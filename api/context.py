@@ -10,16 +10,15 @@ from typing import Any
 from fastapi import HTTPException, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from app.admission import AdmissionError
-from app.api.asking import Asks, TooManyAsks
-from app.api.auth import Access, ApiToken, AuthError
-from app.api.feed import EventFeed, FeedFull
-from app.api_config import ApiConfig
-from app.input_limits import AssistantBusy
-from app.watches.runtime import Conflict, NotFound, RuntimeWatches, TooMany
+from api.asking import Asks, TooManyAsks
+from api.auth import Access, ApiToken, AuthError
+from api.config import ApiConfig
+from api.feed import EventFeed, FeedFull
+from bus.refusals import AdmissionError, AssistantBusy
 from capture import SourceError
 from capture.options import CaptureOptions
 from capture.policy import SourceRefused
+from watches.runtime import Conflict, NotFound, RuntimeWatches, TooMany
 
 BEARER = HTTPBearer(auto_error=False, description="an API token (--api-tokens-file); scopes: read, ask, manage")
 BEARER_CREDENTIALS = Security(BEARER)

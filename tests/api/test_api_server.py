@@ -364,7 +364,7 @@ def test_the_events_feed_filters_by_type_and_resumes_after_last_event_id(server,
 
 def test_a_never_reading_feed_client_holds_nothing_up(server, client):
     """A feed client that never reads: questions are still answered. (Loopback's socket buffers take megabytes
-    before its mailbox fills; the drop itself is tested on the feed in tests/app/api/test_api_feed.py.)"""
+    before its mailbox fills; the drop itself is tested on the feed in tests/api/test_api_feed.py.)"""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
     sock.connect(("127.0.0.1", server.port))

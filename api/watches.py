@@ -6,10 +6,10 @@ from dataclasses import asdict
 
 from fastapi import APIRouter, Depends, Response
 
-from app.api.context import ApiContext, refusal
-from app.api.models import Problem, WatchAdd, WatchChange, WatchView
-from app.watches.runtime import RuntimeWatch
-from app.watches.spec import WatchSpec
+from api.context import ApiContext, refusal
+from api.models import Problem, WatchAdd, WatchChange, WatchView
+from watches.runtime import RuntimeWatch
+from watches.spec import WatchSpec
 
 REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 409, 422, 429)}
 

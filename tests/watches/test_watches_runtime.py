@@ -1,4 +1,4 @@
-"""Runtime watches (app/watches/runtime.py): added, changed and removed while running, applied on the worker
+"""Runtime watches (watches/runtime.py): added, changed and removed while running, applied on the worker
 (app/runtime_watch_apply.py), kept across a restart in a private file, ended by expiry and by one-shot."""
 
 import json
@@ -10,10 +10,10 @@ import pytest
 from app.input_limits import AssistantBusy, InputLimits
 from app.runtime_watch_apply import apply_runtime_watches
 from app.stream_events import StreamEvents
-from app.watches.runtime import Conflict, NotFound, RuntimeWatches, TooMany, WatchLimits, state_path
-from app.watches.spec import WatchSpec
-from app.watches.watch import Watch
 from bus import Alert, EventBus
+from watches.runtime import Conflict, NotFound, RuntimeWatches, TooMany, WatchLimits, state_path
+from watches.spec import WatchSpec
+from watches.watch import Watch
 
 
 class FakeAssistant:

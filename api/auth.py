@@ -14,7 +14,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
-from app.api_config import (  # noqa: F401 (the config layer's token reading, named here for the routes' readers)
+from api.config import (  # noqa: F401 (the config layer's token reading, named here for the routes' readers)
     LOCAL,
     SCOPES,
     TOKENS_ENV,

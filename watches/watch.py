@@ -7,10 +7,10 @@ import io
 import numpy as np
 from PIL import Image
 
-from app.scheduler import StandingQuestion
-from app.watches.gate import ChangeGate
-from app.watches.spec import WatchSpec
-from app.watches.state import WatchState
+from watches.gate import ChangeGate
+from watches.scheduler import StandingQuestion
+from watches.spec import WatchSpec
+from watches.state import WatchState
 
 
 class Watch:

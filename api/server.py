@@ -10,13 +10,13 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
-from app.api import ask, events, history, openai_chat, streams, watches
-from app.api.asking import Asks
-from app.api.auth import access_for
-from app.api.body_limit import API_PREFIXES, BodyLimit
-from app.api.context import ApiContext
-from app.api.feed import EventFeed
-from app.watches.runtime import RuntimeWatches
+from api import ask, events, history, openai_chat, streams, watches
+from api.asking import Asks
+from api.auth import access_for
+from api.body_limit import API_PREFIXES, BodyLimit
+from api.context import ApiContext
+from api.feed import EventFeed
+from watches.runtime import RuntimeWatches
 
 OPENAPI_PATH = "/api/v1/openapi.json"
 VERSION = "1.0"

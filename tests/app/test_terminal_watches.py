@@ -1,4 +1,4 @@
-"""Watches typed in the terminal (app/watches/typed.py): `watch for: QUESTION [every 5s] [on change] [once]
+"""Watches typed in the terminal (app/terminal_watches.py): `watch for: QUESTION [every 5s] [on change] [once]
 [for 10m] [threshold 0.7] [as NAME]`, `watches`, `unwatch NAME`; parsed, handed to the run's runtime watches
 (owner "terminal"), answered on stderr; plain questions still asked. End to end: a watch typed into a real run
 gives its alerts in the --log-jsonl and is kept in the runtime watches' file."""
@@ -11,11 +11,11 @@ import pytest
 
 from app.cli import build_parser
 from app.stdin_questions import StdinQuestions
-from app.watches.runtime import RuntimeWatches, WatchLimits, state_path
-from app.watches.spec import WatchSpec
-from app.watches.typed import USAGE, TerminalWatches, parse_watch, refused_watches
-from tests.app.test_watches_runtime import Clock, FakeAssistant
+from app.terminal_watches import USAGE, TerminalWatches, parse_watch, refused_watches
 from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.watches.test_watches_runtime import Clock, FakeAssistant
+from watches.runtime import RuntimeWatches, WatchLimits, state_path
+from watches.spec import WatchSpec
 
 HANG_S = 60  # a guard against a hang, not a time the test expects
 
