@@ -31,7 +31,7 @@ from model.loading import LoadedModel, ModelLoadError, load_model
 from monitor.memory_monitor import MemoryMonitor
 from outputs import OutputPublisher
 from outputs.commands import CommandsSlot
-from outputs.event_log import JsonlLog
+from outputs.event_log import JsonlLog, queued_log
 from outputs.registry import SinkContext, build_sinks, wanted_types
 from timeline import TimelineError, TimelineWriter
 from timeline.notes import TimelineNotes
@@ -212,7 +212,7 @@ def build_assistant(
     log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
     # what writes to a terminal or a file runs behind its own bounded queue and thread, never on the model's
     queued = [QueuedSubscriber("terminal", writer) for writer in writers]
-    queued += [QueuedSubscriber("event log", log)] if log is not None else []
+    queued += [queued_log(log)] if log is not None else []
     for writer in queued:
         bus.subscribe(writer)
     bus.publish(

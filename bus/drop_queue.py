@@ -82,6 +82,20 @@ class DropOldestQueue(Generic[T]):
                 self._cond.wait(poll_s)
             return True
 
+    def put_waiting(self, item: T, stop: threading.Event, poll_s: float = 0.1) -> bool:
+        """Append ``item`` once there is room: nothing is ever dropped, the producer waits instead (backpressure).
+        False, the item not taken, if ``stop`` was set first. RuntimeError when closed."""
+        with self._cond:
+            while len(self._items) >= self.maxsize and not self._closed:
+                if stop.is_set():
+                    return False
+                self._cond.wait(poll_s)
+            if self._closed:
+                raise RuntimeError("put_waiting() on a closed DropOldestQueue")
+            self._items.append(item)
+            self._cond.notify_all()  # the consumer, not only another producer waiting for room
+            return True
+
     def close(self) -> None:
         """No more puts; wakes waiting consumers once the queue is empty."""
         with self._cond:

@@ -45,7 +45,8 @@ class BackgroundWorker(Generic[T]):
         send: called with each item, in order, on the worker's thread; may take its time (the queue absorbs
             it). An exception crashes the worker: it is reported by type (`bus.supervisor`), the item is lost,
             and the thread restarts after a backoff.
-        queue_size: items kept while `send` is busy; beyond it the oldest is dropped (`dropped`).
+        queue_size: items kept while `send` is busy; beyond it the oldest is dropped (`dropped`), or, with
+            `block`, `put` waits for room (a record that must lose nothing: the producer is slowed instead).
         on_error: called with a one-line message about drops, failures and crashes.
         report_every_s: drops are reported at most this often (seconds).
         restarts: how a crashed worker thread restarts.
@@ -74,6 +75,7 @@ class BackgroundWorker(Generic[T]):
         on_drops: ErrorCallback | None = None,
         idle: Callable[[], None] | None = None,
         finish: Callable[[], None] | None = None,
+        block: bool = False,
     ) -> None:
         if report_every_s < 0:
             raise ValueError(f"report_every_s must be >= 0, got {report_every_s}")
@@ -85,6 +87,7 @@ class BackgroundWorker(Generic[T]):
         self.finish = finish
         self.report_every_s = report_every_s
         self.items = items
+        self.block = block
         self.abort_grace_s = abort_grace_s
         self._queue: DropOldestQueue[T] = DropOldestQueue(queue_size)
         self._abort = threading.Event()  # the close deadline passed: end now, count the rest as dropped
@@ -115,8 +118,11 @@ class BackgroundWorker(Generic[T]):
         return self._queue.closed
 
     def put(self, item: T) -> bool:
-        """Queues `item` without blocking; False when the worker is closed (the item is not taken)."""
+        """Queues `item` without blocking (with `block`: once there is room); False when the worker is closed or
+        its close deadline passed (the item is not taken)."""
         try:
+            if self.block:
+                return self._queue.put_waiting(item, self._abort)
             self._queue.put(item)
         except RuntimeError:  # closed
             return False
@@ -217,7 +223,8 @@ class BatchWorker(BackgroundWorker[T]):
 
 class QueuedSubscriber:
     """A bus subscriber moved off the publishing (model worker's) thread: `__call__` queues the event, the
-    worker hands it to `subscriber` in order. `close()` delivers what is left (bounded by its timeout)."""
+    worker hands it to `subscriber` in order. `close()` delivers what is left (bounded by its timeout). A display
+    may skip (the oldest dropped when full); a record (`block`: the event log) never does: the publisher waits."""
 
     def __init__(
         self,
@@ -225,9 +232,12 @@ class QueuedSubscriber:
         subscriber: Callable[[Event], None],
         queue_size: int = 1024,
         on_error: ErrorCallback | None = None,
+        block: bool = False,
     ) -> None:
         self.subscriber = subscriber
-        self.worker: BackgroundWorker[Event] = BackgroundWorker(name, subscriber, queue_size, on_error, items="events")
+        self.worker: BackgroundWorker[Event] = BackgroundWorker(
+            name, subscriber, queue_size, on_error, items="events", block=block
+        )
 
     def __call__(self, event: Event) -> None:
         self.worker.put(event)

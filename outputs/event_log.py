@@ -1,6 +1,8 @@
 """The JSON-lines event log (--log-jsonl): one record per logged event, the file created private (0600).
 
-Its events arrive already redacted (`bus.redact.redacted` runs before an event is published)."""
+Its events arrive already redacted (`bus.redact.redacted` runs before an event is published). The log is a record,
+not a display: behind its queue (`queued_log`) it never drops an event; a burst above the disk's speed makes the
+publisher wait instead (the terminal, a display, may still skip)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 from bus import Event, to_json
 from bus.private_paths import open_private_append
+from bus.worker import QueuedSubscriber
 
 
 class JsonlLog:
@@ -31,3 +34,12 @@ class JsonlLog:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+LOG_QUEUE = 4096  # events waiting for the disk before the publisher waits
+
+
+def queued_log(log: JsonlLog) -> QueuedSubscriber:
+    """`log` behind its own thread and bounded queue; when the queue is full the publisher waits (backpressure),
+    so no event is ever dropped."""
+    return QueuedSubscriber("event log", log, queue_size=LOG_QUEUE, block=True)

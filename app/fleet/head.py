@@ -16,7 +16,7 @@ from app.startup import StartupError, start_publisher, start_timeline_writer
 from bus import EventBus, Subscriber
 from bus.worker import QueuedSubscriber
 from outputs import OutputPublisher
-from outputs.event_log import JsonlLog
+from outputs.event_log import JsonlLog, queued_log
 from timeline import TimelineError, TimelineWriter
 
 
@@ -71,7 +71,7 @@ def start_head(config: AppConfig, displays: Sequence[Subscriber] = (), writers: 
             head.bus.subscribe(display)
         head.log = JsonlLog(config.log_jsonl) if config.log_jsonl else None
         head.writers = [QueuedSubscriber("terminal", writer) for writer in writers]
-        head.writers += [QueuedSubscriber("event log", head.log)] if head.log is not None else []
+        head.writers += [queued_log(head.log)] if head.log is not None else []
         for writer in head.writers:
             head.bus.subscribe(writer)
             writer.start()
