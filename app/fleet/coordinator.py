@@ -7,7 +7,10 @@ hosts that finished loading, the streams that started (or were refused); it look
 seconds; and it places the streams that wait. Nothing in the loop waits on a host: a busy or dying host costs
 the others nothing. A host is lost when Ray says its actor died (its process, or its machine: Ray's health checks
 decide how fast); its streams then wait, their open alerts end once (reason: host lost), and they are placed
-again (their caches are rebuilt from the live feed; the timeline keeps the past).
+again (their caches are rebuilt from the live feed; the timeline keeps the past). A host's alerts and answers are
+spooled on its box before they are drained (app/fleet/spool.py): the head delivers each once (app/fleet/delivery.py)
+and acknowledges it with the next drain; what a lost host had not seen acknowledged is delivered by the host that
+adopts its spool (docs/fleet.md, "Nothing lost").
 
 Questions come from other threads (the terminal, the page): `ask` routes under a lock and waits at most
 ASK_TIMEOUT_S for the host to take the question.
@@ -23,6 +26,7 @@ from typing import Any
 
 from app.config import AppConfig, StreamConfig
 from app.fleet.cluster import FleetError
+from app.fleet.delivery import Delivery
 from app.fleet.hosts import HostHandle, HostPool, host_config, remote_cause
 from app.fleet.placement import place
 from app.fleet.tracking import FleetTracking
@@ -48,6 +52,7 @@ class Coordinator:
         self.owner: dict[str, str] = {}  # stream -> host running it
         self.waiting: dict[str, tuple[str, float]] = {}  # stream -> (why, since when)
         self.tracking = FleetTracking()
+        self.delivery = Delivery()
         self._dropped: dict[str, int] = {}  # host -> events its outbox dropped, as last reported
         self.done = threading.Event()  # the run ended (--max-rounds, every stream ended)
         self._late: set[str] = set()  # streams past the failover deadline (reported once)
@@ -102,8 +107,11 @@ class Coordinator:
         for host in hosts:
             try:
                 self.ray.get(stops[host.name], timeout=timeout)
-                items, _ = self.ray.get(host.actor.drain.remote(), timeout=timeout)
+                items, _ = self.ray.get(
+                    host.actor.drain.remote(0.0, self.delivery.acks_for(host.name)), timeout=timeout
+                )
                 self._publish_items(host, items)
+                self.ray.get(host.actor.finish.remote(self.delivery.acks_for(host.name)), timeout=timeout)
             except Exception as err:  # a host lost or stuck at the end: the rest still stop
                 logger.warning("host %s did not stop cleanly: %s", host.name, remote_cause(err))
             self.ray.kill(host.actor)
@@ -193,7 +201,7 @@ class Coordinator:
         hosts = [h for h in self.hosts.values() if h.ready]
         for host in hosts:
             if host.drain_ref is None:
-                host.drain_ref = host.actor.drain.remote(DRAIN_WAIT_S)
+                host.drain_ref = self._next_drain(host)
         pending = {h.drain_ref: h for h in hosts}
         if not pending:
             self._stop.wait(self.fleet.poll_s)
@@ -211,7 +219,11 @@ class Coordinator:
                 continue
             self._publish_items(host, items)
             self._report_dropped(host, dropped)
-            host.drain_ref = host.actor.drain.remote(DRAIN_WAIT_S)
+            host.drain_ref = self._next_drain(host)
+
+    def _next_drain(self, host: HostHandle) -> Any:
+        """A drain of `host` that acknowledges what was delivered of its spools."""
+        return host.actor.drain.remote(DRAIN_WAIT_S, self.delivery.acks_for(host.name))
 
     def _report_dropped(self, host: HostHandle, dropped: int) -> None:
         """An `events_dropped` event when the host's outbox dropped events since its last drain."""
@@ -223,6 +235,8 @@ class Coordinator:
 
     def _publish_items(self, host: HostHandle, items: list[dict]) -> None:
         for item in items:
+            if not self.delivery.fresh(host.name, item):
+                continue  # a spooled event delivered before (its host died before the acknowledgement)
             try:
                 event = from_wire(item)
             except ValueError as err:
@@ -230,6 +244,7 @@ class Coordinator:
                 continue
             self.tracking.saw(event)
             self.bus.publish(event)
+            self.delivery.delivered(item)
 
     def _settle_starts(self, wait_s: float) -> None:
         if not self._starts:
@@ -296,6 +311,7 @@ class Coordinator:
         with self._lock:
             self._forget(host)
             self._dropped.pop(host.name, None)
+            self.delivery.lost(host.name)
             moved = sorted(host.streams | host.starting)
             for stream in moved:
                 self.owner.pop(stream, None)

@@ -1,13 +1,15 @@
 """A host: the body of one Ray actor per box or GPU. It loads the model once and runs the assistant you know
 (several streams, answers decoded together, watches) for the streams the coordinator places on it.
 
-Its events go to a bounded outbox (the oldest dropped and counted when full) that the coordinator drains every
-few tenths of a second; nothing here publishes to MQTT or writes the timeline (the head does, once): only an
-output registered to run on every host (`OutputKind.head_only=False`, outputs/registry.py) runs here too. Events of
-the host as a whole (ready, stopped, warnings) are renamed for the fleet: `host NAME: ...`, status kind INFO,
-so that one host's "assistant stopped" never reads as the fleet's. This class imports no Ray: the coordinator
-makes it an actor (`ray.remote(FleetHost)`, several calls at once: a drain that waits for events never holds
-up a question), and a test or a benchmark may run it in-process.
+Its alerts and answers are written to its spool first (app/fleet/spools.py: a file on the box, so a host's death
+loses none; the head acknowledges what it delivered); its other events go to a bounded outbox (the oldest dropped
+and counted when full). The coordinator drains both every few tenths of a second; nothing here publishes to MQTT
+or writes the timeline (the head does, once): only an output registered to run on every host
+(`OutputKind.head_only=False`, outputs/registry.py) runs here too. Events of the host as a whole (ready, stopped,
+warnings) are renamed for the fleet: `host NAME: ...`, status kind INFO, so that one host's "assistant stopped"
+never reads as the fleet's. This class imports no Ray: the coordinator makes it an actor (`ray.remote(FleetHost)`,
+several calls at once: a drain that waits for events never holds up a question), and a test or a benchmark may
+run it in-process.
 """
 
 from __future__ import annotations
@@ -15,18 +17,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import queue
 import socket
 import threading
+from pathlib import Path
 from typing import Any
 
 from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.config import AppConfig, StreamConfig
+from app.fleet.spools import HostSpools, spool_folder
 from app.fleet.wire import HostInfo, to_wire
 from app.startup import memory_fields, start_publisher, stream_factory
 from app.stream_factory import StreamFactory
-from bus import DropOldestQueue, ErrorEvent, Event, EventBus, Status, StatusKind, WarningEvent
+from bus import Alert, Answer, DropOldestQueue, ErrorEvent, Event, EventBus, Status, StatusKind, WarningEvent
 from bus.redact import redacted
 from cache.attention import register_attention
 from model.loading import load_model
@@ -35,6 +38,7 @@ from monitor.memory_monitor import MemoryMonitor
 logger = logging.getLogger(__name__)
 
 OUTBOX = 4096  # events waiting for the coordinator (at 0.2 s a drain, minutes of a busy host's events)
+DURABLE = (Alert, Answer)  # what the spool keeps until the head acknowledges it (the rest may be skipped)
 
 
 def room_for(factory: StreamFactory, max_streams: int) -> int:
@@ -53,8 +57,10 @@ def room_for(factory: StreamFactory, max_streams: int) -> int:
 class FleetHost:
     """Runs the streams placed on it with one model. name: the host's name in the fleet (events, the page)."""
 
-    def __init__(self, config: AppConfig, name: str) -> None:
+    def __init__(self, config: AppConfig, name: str, spools: Path | None = None) -> None:
         self.name = name
+        self.spools = HostSpools(spools or spool_folder(), name)  # before the model: orphans wait no longer
+        self._news = threading.Event()  # an event was posted (wakes a drain's long poll)
         self.config = config
         self.loaded = load_model(config.model, text_attention=register_attention())
         self.factory = stream_factory(config, self.loaded, share_between=config.max_streams)
@@ -124,17 +130,24 @@ class FleetHost:
     def streams(self) -> list[str]:
         return [] if self.assistant is None else list(self.assistant.streams)
 
-    def drain(self, wait_s: float = 0.0) -> tuple[list[dict[str, Any]], int]:
-        """The events since the last drain (oldest first) as wire dicts, and how many the outbox dropped so far.
-        With `wait_s`, waits that long for a first event when there is none (a long poll: an event reaches the
-        head as soon as it is made, without a drain every few milliseconds)."""
-        if wait_s > 0 and not self.outbox.qsize():
-            try:
-                first = [self.outbox.get(timeout=wait_s)]
-            except queue.Empty:
-                first = []
-            return first + self.outbox.drain(), self.outbox.dropped
-        return self.outbox.drain(), self.outbox.dropped
+    def drain(self, wait_s: float = 0.0, acked: dict[str, int] | None = None) -> tuple[list[dict[str, Any]], int]:
+        """The events since the last drain as wire dicts (the spools' unsent alerts and answers, each with
+        `_spool: [id, seq]`, an adopted orphan's first; then the outbox's, oldest first), and how many the outbox
+        dropped so far. acked: spool id -> the seq up to which the head delivered the spooled events. With
+        `wait_s`, waits that long for a first event when there is none (a long poll: an event reaches the head
+        as soon as it is made, without a drain every few milliseconds)."""
+        self.spools.ack(acked or {})
+        self.spools.scan()
+        self._news.clear()
+        if wait_s > 0 and not self.outbox.qsize() and not self.spools.has_unsent():
+            self._news.wait(wait_s)
+        return self.spools.unsent() + self.outbox.drain(), self.outbox.dropped
+
+    def finish(self, acked: dict[str, int]) -> None:
+        """After the last drain of a stopped host: the head's acknowledgements applied, and the spools let go
+        (a fully delivered one deleted; one with events left stays for a host to adopt)."""
+        self.spools.ack(acked)
+        self.spools.close(delivered=True)
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stops the assistant (its last events stay in the outbox for a final drain)."""
@@ -170,7 +183,12 @@ class FleetHost:
     def _post(self, event: Event) -> None:
         if event.stream is None and isinstance(event, (Status, WarningEvent, ErrorEvent)):
             event = _of_host(event, self.name)
-        self.outbox.put(to_wire(redacted(event)))
+        wire = to_wire(redacted(event))
+        if isinstance(event, DURABLE):
+            self.spools.append(wire)
+        else:
+            self.outbox.put(wire)
+        self._news.set()
 
 
 def _of_host(event: Status | WarningEvent | ErrorEvent, host: str) -> Event:
