@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from bus.private_paths import make_private_dir
+
 logger = logging.getLogger(__name__)
 
 SUFFIX = ".spool"
@@ -55,7 +57,7 @@ class Spool:
 
     @classmethod
     def create(cls, folder: Path, name: str) -> Spool:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dir(folder)  # 0700: what the cameras saw and what people asked
         path = folder / f"{name}-{os.getpid()}-{os.urandom(4).hex()}{SUFFIX}"
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
