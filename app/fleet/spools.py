@@ -5,6 +5,7 @@ the box's: a spool waits there until a host runs on that box again."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ class HostSpools:
         self.own = Spool.create(folder, host)
         self.adopted: dict[str, Spool] = {}
         self._scanned_at = float("-inf")
+        self._lock = threading.Lock()  # a drain in flight and the last one at a stop may overlap
         self.scan()
 
     def scan(self) -> None:
@@ -39,7 +41,11 @@ class HostSpools:
         now = time.monotonic()
         if now - self._scanned_at < SCAN_EVERY_S:
             return
-        self._scanned_at = now
+        with self._lock:
+            self._scanned_at = now
+            self._adopt_orphans()
+
+    def _adopt_orphans(self) -> None:
         held = {self.own.id, *self.adopted}
         for path in sorted(self.folder.glob(f"*{SUFFIX}")):
             if path.name.removesuffix(SUFFIX) in held:
@@ -57,17 +63,23 @@ class HostSpools:
         return self.own.append(wire)
 
     def has_unsent(self) -> bool:
-        return any(s.last_seq > s.sent for s in (*self.adopted.values(), self.own))
+        with self._lock:
+            return any(s.last_seq > s.sent for s in (*self.adopted.values(), self.own))
 
     def unsent(self) -> list[dict[str, Any]]:
         """Every held spool's events not yet offered (made durable first: fsync)."""
         items: list[dict[str, Any]] = []
-        for spool in (*self.adopted.values(), self.own):
-            spool.sync()
-            items += spool.unsent()
+        with self._lock:
+            for spool in (*self.adopted.values(), self.own):
+                spool.sync()
+                items += spool.unsent()
         return items
 
     def ack(self, acked: dict[str, int]) -> None:
+        with self._lock:
+            self._ack(acked)
+
+    def _ack(self, acked: dict[str, int]) -> None:
         for spool_id, seq in acked.items():
             spool = self.own if spool_id == self.own.id else self.adopted.get(spool_id)
             if spool is None:
@@ -79,10 +91,11 @@ class HostSpools:
     def close(self, delivered: bool) -> None:
         """Lets every spool go; with `delivered` (the head acknowledged the last drain), those with nothing
         pending are deleted, the rest stay for a host to adopt."""
-        for spool in (*self.adopted.values(), self.own):
-            spool.sync()
-            if delivered and not spool.pending:
-                spool.remove()
-            else:
-                spool.close()
-        self.adopted.clear()
+        with self._lock:
+            for spool in (*self.adopted.values(), self.own):
+                spool.sync()
+                if delivered and not spool.pending:
+                    spool.remove()
+                else:
+                    spool.close()
+            self.adopted.clear()
