@@ -32,7 +32,7 @@ from app.fleet.placement import place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import from_wire
 from app.fleet_config import FleetConfig
-from bus import ErrorEvent, Event, EventBus, EventsDropped, Status, StatusKind
+from bus import Alert, ErrorEvent, Event, EventBus, EventsDropped, Status, StatusKind
 from bus.redact import redacted
 
 logger = logging.getLogger(__name__)
@@ -234,6 +234,7 @@ class Coordinator:
             self.bus.publish(EventsDropped(host=host.name, dropped=dropped, new=new))
 
     def _publish_items(self, host: HostHandle, items: list[dict]) -> None:
+        begun: list[Alert] = []  # alerts a lost host began, replayed: no watch will end them
         for item in items:
             if not self.delivery.fresh(host.name, item):
                 continue  # a spooled event delivered before (its host died before the acknowledgement)
@@ -242,9 +243,19 @@ class Coordinator:
             except ValueError as err:
                 logger.warning("host %s sent an event that is not one: %s", host.name, err)
                 continue
+            if isinstance(event, Alert) and self.delivery.replayed(host.name, item):
+                if not event.began and not self.tracking.is_open(event.stream, event.id):
+                    self.delivery.delivered(item)  # the head ended it already, when its host was lost
+                    continue
+                if event.began:
+                    begun.append(event)
             self.tracking.saw(event)
             self.bus.publish(event)
             self.delivery.delivered(item)
+        for begin in begun:  # a replay arrives whole (one drain): what it left on ends now, once
+            end = self.tracking.end_alert(begin.stream or "", begin.id)
+            if end is not None:
+                self._publish(end)
 
     def _settle_starts(self, wait_s: float) -> None:
         if not self._starts:

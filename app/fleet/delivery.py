@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.fleet.spool import writer_of
+
 
 class Delivery:
     """The head's marks: spool id -> highest seq delivered; host -> the spools it sent."""
@@ -36,6 +38,11 @@ class Delivery:
         if key is not None:
             spool_id, seq = key
             self.marks[spool_id] = max(seq, self.marks.get(spool_id, 0))
+
+    def replayed(self, host: str, item: dict[str, Any]) -> bool:
+        """Whether `item` comes from a spool `host` adopted (its writer died): the replay of a lost host."""
+        key = item.get("_spool")
+        return key is not None and writer_of(key[0]) != host
 
     def acks_for(self, host: str) -> dict[str, int]:
         """spool id -> seq delivered, for the spools `host` sent."""

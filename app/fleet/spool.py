@@ -27,6 +27,11 @@ SUFFIX = ".spool"
 ROTATE_BYTES = 4 << 20  # a fully acknowledged file larger than this starts again empty (its seq goes on)
 
 
+def writer_of(spool_id: str) -> str:
+    """The name of the host that wrote a spool (its id is `NAME-PID-RANDOM`)."""
+    return spool_id.rsplit("-", 2)[0]
+
+
 def to_line(wire: dict[str, Any]) -> dict[str, Any]:
     """A wire dict as JSON values: an alert's JPEG snapshot (bytes) as base64; a clip preview is never spooled."""
     line = {k: v for k, v in wire.items() if k not in ("_snapshot", "_preview")}

@@ -39,21 +39,27 @@ class FleetTracking:
 
     def end_alerts(self, stream: str, reason: str = HOST_LOST) -> list[Alert]:
         """The `end` of every alert of `stream` that is on (each once: they are forgotten here)."""
-        ended = []
-        for begin in self.open_alerts.pop(stream, {}).values():
-            ended.append(
-                Alert(
-                    stream=stream,
-                    id=begin.id,
-                    alert=begin.alert,
-                    state="end",
-                    p_yes=begin.p_yes,
-                    stream_time=self.stream_time.get(stream, begin.stream_time),
-                    question=begin.question,
-                    reason=reason,
-                )
-            )
-        return ended
+        return [self._end(begin, reason) for begin in self.open_alerts.pop(stream, {}).values()]
+
+    def is_open(self, stream: str | None, alert_id: str) -> bool:
+        return alert_id in self.open_alerts.get(stream or "", {})
+
+    def end_alert(self, stream: str, alert_id: str, reason: str = HOST_LOST) -> Alert | None:
+        """The `end` of one alert if it is on (then forgotten here), else None."""
+        begin = self.open_alerts.get(stream, {}).pop(alert_id, None)
+        return None if begin is None else self._end(begin, reason)
+
+    def _end(self, begin: Alert, reason: str) -> Alert:
+        return Alert(
+            stream=begin.stream,
+            id=begin.id,
+            alert=begin.alert,
+            state="end",
+            p_yes=begin.p_yes,
+            stream_time=self.stream_time.get(begin.stream or "", begin.stream_time),
+            question=begin.question,
+            reason=reason,
+        )
 
     def restarted(self, stream: str) -> None:
         """The stream runs again (on a new host): its source starts over, so it has not ended."""

@@ -1,7 +1,8 @@
 """Nothing lost when a host dies (issue 39): on a real Ray cluster of two nodes on this machine, with the tiny model,
 a real broker and an SQLite timeline, a host makes a burst of alerts and answers that the head has not drained
 yet (its loop is held), and its worker process is killed with SIGKILL. After recovery every alert and answer the
-host made (its spool on the box, read before the kill) reaches the head's bus, the broker and the timeline once."""
+host made (its spool on the box, read before the kill) reaches the head's bus, the broker and the timeline once,
+and the alerts it began (replayed from its spool) end once, with reason "host lost": no watch is left to end them."""
 
 from __future__ import annotations
 
@@ -103,9 +104,13 @@ def test_a_host_killed_after_a_burst_loses_no_alert_or_answer(tmp_path, own_data
             assert set(keys) - before, "the head had drained everything before the kill: nothing was at stake"
             recorder.wait_until(lambda events: any(e.kind is StatusKind.HOST_LOST for e in events
                                                    if isinstance(e, Status)), "host lost")  # fmt: skip
+            begun = {k[1] for k in keys if k[0] == "alert" and k[2] == "begin"}
             recorder.wait_until(
-                lambda events: set(keys) <= {key(to_record(e)) for e in events if isinstance(e, (Alert, Answer))},
-                "delivery of every alert and answer the host made",
+                lambda events: (
+                    set(keys) | {("alert", i, "end") for i in begun}
+                    <= {key(to_record(e)) for e in events if isinstance(e, (Alert, Answer))}
+                ),
+                "delivery of every alert and answer the host made, and the end of its alerts",
             )
             time.sleep(3)  # a repeat, if any, would arrive now
         finally:
@@ -119,6 +124,8 @@ def test_a_host_killed_after_a_burst_loses_no_alert_or_answer(tmp_path, own_data
 
     on_bus = [key(to_record(e)) for e in recorder.events if isinstance(e, (Alert, Answer))]
     assert len(on_bus) == len(set(on_bus)), "an alert or answer was published twice on the head's bus"
+    ends = [e for e in recorder.events if isinstance(e, Alert) and e.id in begun and e.state == "end"]
+    assert sorted(e.id for e in ends) == sorted(begun) and {e.reason for e in ends} == {"host lost"}
     mqtt = [json.loads(m.payload) for m in watcher.messages if m.topic.endswith(("/events", "/answer"))]
     on_mqtt = [k for k in map(key, (m for m in mqtt if m.get("type") in ("alert", "answer"))) if k in set(keys)]
     assert sorted(on_mqtt) == sorted(keys), "the broker did not get every alert and answer the host made, once"

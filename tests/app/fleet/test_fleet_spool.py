@@ -57,6 +57,7 @@ def test_a_killed_writers_tail_is_delivered_once_by_the_host_that_adopts_it(tmp_
     replay = host.unsent()
     assert [item["_spool"] for item in replay] == [[spool_id, seq] for seq in range(21, 51)]
     assert replay[0]["_snapshot"] == b"\xff\x00"  # bytes survive the file
+    assert head.replayed("heir", replay[0]) and not head.replayed("dying", replay[0])  # its writer is dead
     delivered = []
     for item in replay:
         if head.fresh("heir", item):
