@@ -39,7 +39,7 @@ class AskResult:
 @dataclass
 class StreamView:
     name: str
-    state: str  # idle | watching | reconnecting | ended
+    state: str  # idle | watching | reconnecting | ended; a fleet's: waiting (no host now)
     source: str | None  # redacted: never a password
     stream_time: float
     clips: int
@@ -47,6 +47,7 @@ class StreamView:
     lag_s: float
     watches: list[str]
     default: bool
+    host: str | None = None  # a fleet's: the host it runs on (None: one box, or waiting for a host)
 
 
 @dataclass
