@@ -121,26 +121,6 @@ class WatchView:
 
 
 @dataclass
-class MomentView:
-    """A row of the timeline (timeline.reader.Moment); its thumbnail at /api/v1/history/{id}/thumbnail."""
-
-    id: int
-    kind: str
-    stream: str | None
-    t_wall: float
-    start_s: float | None
-    end_s: float | None
-    question: str | None
-    text: str | None
-    who: str | None
-    p_yes: float | None
-    alert: str | None
-    state: str | None
-    has_thumbnail: bool
-    score: float | None = None
-
-
-@dataclass
 class FeedStatus:
     events: int
     clients: int

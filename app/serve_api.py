@@ -42,28 +42,36 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     assistant = running.assistant
     options = capture_options(config, loaded.adapter.frame_size())
     assistant.start()
-    api = server = thread = None
+    api = None
     try:
         try:
             api = start_api(config, assistant, options, timeline_history(config), running.watches)
         except ApiRefused as err:
             return fail(str(err))
         running.watch_configured_sources(config, loaded)
-        server, thread = serve_headless(api, ui)
-        while not assistant.done.wait(0.5):
-            pass
-        print("the run is finished; closing the API", file=sys.stderr, flush=True)
+        serve_until(assistant.done, api, ui)
     except (SourceError, StartupError) as err:
         return fail(str(err))
     except StopRequested as stop:
         print(f"\n{stop.signal_name}: stopping ...", file=sys.stderr, flush=True)
     finally:
         signals.closing()
-        stop_server(server, thread)
         if api is not None:
             api.close()
         running.close()
     return 0
+
+
+def serve_until(done: threading.Event, api: RunningApi, ui) -> None:
+    """Serves `api` alone (serve_headless) until `done` is set, then stops the server; a StopRequested (Ctrl-C,
+    SIGTERM) passes through, the server stopped first."""
+    server, thread = serve_headless(api, ui)
+    try:
+        while not done.wait(0.5):
+            pass
+        print("the run is finished; closing the API", file=sys.stderr, flush=True)
+    finally:
+        stop_server(server, thread)
 
 
 def serve_headless(api: RunningApi, ui) -> tuple[uvicorn.Server, threading.Thread]:

@@ -11,7 +11,7 @@ from api.server import ApiRefused
 from app.config import AppConfig
 from app.fleet.head import start_head
 from app.fleet.head_api import HeadApi, start_head_api
-from app.serve_api import serve_headless, stop_server
+from app.serve_api import serve_until
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, fail
 
@@ -31,20 +31,15 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     assert coordinator is not None
     print(f"streams: {coordinator.describe()}", file=sys.stderr, flush=True)
     api: HeadApi | None = None
-    server = thread = None
     try:
         api = start_head_api(config, coordinator, head.bus)
-        server, thread = serve_headless(api.api, ui)
-        while not coordinator.done.wait(0.5):
-            pass
-        print("the run is finished; closing the API", file=sys.stderr, flush=True)
+        serve_until(coordinator.done, api.api, ui)
     except (ApiRefused, StartupError) as err:
         return fail(str(err))
     except StopRequested as stop:
         print(f"\n{stop.signal_name}: stopping the fleet ...", file=sys.stderr, flush=True)
     finally:
         signals.closing()
-        stop_server(server, thread)
         if api is not None:
             api.close()
         head.close()
