@@ -20,6 +20,7 @@ import numpy as np
 from capture.config import CaptureConfig, SourceSpec
 from capture.credentials import with_userinfo
 from capture.errors import SourceError, StreamDropped
+from capture.frame_limits import check_frame_size
 from capture.source import RawFrame
 
 logger = logging.getLogger(__name__)
@@ -141,6 +142,7 @@ class AvSource:
         self._interpolation = "AREA"
         self._decoded: Iterator[RawFrame] = self._decode()
         self._first: RawFrame | None = None
+        self._checked_size: tuple[int, int] | None = None
 
     @classmethod
     def open(cls, config: CaptureConfig) -> AvSource:
@@ -195,6 +197,9 @@ class AvSource:
             )
         source = cls(container, config, decodable[0])
         try:
+            header = decodable[0].codec_context
+            if header.width and header.height:  # refused before a huge frame is decoded
+                source._check_size(header.width, header.height)
             source._first = source._first_frame()
         except BaseException:
             source.close()
@@ -298,7 +303,15 @@ class AvSource:
                 return
         raise StreamDropped(f"{self.description}: the server closed the stream")
 
+    def _check_size(self, width: int, height: int) -> None:
+        """Raises SourceError when frames of `width` x `height` are out of bounds (capture.frame_limits)."""
+        if (width, height) != self._checked_size:
+            limits = self.config.max_source_pixels, self.config.max_aspect_ratio
+            check_frame_size(self.description, width, height, *limits)
+            self._checked_size = (width, height)
+
     def _raw(self, frame: av.VideoFrame) -> RawFrame:
+        self._check_size(frame.width, frame.height)
         t = frame.time
         self._last_time = t if t is not None else self._last_time
         interp = self._interpolation
