@@ -21,6 +21,8 @@ from capture.config import CaptureConfig, SourceSpec
 from capture.credentials import with_userinfo
 from capture.errors import SourceError, StreamDropped
 from capture.frame_limits import check_frame_size
+from capture.pinned import pinned
+from capture.rtsp_guard import RtspGuard
 from capture.source import RawFrame
 
 logger = logging.getLogger(__name__)
@@ -143,6 +145,7 @@ class AvSource:
         self._decoded: Iterator[RawFrame] = self._decode()
         self._first: RawFrame | None = None
         self._checked_size: tuple[int, int] | None = None
+        self._guard: RtspGuard | None = None  # the relay an rtsp:// source chosen while running goes through
 
     @classmethod
     def open(cls, config: CaptureConfig) -> AvSource:
@@ -166,8 +169,36 @@ class AvSource:
         else:
             _check_path(spec)
         target = str(Path(str(spec.target)).expanduser()) if spec.kind == "file" else str(spec.target)
+        guard = None
+        if config.connect_to is not None:  # the checked address only, never the name resolved again
+            target, host, guard = pinned(target, config.connect_to, config.open_timeout_s)
+            if host is not None:
+                container_options["headers"] = f"Host: {host}\r\n"
+            if guard is not None:
+                options["rtsp_transport"] = "tcp"  # RTP inside the relayed connection
         if config.credentials is not None:  # joined here only: the URL shown and stored never holds them
             target = with_userinfo(target, config.credentials)
+        try:
+            source = cls._open(config, target, options, container_options, timeout)
+        except BaseException as err:
+            if guard is not None:
+                guard.close()
+                if guard.refusal is not None and isinstance(err, SourceError):
+                    raise SourceError(
+                        f"cannot open {spec.describe()}: the RTSP server answered {guard.refusal}; redirects are "
+                        "not followed for sources chosen while running: give the URL the stream is finally served "
+                        "from (its address must pass the source policy too)"
+                    ) from err
+            raise
+        source._guard = guard
+        return source
+
+    @classmethod
+    def _open(
+        cls, config: CaptureConfig, target: str, options: dict[str, str], container_options: dict[str, str], timeout
+    ) -> AvSource:
+        """Opens `target` (what FFmpeg connects to, login joined) and decodes its first frame."""
+        spec = config.spec
         try:
             # metadata that is not valid UTF-8 (damaged or mislabelled) must not make a video unreadable
             container = av.open(
@@ -332,5 +363,7 @@ class AvSource:
             return
         self._decoded.close()
         self._container.close()
+        if self._guard is not None:
+            self._guard.close()
         self._first = None
         self._stream = None
