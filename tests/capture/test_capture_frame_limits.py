@@ -44,3 +44,13 @@ def test_shapes_within_the_bounds_reach_the_model_fitted(media) -> None:
     drained = drain(CaptureThread(config, threading.Event()))
     assert drained.end.reason == "eof"
     assert {clip.frames.shape[1:] for clip in drained.clips} == {(22, 448, 3)}
+
+
+def test_a_stream_that_turns_extreme_midway_ends_with_the_error(media, tmp_path) -> None:
+    normal = media.video("normal.ts", "libx264", (64, 48), fps=4, duration_s=8.0)  # past what FFmpeg probes
+    extreme = media.video("extreme.ts", "libx264", (4096, 16), fps=4, duration_s=1.0)
+    joined = tmp_path / "joined.ts"
+    joined.write_bytes(normal.read_bytes() + extreme.read_bytes())  # MPEG-TS: the resolution changes mid-file
+    drained = drain(CaptureThread(CaptureConfig(joined, fps=4, clip_seconds=0.5), threading.Event()))
+    assert drained.clips and {clip.frames.shape[1:3] for clip in drained.clips} == {(48, 64)}
+    assert drained.end.reason == "error" and "4096x16, an aspect ratio of 256:1" in drained.end.message
