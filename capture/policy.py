@@ -202,7 +202,8 @@ class SourcePolicy:
         for address in addresses:
             for judged in judged_addresses(address):
                 self._check_address(host, judged)
-        return text, str(addresses[0])
+        # all of them passed; connect to one (IPv4 first: an IPv6 address without an IPv6 route would not fall back)
+        return text, str(next((a for a in addresses if a.version == 4), addresses[0]))
 
     def _addresses(self, host: str) -> list[IPAddress]:
         try:

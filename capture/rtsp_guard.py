@@ -68,6 +68,10 @@ class RtspGuard:
             client.settimeout(None)
             server.settimeout(None)
             with self._lock:
+                if self._stop.is_set():  # closed while connecting
+                    client.close()
+                    server.close()
+                    return
                 self._sockets += [client, server]
             self._start(self._pump, "rtsp-guard-up", client, server, None)
             self._start(self._pump, "rtsp-guard-down", server, client, ReplyScanner())
@@ -92,8 +96,11 @@ class RtspGuard:
         """Stops listening, ends every relayed connection, joins the threads (idempotent)."""
         self._stop.set()
         self._listener.close()
+        accepter = self._threads[0]
+        if accepter is not threading.current_thread():
+            accepter.join(self.timeout_s + 1.0)  # then no connection is added any more
         with self._lock:
-            sockets, threads = list(self._sockets), list(self._threads)
+            sockets, threads = list(self._sockets), list(self._threads[1:])
         for sock in sockets:
             _shut(sock)
         for thread in threads:
