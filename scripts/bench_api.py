@@ -564,7 +564,7 @@ def plot(rows: list[dict], path: Path) -> None:
     axes[0].barh(labels, decode, left=[ttft[s] for s in settings], color="silver", label="in-process decode (MQTT)")
     axes[0].barh(labels, [over[s] for s in settings], left=base, color="tab:blue", label="transport, queue, hand-off")
     axes[0].set_xlim(0, 2.2 * max(b + over[s] for s, b in zip(settings, base, strict=True)))  # room for the legend
-    axes[0].legend(fontsize=8, loc="upper right")
+    axes[0].legend(fontsize=8, loc="lower right")
     axes[0].set_xlabel("question -> first piece (MQTT: the answer), ms (median)")
     per_client, published = pick("feed", "events_per_s_per_client"), pick("feed", "published_events_per_s")
     clients = [int(r["setting"].split()[0]) for r in per_client]
