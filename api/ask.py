@@ -19,16 +19,27 @@ from bus import Answer, AnswerPiece, AnswerStart, ErrorEvent, to_record
 REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 413, 422, 429)}
 
 
-def open_ask(ctx: ApiContext, question: str, stream: str | None, owner: str) -> PendingAsk:
-    """Checks and queues the question (HTTPException: 413 too long, 404 unknown stream, 422, 429)."""
+async def open_ask(ctx: ApiContext, question: str, stream: str | None, owner: str) -> PendingAsk:
+    """Checks and queues the question (HTTPException: 413 too long, 404 unknown stream, 422, 429). Queued off the
+    event loop: on a fleet it waits for the stream's host to take it (app/fleet/api_assistant.py)."""
     limit = ctx.assistant.input_limits.max_question_chars
     if isinstance(question, str) and len(question.strip()) > limit:
         raise HTTPException(413, f"the question is too long ({len(question.strip())} characters; at most {limit})")
     ctx.stream_named(stream)
+    loop = asyncio.get_running_loop()
+    opening = asyncio.ensure_future(asyncio.to_thread(ctx.asks.open, loop, question, stream, owner))
     try:
-        return ctx.asks.open(asyncio.get_running_loop(), question, stream, owner)
+        return await asyncio.shield(opening)
+    except asyncio.CancelledError:  # the client left meanwhile: its question, once queued, is not waited for
+        opening.add_done_callback(lambda done: _close_opened(ctx, done))
+        raise
     except ValueError as err:
         raise refusal(err) from None
+
+
+def _close_opened(ctx: ApiContext, done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is None:
+        ctx.asks.close(done.result())
 
 
 async def events_of(ctx: ApiContext, pending: PendingAsk) -> AsyncIterator[list]:
@@ -74,7 +85,7 @@ def router(ctx: ApiContext) -> APIRouter:
         """JSON: waits for every answer. Streaming (`streaming: true` or `Accept: text/event-stream`): events
         `start` {request, streams}, `answer_start` and `piece` records as the answer is decoded, and a final
         `answer` {request, streams, answers, errors} (answers: `answer` records with evidence, timings, round)."""
-        pending = open_ask(ctx, body.question, body.stream, token.name)
+        pending = await open_ask(ctx, body.question, body.stream, token.name)
         if body.streaming or "text/event-stream" in request.headers.get("accept", ""):
             return StreamingResponse(_stream(ctx, pending), media_type="text/event-stream", headers=SSE_HEADERS)
         try:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from api.context import ApiContext
-from api.models import MomentView, Problem
+from api.models import Problem
+from timeline.reader import Moment
 
 REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 422, 503)}
 MAX_LIMIT = 200
@@ -22,7 +21,7 @@ def router(ctx: ApiContext) -> APIRouter:
             raise HTTPException(503, 'the timeline is off (--timeline ""): no history to search')
         return ctx.history
 
-    @api.get("/api/v1/history", response_model=list[MomentView], responses=REFUSALS, summary="Search the timeline")
+    @api.get("/api/v1/history", response_model=list[Moment], responses=REFUSALS, summary="Search the timeline")
     def search(
         text: str | None = Query(None, max_length=500, description="words to find (full-text)"),
         since_s: float | None = Query(None, gt=0, description="only the last this many seconds"),
@@ -36,7 +35,7 @@ def router(ctx: ApiContext) -> APIRouter:
             moments = timeline().search(text or None, since_s, stream, limit)
         except HistoryUnavailable as err:
             raise HTTPException(503, str(err)) from None
-        return [MomentView(**asdict(m)) for m in moments]
+        return moments  # the timeline's own rows; each one's thumbnail at /api/v1/history/{id}/thumbnail
 
     @api.get(
         "/api/v1/history/{row_id}/thumbnail",

@@ -39,7 +39,7 @@ class AskResult:
 @dataclass
 class StreamView:
     name: str
-    state: str  # idle | watching | reconnecting | ended
+    state: str  # idle | watching | reconnecting | ended; a fleet's: waiting (no host now)
     source: str | None  # redacted: never a password
     stream_time: float
     clips: int
@@ -47,6 +47,7 @@ class StreamView:
     lag_s: float
     watches: list[str]
     default: bool
+    host: str | None = None  # a fleet's: the host it runs on (None: one box, or waiting for a host)
 
 
 @dataclass
@@ -117,26 +118,6 @@ class WatchView:
     created: float | None = None
     expires_at: float | None = None
     one_shot: bool = False
-
-
-@dataclass
-class MomentView:
-    """A row of the timeline (timeline.reader.Moment); its thumbnail at /api/v1/history/{id}/thumbnail."""
-
-    id: int
-    kind: str
-    stream: str | None
-    t_wall: float
-    start_s: float | None
-    end_s: float | None
-    question: str | None
-    text: str | None
-    who: str | None
-    p_yes: float | None
-    alert: str | None
-    state: str | None
-    has_thumbnail: bool
-    score: float | None = None
 
 
 @dataclass

@@ -181,7 +181,7 @@ def router(ctx: ApiContext) -> APIRouter:
         if stream is not None and stream not in ctx.assistant.streams:
             raise HTTPException(404, f"no model {body.model!r}: models are the streams and 'all' (GET /v1/models)")
         limit = ctx.assistant.input_limits.max_question_chars
-        pending = open_ask(ctx, question_of(body.messages, limit), stream, token.name)
+        pending = await open_ask(ctx, question_of(body.messages, limit), stream, token.name)
         several = stream is None and len(pending.streams) > 1
         if body.stream:
             return StreamingResponse(

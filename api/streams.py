@@ -24,6 +24,7 @@ def view(ctx: ApiContext, stream) -> StreamView:
         lag_s=round(stream.lag_s, 3),
         watches=[w.spec.name for w in stream.watches],
         default=stream is ctx.assistant.default,
+        host=getattr(stream, "host", None),
     )
 
 

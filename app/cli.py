@@ -86,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     for noisy in ("httpx", "httpcore", "urllib3", "gradio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if config.fleet is not None and config.api.headless:
+        from app.fleet.serve_api import serve_fleet_api
+
+        return serve_fleet_api(config)
     if config.fleet is not None and config.ui is not None:
         from app.fleet.web import serve_fleet
 

@@ -182,8 +182,6 @@ def _api(args: argparse.Namespace, flags: ApiFlags, page: PageFlags, ui: UIConfi
     """--api, --api-tokens-file / $EDGE_ASSISTANT_API_TOKENS and the API's limits. --api where the page would need
     a login (beyond loopback, or a login given) and no token is given: refused (exit 2) before the model loads."""
     headless = flags.api and not page.ui
-    if headless and getattr(args, "ray", None) is not None:
-        raise ValueError("--api with --ray is not served yet: use --ui with --ray for the fleet's page")
     tokens = given_tokens(flags.api_tokens_file, os.environ)
     if headless and not tokens and ui is not None and (ui.auth is not None or (ui.beyond_loopback and not ui.no_login)):
         raise ValueError(

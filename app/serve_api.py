@@ -12,7 +12,7 @@ import time
 
 import uvicorn
 
-from api.server import ApiRefused, headless_app, start_api
+from api.server import ApiRefused, RunningApi, headless_app, start_api
 from app.config import AppConfig
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
@@ -42,39 +42,59 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     assistant = running.assistant
     options = capture_options(config, loaded.adapter.frame_size())
     assistant.start()
-    api = server = thread = None
+    api = None
     try:
         try:
             api = start_api(config, assistant, options, timeline_history(config), running.watches)
         except ApiRefused as err:
             return fail(str(err))
         running.watch_configured_sources(config, loaded)
-        app = headless_app(api, HostRule(ui.host, ui.allowed_hosts), LoginThrottle())
-        server = uvicorn.Server(uvicorn.Config(app, host=ui.host, port=ui.port, log_level="warning", lifespan="off"))
-        server.install_signal_handlers = lambda: None  # the main thread's handlers (app.signals) stay
-        thread = threading.Thread(target=server.run, name="api-server", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                return fail(f"cannot serve the API on {ui.host}:{ui.port}; try another --port or --host")
-            time.sleep(0.05)
-        port = server.servers[0].sockets[0].getsockname()[1] if server.servers else ui.port
-        print(f"api ready: http://{url_host(ui.host)}:{port}/api/v1/ (docs/api.md)", flush=True)
-        while not assistant.done.wait(0.5):
-            pass
-        print("the run is finished; closing the API", file=sys.stderr, flush=True)
-    except SourceError as err:
+        serve_until(assistant.done, api, ui)
+    except (SourceError, StartupError) as err:
         return fail(str(err))
     except StopRequested as stop:
         print(f"\n{stop.signal_name}: stopping ...", file=sys.stderr, flush=True)
     finally:
         signals.closing()
-        if server is not None:
-            server.should_exit = True
-        if thread is not None:
-            thread.join(10.0)
         if api is not None:
             api.close()
         running.close()
     return 0
+
+
+def serve_until(done: threading.Event, api: RunningApi, ui) -> None:
+    """Serves `api` alone (serve_headless) until `done` is set, then stops the server; a StopRequested (Ctrl-C,
+    SIGTERM) passes through, the server stopped first."""
+    server, thread = serve_headless(api, ui)
+    try:
+        while not done.wait(0.5):
+            pass
+        print("the run is finished; closing the API", file=sys.stderr, flush=True)
+    finally:
+        stop_server(server, thread)
+
+
+def serve_headless(api: RunningApi, ui) -> tuple[uvicorn.Server, threading.Thread]:
+    """Serves `api` alone on ui.host:ui.port in a thread (returns once it listens) behind the page's guard, and
+    prints where. StartupError when it cannot listen there."""
+    app = headless_app(api, HostRule(ui.host, ui.allowed_hosts), LoginThrottle())
+    server = uvicorn.Server(uvicorn.Config(app, host=ui.host, port=ui.port, log_level="warning", lifespan="off"))
+    server.install_signal_handlers = lambda: None  # the main thread's handlers (app.signals) stay
+    thread = threading.Thread(target=server.run, name="api-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            stop_server(server, thread)
+            raise StartupError(f"cannot serve the API on {ui.host}:{ui.port}; try another --port or --host")
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1] if server.servers else ui.port
+    print(f"api ready: http://{url_host(ui.host)}:{port}/api/v1/ (docs/api.md)", flush=True)
+    return server, thread
+
+
+def stop_server(server: uvicorn.Server | None, thread: threading.Thread | None) -> None:
+    if server is not None:
+        server.should_exit = True
+    if thread is not None:
+        thread.join(10.0)

@@ -20,6 +20,9 @@ import numpy as np
 from capture.config import CaptureConfig, SourceSpec
 from capture.credentials import with_userinfo
 from capture.errors import SourceError, StreamDropped
+from capture.frame_limits import check_frame_size
+from capture.pinned import pinned
+from capture.rtsp_guard import RtspGuard
 from capture.source import RawFrame
 
 logger = logging.getLogger(__name__)
@@ -141,6 +144,8 @@ class AvSource:
         self._interpolation = "AREA"
         self._decoded: Iterator[RawFrame] = self._decode()
         self._first: RawFrame | None = None
+        self._checked_size: tuple[int, int] | None = None
+        self._guard: RtspGuard | None = None  # the relay an rtsp:// source chosen while running goes through
 
     @classmethod
     def open(cls, config: CaptureConfig) -> AvSource:
@@ -164,8 +169,36 @@ class AvSource:
         else:
             _check_path(spec)
         target = str(Path(str(spec.target)).expanduser()) if spec.kind == "file" else str(spec.target)
+        guard = None
+        if config.connect_to is not None:  # the checked address only, never the name resolved again
+            target, host, guard = pinned(target, config.connect_to, config.open_timeout_s)
+            if host is not None:
+                container_options["headers"] = f"Host: {host}\r\n"
+            if guard is not None:
+                options["rtsp_transport"] = "tcp"  # RTP inside the relayed connection
         if config.credentials is not None:  # joined here only: the URL shown and stored never holds them
             target = with_userinfo(target, config.credentials)
+        try:
+            source = cls._open(config, target, options, container_options, timeout)
+        except BaseException as err:
+            if guard is not None:
+                guard.close()
+                if guard.refusal is not None and isinstance(err, SourceError):
+                    raise SourceError(
+                        f"cannot open {spec.describe()}: the RTSP server answered {guard.refusal}; redirects are "
+                        "not followed for sources chosen while running: give the URL the stream is finally served "
+                        "from (its address must pass the source policy too)"
+                    ) from err
+            raise
+        source._guard = guard
+        return source
+
+    @classmethod
+    def _open(
+        cls, config: CaptureConfig, target: str, options: dict[str, str], container_options: dict[str, str], timeout
+    ) -> AvSource:
+        """Opens `target` (what FFmpeg connects to, login joined) and decodes its first frame."""
+        spec = config.spec
         try:
             # metadata that is not valid UTF-8 (damaged or mislabelled) must not make a video unreadable
             container = av.open(
@@ -195,6 +228,9 @@ class AvSource:
             )
         source = cls(container, config, decodable[0])
         try:
+            header = decodable[0].codec_context
+            if header.width and header.height:  # refused before a huge frame is decoded
+                source._check_size(header.width, header.height)
             source._first = source._first_frame()
         except BaseException:
             source.close()
@@ -298,7 +334,15 @@ class AvSource:
                 return
         raise StreamDropped(f"{self.description}: the server closed the stream")
 
+    def _check_size(self, width: int, height: int) -> None:
+        """Raises SourceError when frames of `width` x `height` are out of bounds (capture.frame_limits)."""
+        if (width, height) != self._checked_size:
+            limits = self.config.max_source_pixels, self.config.max_aspect_ratio
+            check_frame_size(self.description, width, height, *limits)
+            self._checked_size = (width, height)
+
     def _raw(self, frame: av.VideoFrame) -> RawFrame:
+        self._check_size(frame.width, frame.height)
         t = frame.time
         self._last_time = t if t is not None else self._last_time
         interp = self._interpolation
@@ -319,5 +363,7 @@ class AvSource:
             return
         self._decoded.close()
         self._container.close()
+        if self._guard is not None:
+            self._guard.close()
         self._first = None
         self._stream = None

@@ -14,6 +14,7 @@ Source forms accepted by ``CaptureConfig.source``:
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Literal
 
 from bus.redact import redact_source
 from capture.credentials import has_userinfo
+from capture.frame_limits import MAX_ASPECT_RATIO, MAX_SOURCE_PIXELS
 from capture.reconnect import ReconnectPolicy
 
 SourceKind = Literal["file", "url", "camera", "gstreamer"]
@@ -118,6 +120,13 @@ class CaptureConfig:
             only when the source is opened (``capture.credentials``), never shown (not in repr).
         follow_redirects: whether an http(s) source may redirect elsewhere. False for sources chosen while
             running (capture.policy checked the host of the URL given, not of where a redirect leads).
+        connect_to: the IP address a network source's host was checked at (capture.policy, sources chosen while
+            running): the source connects there and nowhere else, never resolving its host again (the shown
+            URL keeps the name; http(s) sends it as Host). None resolves the host when connecting.
+        max_source_pixels: the most pixels a decoded frame of a file or network stream may have (before
+            downscaling); a larger source is refused (capture.frame_limits).
+        max_aspect_ratio: the widest (or tallest) frame shape a file or network stream may have, long side over
+            short side; a more extreme one is refused.
 
     A field with `metadata={"help": ...}` is a command-line flag and a --config key (app/config_flags.py).
     """
@@ -141,6 +150,9 @@ class CaptureConfig:
     block_when_full: bool = False
     credentials: tuple[str, str] | None = field(default=None, repr=False, compare=False)
     follow_redirects: bool = True
+    connect_to: str | None = None
+    max_source_pixels: int = MAX_SOURCE_PIXELS
+    max_aspect_ratio: float = MAX_ASPECT_RATIO
     spec: SourceSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -160,6 +172,19 @@ class CaptureConfig:
             ):
                 raise ValueError(f"max_size must be None or (width, height) ints >= 2 pixels, got {self.max_size}")
             self.max_size = (int(self.max_size[0]), int(self.max_size[1]))
+        if self.connect_to is not None:
+            scheme = str(self.spec.target).split(":", 1)[0].lower() if self.spec.kind == "url" else None
+            if scheme not in ("http", "https", "rtsp"):
+                raise ValueError(f"connect_to applies to http, https and rtsp URLs only, not to {self.spec.describe()}")
+            try:
+                ipaddress.ip_address(self.connect_to)
+            except ValueError as err:
+                raise ValueError(f"connect_to must be an IP address, got {self.connect_to!r}") from err
+        if not isinstance(self.max_source_pixels, int) or self.max_source_pixels < 4:
+            raise ValueError(f"max_source_pixels must be an int >= 4 (pixels), got {self.max_source_pixels!r}")
+        _check_positive("max_aspect_ratio", self.max_aspect_ratio, "(long side over short side, e.g. 20)")
+        if self.max_aspect_ratio < 1:
+            raise ValueError(f"max_aspect_ratio must be >= 1 (long side over short side), got {self.max_aspect_ratio}")
         if not isinstance(self.queue_size, int) or self.queue_size < 1:
             raise ValueError(f"queue_size must be an int >= 1 (clips), got {self.queue_size!r}")
         _check_positive("open_timeout_s", self.open_timeout_s, "seconds")

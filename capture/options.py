@@ -25,8 +25,9 @@ class CaptureOptions:
         """Raises ValueError for a source that cannot be a source (e.g. an unsupported URL scheme) or that the
         policy refuses (SourceRefused). uploaded: a file uploaded through the page. As for the command line's
         streams, a file read offline (realtime False) waits for the model and loses no clip."""
+        connect_to = None
         if self.policy is not None:
-            source = self.policy.check(source, uploaded=uploaded)
+            source, connect_to = self.policy.checked(source, uploaded=uploaded)
         return CaptureConfig(
             source=source,
             fps=self.fps,
@@ -36,4 +37,5 @@ class CaptureOptions:
             max_size=self.max_size,
             block_when_full=not self.realtime,
             follow_redirects=self.policy is None,  # the policy checked this URL's host, not a redirect's
+            connect_to=connect_to,  # the address the policy checked: not resolved again (DNS rebinding)
         )

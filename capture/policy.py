@@ -3,13 +3,17 @@
 Sources typed into the page (its source box, Add stream) or the terminal (``+NAME=SOURCE``) come from whoever
 can reach those, so they get only what people need to watch a camera:
 
-- ``rtsp://``, ``rtsps://``, ``http://``, ``https://`` URLs whose host resolves to public addresses only; a
+- ``rtsp://``, ``http://``, ``https://`` URLs whose host resolves to public addresses only; a
   loopback, link-local, private, shared, unspecified, multicast or reserved address only inside a network the
   operator allowed (``--allow-source-net CIDR``; cameras on a LAN sit on private addresses);
 - camera indexes the operator configured at start;
 - files uploaded through the page (paths inside the upload folders).
 
-Refused: ``gst:`` pipelines, local paths and ``file:`` URLs, every other FFmpeg protocol (``tcp://``, ``udp://``,
+The host is resolved once, here: `checked` returns the address it checked, and the capture connects to that
+address only (``CaptureConfig.connect_to``), so a DNS answer that changes later (rebinding) cannot move it.
+
+Refused: ``rtsps://`` (its redirects cannot be seen inside TLS: give it at start), ``gst:`` pipelines, local
+paths and ``file:`` URLs, every other FFmpeg protocol (``tcp://``, ``udp://``,
 ``rtmp://``, ``srt://``, ... which can listen on a port or read local data). Sources the operator gives at start
 (command line, --config) are trusted and never pass through here; ``gst:`` ones are limited by
 ``capture.gst_pipeline``. What FFmpeg opens inside an accepted source is limited by the protocol whitelist
@@ -26,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-ALLOWED_SCHEMES = ("rtsp", "rtsps", "http", "https")
+ALLOWED_SCHEMES = ("rtsp", "http", "https")
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str], list[str]]
@@ -35,6 +39,9 @@ Resolver = Callable[[str], list[str]]
 _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 _HOST_RE = re.compile(r"^[A-Za-z0-9.-]+$")
 _UNSAFE_CHARS = re.compile(r"[\s\\\x00-\x1f\x7f]")
+# FFmpeg reads these items of an rtsp:// URL's query as transports: UDP and multicast RTP go to addresses the
+# server names, the HTTP tunnel is another connection. Sources chosen while running use interleaved TCP only.
+_RTSP_TRANSPORT_ITEMS = frozenset({"udp", "multicast", "http", "https"})
 
 
 class SourceRefused(ValueError):
@@ -126,13 +133,17 @@ class SourcePolicy:
     def check(self, source: str | int, uploaded: bool = False) -> str | int:
         """Returns `source` when it may be watched; raises SourceRefused saying why not and what is allowed.
         uploaded: the page says it is a file uploaded through it (then it must lie in an upload folder)."""
+        return self.checked(source, uploaded)[0]
+
+    def checked(self, source: str | int, uploaded: bool = False) -> tuple[str | int, str | None]:
+        """As `check`, with the address a URL's host was checked at (an IP, to connect to), None for others."""
         if uploaded:
-            return self._check_upload(str(source))
+            return self._check_upload(str(source)), None
         if isinstance(source, int) or (isinstance(source, str) and source.strip().isdigit()):
-            return self._check_camera(int(source))
+            return self._check_camera(int(source)), None
         text = str(source).strip()
         if re.fullmatch(r"/dev/video\d+", text):
-            return self._check_camera(int(text.removeprefix("/dev/video")))
+            return self._check_camera(int(text.removeprefix("/dev/video"))), None
         if text.startswith("gst:"):
             raise SourceRefused(
                 "gst: pipelines cannot be chosen while running (they can write files and open ports); "
@@ -140,6 +151,11 @@ class SourcePolicy:
             )
         match = _SCHEME_RE.match(text)
         scheme = match.group(1).lower() if match else None
+        if scheme == "rtsps":
+            raise SourceRefused(
+                "rtsps:// sources cannot be chosen while running (a redirect inside TLS cannot be checked); give "
+                "the camera's rtsp:// URL, or the rtsps:// one at start with --stream NAME=URL"
+            )
         if scheme not in ALLOWED_SCHEMES:
             what = f"'{scheme}:' sources" if scheme else "local paths"
             raise SourceRefused(
@@ -164,7 +180,7 @@ class SourcePolicy:
             return path
         raise SourceRefused("only files uploaded through the page can be watched from it; upload the video file")
 
-    def _check_url(self, text: str, scheme: str) -> str:
+    def _check_url(self, text: str, scheme: str) -> tuple[str, str]:
         if _UNSAFE_CHARS.search(text):
             raise SourceRefused("the URL holds spaces, backslashes or control characters; type it without them")
         try:
@@ -174,11 +190,20 @@ class SourcePolicy:
             raise SourceRefused(f"the {scheme}:// URL cannot be read: {err}") from err
         if not host:
             raise SourceRefused(f"the {scheme}:// URL names no host; e.g. {scheme}://camera.example.com/stream")
+        if scheme == "rtsp":
+            query = text.rsplit("?", 1)[1] if "?" in text else ""  # FFmpeg reads the items after the last '?'
+            asked = {item.split("=", 1)[0].lower() for item in query.split("&")} & _RTSP_TRANSPORT_ITEMS
+            if asked:
+                raise SourceRefused(
+                    f"the rtsp:// URL asks FFmpeg for another transport ({', '.join(sorted(asked))}); "
+                    "sources chosen while running are read over the RTSP connection itself: leave that out"
+                )
         addresses = self._addresses(host)
         for address in addresses:
             for judged in judged_addresses(address):
                 self._check_address(host, judged)
-        return text
+        # all of them passed; connect to one (IPv4 first: an IPv6 address without an IPv6 route would not fall back)
+        return text, str(next((a for a in addresses if a.version == 4), addresses[0]))
 
     def _addresses(self, host: str) -> list[IPAddress]:
         try:

@@ -6,8 +6,12 @@ Measured:
   and through `/v1/chat/completions` (stream=True, the `openai` client), next to the same answer's in-process
   `ttft_s` (the question reaching the model until its first token, from the event log): overhead = first piece -
   ttft is what HTTP, the command queue (a clip being ingested when the question comes waits its turn) and the
-  event hand-off add. delivery: the piece's `t_wall` on the model worker until the client has it. MQTT commands
-  are not built yet: their row is left empty.
+  event hand-off add. delivery: the piece's `t_wall` on the model worker until the client has it.
+- MQTT command: the same server run with `--mqtt --mqtt-commands` against the script's own mosquitto (a free
+  127.0.0.1 port, a temporary config, always stopped), a paho client asking on `<prefix>/ask` with an id. An MQTT
+  answer arrives whole (no pieces): question -> answer received, against the answer's in-process ttft + decode
+  time (`ttft_s` + `answer_tokens / decode_tokens_per_s`); delivery: the answer's `t_wall` until the client has it.
+  The three routes are asked in turn, so they see the same conditions. Without mosquitto its row stays empty.
 - feed: events per second received by 1, 10 and 50 concurrent `GET /api/v1/events` clients over a fixed window,
   the assistant as busy as it goes (--no-realtime, a question every second of stream); ids missed (gaps) and
   clients dropped for falling behind, next to what the assistant published in the same window.
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import csv
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
@@ -47,7 +53,10 @@ from capture.synth_camera import CameraVideoConfig, write_camera_video  # noqa: 
 COLUMNS = ["part", "setting", "measure", "unit", "samples", "value", "p90", "load_1m", "note"]
 COUNT_UNITS = {"count", "checks/s"}  # may be 0; every other measured value is a time or a rate and is > 0
 CLIP_S = 4.0  # the app's default --clip-seconds
-NO_MQTT = "not measured: no MQTT command topic yet (outputs/ publishes only)"
+MOSQUITTO = shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/local/sbin")
+NO_MQTT = "not measured: mosquitto not found (apt-get install mosquitto)"
+PREFIX = "edge-assistant"  # the app's default --mqtt-prefix
+MQTT_ROUTE = "MQTT command (<prefix>/ask, paho)"
 
 
 def free_port() -> int:
@@ -189,7 +198,107 @@ def ask_openai(ai, stream: str, question: str) -> tuple[str, float, float]:
     return request, *first
 
 
-def measure_first_piece(server: Server, repeats: int, bar: tqdm) -> tuple[list[dict], PieceWatcher]:
+class Mosquitto:
+    """The script's own MQTT broker: mosquitto on a free 127.0.0.1 port, its config and log in `folder`. Leaving
+    the `with` always stops it."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder, self.port = folder, free_port()
+        self.url = f"mqtt://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Mosquitto:
+        lines = [f"listener {self.port} 127.0.0.1", "allow_anonymous true", "persistence false"]
+        if os.geteuid() == 0:  # else mosquitto drops to its own user, who cannot read the temporary folder
+            lines.append("user root")
+        config, log = self.folder / "mosquitto.conf", self.folder / "mosquitto.log"
+        config.write_text("\n".join(lines) + "\n")
+        with log.open("w") as out:
+            self.process = subprocess.Popen([MOSQUITTO, "-c", str(config)], stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return self
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__()
+                    raise RuntimeError(f"mosquitto did not start:\n{log.read_text()[-2000:]}") from None
+                time.sleep(0.05)
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+class MqttAsker:
+    """A paho client (the library of outputs/mqtt.py) that asks on `<prefix>/ask` with an id and waits for the
+    answer whose `request` is `mqtt-<id>` on the stream's answer topic (or for a refusal on `<prefix>/ask/result`)."""
+
+    def __init__(self, port: int, stream: str) -> None:
+        import paho.mqtt.client as paho
+        from paho.mqtt.enums import CallbackAPIVersion
+
+        self.stream, self.asked = stream, 0
+        self.arrived: dict[str, tuple[float, float, dict]] = {}  # id -> perf_counter, wall time, payload
+        self.changed = threading.Condition()
+        subscribed = threading.Event()
+        self.client = paho.Client(CallbackAPIVersion.VERSION2, client_id="bench-api")
+        self.client.on_connect = lambda client, *_: client.subscribe(
+            [(f"{PREFIX}/{stream}/answer", 1), (f"{PREFIX}/ask/result", 1)]
+        )
+        self.client.on_subscribe = lambda *_: subscribed.set()
+        self.client.on_message = self._message
+        self.client.connect("127.0.0.1", port)
+        self.client.loop_start()
+        if not subscribed.wait(30):
+            raise TimeoutError("no subscription to the answer topic")
+
+    def _message(self, client, userdata, message) -> None:
+        arrived, wall = time.perf_counter(), time.time()
+        payload = json.loads(message.payload)
+        if message.topic.endswith("/answer") and str(payload.get("request", "")).startswith("mqtt-"):
+            ident = payload["request"].removeprefix("mqtt-")
+        elif message.topic.endswith("/ask/result") and payload.get("ok") is False and payload.get("id"):
+            ident = payload["id"]
+        else:
+            return  # an answer of another request, or a question queued: its answer comes later
+        with self.changed:
+            self.arrived[ident] = (arrived, wall, payload)
+            self.changed.notify_all()
+
+    def ask(self, question: str) -> tuple[str, float, float]:
+        """(request id, seconds to the whole answer, wall time it arrived); asked again while the run is not
+        ready to take commands."""
+        deadline = time.monotonic() + 120
+        while True:
+            self.asked += 1
+            ident = f"bench-{self.asked}"
+            body = json.dumps({"question": question, "stream": self.stream, "id": ident})
+            t0 = time.perf_counter()
+            self.client.publish(f"{PREFIX}/ask", body, qos=1)
+            with self.changed:
+                if not self.changed.wait_for(lambda: ident in self.arrived, timeout=120):  # noqa: B023
+                    raise TimeoutError(f"no answer to {question!r} over MQTT")
+                arrived, wall, payload = self.arrived.pop(ident)
+            if payload.get("ok") is not False:
+                return f"mqtt-{ident}", arrived - t0, wall
+            if payload.get("code") != "not_ready" or time.monotonic() > deadline:
+                raise RuntimeError(f"the MQTT question was refused: {payload}")
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+def measure_first_piece(
+    server: Server, repeats: int, bar: tqdm, broker: Mosquitto | None
+) -> tuple[list[dict], PieceWatcher]:
     """The rows, and the feed client that watched the pieces (it ends with the server: join it then)."""
     from openai import OpenAI
 
@@ -197,17 +306,25 @@ def measure_first_piece(server: Server, repeats: int, bar: tqdm) -> tuple[list[d
     stream = server.stream()["name"]
     routes = {"POST /api/v1/ask (SSE, httpx)": lambda q: ask_sse(server, stream, q),
               "/v1/chat/completions (stream, openai)": lambda q: ask_openai(ai, stream, q)}  # fmt: skip
+    mqtt = MqttAsker(broker.port, stream) if broker else None
+    if mqtt:
+        routes[MQTT_ROUTE] = mqtt.ask
     got: dict[str, list] = {name: [] for name in routes}
     pieces = PieceWatcher(server)
     ask_sse(server, stream, "Warm-up: what is there?")  # the first answer pays one-time costs
+    if mqtt:
+        mqtt.ask("Warm-up: what is there?")  # and waits until the run takes commands
     for i in range(repeats):
-        for name, ask in routes.items():  # interleaved: both routes see the same conditions
+        for name, ask in routes.items():  # interleaved: every route sees the same conditions
             got[name].append(ask(f"What is in view now ({i})?"))
             bar.update()
+    if mqtt:
+        mqtt.close()
     time.sleep(1.0)  # the event log's writer catches up
-    records = server.records()
-    ttft = {r["request"]: r["ttft_s"] for r in records if r["type"] == "answer" and r.get("request")}
+    records = {r["request"]: r for r in server.records() if r["type"] == "answer" and r.get("request")}
+    ttft = {request: r["ttft_s"] for request, r in records.items()}
     piece_wall = pieces.first
+    over_mqtt = got.pop(MQTT_ROUTE, None)
     rows = []
     for name, answers in got.items():
         first_ms = [1000 * s for _, s, _ in answers]
@@ -220,8 +337,29 @@ def measure_first_piece(server: Server, repeats: int, bar: tqdm) -> tuple[list[d
                 "first piece - ttft, per question"),  # fmt: skip
             row("first_piece", name, "delivery_ms", "ms", delivery, "the piece's t_wall on the worker -> the client"),
         ]  # fmt: skip
-    rows.append(row("first_piece", "MQTT command (ask)", "first_piece_ms", "ms", [], NO_MQTT))
+    rows += (
+        mqtt_rows(over_mqtt, records) if over_mqtt else [row("first_piece", MQTT_ROUTE, "answer_ms", "ms", [], NO_MQTT)]
+    )
     return rows, pieces
+
+
+def mqtt_rows(asked: list[tuple[str, float, float]], answers: dict[str, dict]) -> list[dict]:
+    """An MQTT answer arrives whole: its time against the in-process ttft + decode time of the same answer."""
+    answer_ms = [1000 * s for _, s, _ in asked]
+    records = [answers[request] for request, _, _ in asked]
+    ttft_ms = [1000 * r["ttft_s"] for r in records]
+    decode_ms = [1000 * r["answer_tokens"] / r["decode_tokens_per_s"] if r["decode_tokens_per_s"] else 0.0
+                 for r in records]  # fmt: skip
+    own_ms = [t + d for t, d in zip(ttft_ms, decode_ms, strict=True)]
+    overhead = [a - o for a, o in zip(answer_ms, own_ms, strict=True)]
+    delivery = [1000 * (arrived - r["t_wall"]) for (_, _, arrived), r in zip(asked, records, strict=True)]
+    return [
+        row("first_piece", MQTT_ROUTE, "answer_ms", "ms", answer_ms, "the whole answer: MQTT answers have no pieces"),
+        row("first_piece", MQTT_ROUTE, "ttft_ms", "ms", ttft_ms, "in-process: the answer's ttft_s"),
+        row("first_piece", MQTT_ROUTE, "in_process_ms", "ms", own_ms, "in-process: ttft_s + tokens / decode rate"),
+        row("first_piece", MQTT_ROUTE, "overhead_ms", "ms", overhead, "answer - (ttft + decode), per question"),
+        row("first_piece", MQTT_ROUTE, "delivery_ms", "ms", delivery, "the answer's t_wall on the worker -> client"),
+    ]
 
 
 # -- the events feed -----------------------------------------------------------------------------------------------
@@ -415,13 +553,19 @@ def plot(rows: list[dict], path: Path) -> None:
         return [r for r in rows if r["part"] == part and r["measure"] == measure and r["value"] != ""]
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
-    ttft, over = pick("first_piece", "ttft_ms"), pick("first_piece", "overhead_ms")
-    labels = [r["setting"].replace(" (", "\n(") for r in ttft]
-    axes[0].barh(labels, [r["value"] for r in ttft], color="tab:gray", label="in-process ttft")
-    axes[0].barh(labels, [r["value"] for r in over], left=[r["value"] for r in ttft], color="tab:blue",
-                 label="HTTP, queue, hand-off")  # fmt: skip
-    axes[0].set_xlabel("question -> first piece, ms (median)")
-    axes[0].legend(fontsize=8)
+    ttft = {r["setting"]: r["value"] for r in pick("first_piece", "ttft_ms")}
+    own = {r["setting"]: r["value"] for r in pick("first_piece", "in_process_ms")}  # MQTT: ttft + decode
+    over = {r["setting"]: r["value"] for r in pick("first_piece", "overhead_ms")}
+    settings = [s for s in ttft if s in over]
+    labels = [s.replace(" (", "\n(") for s in settings]
+    decode = [own.get(s, ttft[s]) - ttft[s] for s in settings]
+    base = [ttft[s] + d for s, d in zip(settings, decode, strict=True)]
+    axes[0].barh(labels, [ttft[s] for s in settings], color="tab:gray", label="in-process ttft")
+    axes[0].barh(labels, decode, left=[ttft[s] for s in settings], color="silver", label="in-process decode (MQTT)")
+    axes[0].barh(labels, [over[s] for s in settings], left=base, color="tab:blue", label="transport, queue, hand-off")
+    axes[0].set_xlim(0, 2.2 * max(b + over[s] for s, b in zip(settings, base, strict=True)))  # room for the legend
+    axes[0].legend(fontsize=8, loc="lower right")
+    axes[0].set_xlabel("question -> first piece (MQTT: the answer), ms (median)")
     per_client, published = pick("feed", "events_per_s_per_client"), pick("feed", "published_events_per_s")
     clients = [int(r["setting"].split()[0]) for r in per_client]
     axes[1].plot(clients, [r["value"] for r in published], "o--", color="tab:gray", label="published")
@@ -433,7 +577,7 @@ def plot(rows: list[dict], path: Path) -> None:
     cpu = pick("watches", "cpu_s_per_stream_s")
     axes[2].barh([r["setting"] for r in cpu], [r["value"] for r in cpu], color="tab:blue")
     axes[2].set_xlabel("server CPU s per stream s (static camera)")
-    for ax, title in zip(axes, ["first streamed piece", "events feed", "runtime watches"], strict=True):
+    for ax, title in zip(axes, ["first streamed piece / MQTT answer", "events feed", "runtime watches"], strict=True):
         ax.set_title(title, fontsize=10)
     fig.suptitle("HTTP API on 127.0.0.1, tiny random model (scripts/bench_api.py)")
     fig.tight_layout()
@@ -483,13 +627,17 @@ def measure(args: argparse.Namespace, work: Path) -> list[dict]:
         "--api-watches-per-token",
         str(max(args.watches, 64)),
     ]
-    steps = 2 * args.questions + len(args.clients) + 3
+    if MOSQUITTO is None:
+        print(f"MQTT command {NO_MQTT}", file=sys.stderr)
+    steps = (2 + (MOSQUITTO is not None)) * args.questions + len(args.clients) + 3
     rows: list[dict] = []
-    with tqdm(total=steps, desc="bench_api", unit="step") as bar:
+    with tqdm(total=steps, desc="bench_api", unit="step") as bar, contextlib.ExitStack() as stack:
+        broker = stack.enter_context(Mosquitto(work / "mqtt")) if MOSQUITTO else None
+        mqtt = ["--mqtt", broker.url, "--mqtt-commands"] if broker else []
         with Server(work / "ask", video, args.model, "--every", "0", "--timeline", str(work / "tl.sqlite"),
-                    *common) as server:  # fmt: skip
+                    *mqtt, *common) as server:  # fmt: skip
             server.wait_for_clips(2)
-            asked, pieces = measure_first_piece(server, args.questions, bar)
+            asked, pieces = measure_first_piece(server, args.questions, bar, broker)
             rows += asked + measure_watches(server, args.watches, args.watch_window, bar)
         pieces.thread.join(60)
         feed_args = ["--no-realtime", "--every", "1", "--timeline", "", "--api-sse-clients", str(max(args.clients) + 4)]

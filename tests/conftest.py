@@ -23,3 +23,20 @@ from tests.support.timeline_backends import timeline_location  # noqa: E402, F40
 
 # Webhook receivers on free loopback ports, closed after each test
 from tests.support.webhook_receiver import receivers  # noqa: E402, F401
+
+# With pytest-xdist (`-n N --dist loadgroup`, as .ci/run runs it), a file's tests stay on one worker (they share
+# module fixtures: one app run, one server), and every file that starts a Ray cluster goes to one worker, so two
+# clusters never start side by side.
+RAY_MARKS = ("ray_cluster", '"--ray"')
+
+
+def pytest_collection_modifyitems(config, items):
+    sources: dict[str, str] = {}
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        path = str(item.path)
+        if path not in sources:
+            sources[path] = item.path.read_text(errors="replace")
+        group = "ray-cluster" if any(mark in sources[path] for mark in RAY_MARKS) else path
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -34,6 +35,7 @@ from app.fleet.wire import from_wire
 from app.fleet_config import FleetConfig
 from bus import Alert, ErrorEvent, Event, EventBus, EventsDropped, Status, StatusKind
 from bus.redact import redacted
+from watches.spec import WatchSpec
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +60,8 @@ class Coordinator:
         self._late: set[str] = set()  # streams past the failover deadline (reported once)
         self._retry_at: dict[str, float] = {}
         self._starts: dict[Any, tuple[str, str]] = {}  # start ref -> (stream, host)
+        self.runtime_watches: tuple[WatchSpec, ...] = ()  # set while running (the API), every host runs them
+        self._watches_version = 0  # increases with each change, so a host never goes back to an older set
         self._stop = threading.Event()
         self._loop = threading.Thread(target=self._run, name="fleet-coordinator", daemon=True)
 
@@ -119,11 +123,12 @@ class Coordinator:
 
     # -- people (any thread) ------------------------------------------------------------------------------
 
-    def ask(self, question: str, stream: str | None = None) -> list[str]:
+    def ask(self, question: str, stream: str | None = None, request: str | None = None) -> list[str]:
         """Routes a person's question to the host of `stream` (None: every running stream). Returns the streams
         asked: for None, those running on a host now (a stream waiting to be placed, or still starting, is not
-        asked). ValueError when it is empty or too long, names no stream, or its stream has no host now (with None:
-        when no stream runs); AssistantBusy from the host."""
+        asked). request: the API request's id, which the answer's events carry. ValueError when it is empty or too
+        long, names no stream, or its stream has no host now (with None: when no stream runs); AssistantBusy from
+        the host."""
         text = self.config.input_limits.check(question)
         with self._lock:
             if stream is not None and stream not in self.streams:
@@ -138,17 +143,36 @@ class Coordinator:
             if not targets:
                 raise ValueError("no stream runs on a host now; ask again once one does")
             asked = sorted(name for host, _ in targets for name in host.streams) if stream is None else [stream]
-            refs = [host.actor.ask.remote(text, name) for host, name in targets]
+            extra = () if request is None else (request,)  # the page and the terminal ask without one
+            refs = [host.actor.ask.remote(text, name, *extra) for host, name in targets]
+        self._wait_hosts(refs, "the question")
+        return asked
+
+    def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str] | None = None) -> None:
+        """The watches set while running (held on the head: app/fleet/api_assistant.py), sent to every ready host,
+        which runs those of its streams (a host still loading, or a stream placed later, gets them with a stream's
+        start). reasons: why a watch went (by name), for the end of its alert. ValueError when a host refuses them
+        (busy) or does not take them in time; a lost host is left out (its streams get them where they go next)."""
+        with self._lock:
+            self.runtime_watches = tuple(specs)
+            self._watches_version += 1
+            call = (self.runtime_watches, dict(reasons or {}), self._watches_version)
+            refs = [h.actor.set_runtime_watches.remote(*call) for h in self.hosts.values() if h.ready]
+        self._wait_hosts(refs, "the watches", lost_ok=True)
+
+    def _wait_hosts(self, refs: list, what: str, lost_ok: bool = False) -> None:
+        """Waits (at most ASK_TIMEOUT_S each) for hosts to take `what`; ValueError saying why one did not."""
         for ref in refs:
             try:
                 self.ray.get(ref, timeout=ASK_TIMEOUT_S)
             except self.ray.exceptions.RayActorError as err:
-                raise ValueError(f"the stream's host was lost ({remote_cause(err)}); ask again once it runs") from err
+                if not lost_ok:
+                    why = remote_cause(err)
+                    raise ValueError(f"the stream's host was lost ({why}); ask again once it runs") from err
             except self.ray.exceptions.GetTimeoutError as err:
-                raise ValueError("the stream's host did not take the question in time; ask again") from err
+                raise ValueError(f"the stream's host did not take {what} in time; ask again") from err
             except self.ray.exceptions.RayTaskError as err:  # the host refused it (busy, or the stream just left it)
                 raise ValueError(remote_cause(err)) from err
-        return asked
 
     def add_stream(self, stream: StreamConfig) -> None:
         """Adds a stream to the fleet: it is placed on a host with room by the loop (a status says where)."""
@@ -314,6 +338,8 @@ class Coordinator:
 
     def _start_on(self, stream: str, host: HostHandle) -> None:
         host.starting.add(stream)
+        if self._watches_version:  # the runtime watches first (the host keeps only the newest it was sent)
+            host.actor.set_runtime_watches.remote(self.runtime_watches, {}, self._watches_version)
         self._starts[host.actor.start_stream.remote(self.streams[stream])] = (stream, host.name)
 
     def _lost(self, host: HostHandle, why: str) -> None:

@@ -19,6 +19,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from bus.redact import redacted
 from cache.attention import register_attention
 from model.loading import load_model
 from monitor.memory_monitor import MemoryMonitor
+from watches.spec import WatchSpec
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +74,8 @@ class FleetHost:
         self.monitor = MemoryMonitor()
         self.assistant: Assistant | None = None
         self._starting = threading.Lock()  # the actor runs calls on several threads (a drain waits meanwhile)
+        self._runtime_watches: tuple[WatchSpec, ...] = ()  # the head's runtime watches (set_runtime_watches)
+        self._watches_version = 0
 
     def describe(self) -> HostInfo:
         """Who and where this host is, and its room (streams that fit in all)."""
@@ -105,15 +109,29 @@ class FleetHost:
             first = self.factory.build(stream.name, stream.schedule)
             self.assistant = self._assistant(first)
             self.assistant.start()
+            if self._runtime_watches:
+                self.assistant.set_runtime_watches(self._runtime_watches)
             self.assistant.watch(capture, stream=stream.name, allow_down=True)
             return admission
         return self.assistant.add_stream(stream.name, capture, allow_down=True, schedule=stream.schedule)
 
-    def ask(self, question: str, stream: str | None = None) -> None:
-        """Queues a person's question for one of this host's streams (None: all of them)."""
+    def ask(self, question: str, stream: str | None = None, request: str | None = None) -> None:
+        """Queues a person's question for one of this host's streams (None: all of them); its answer's events carry
+        `request` (the API request's id)."""
         if self.assistant is None:
             raise ValueError(f"host {self.name} runs no stream")
-        self.assistant.ask(question, stream)
+        self.assistant.ask(question, stream, request=request)
+
+    def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str], version: int) -> None:
+        """The fleet's runtime watches (kept on the head), run on this host's streams that they watch, now and on
+        streams started here later. A set older than one already taken (`version`: calls may arrive out of order)
+        is ignored. reasons: why a watch went, for the end of its alert."""
+        with self._starting:
+            if version <= self._watches_version:
+                return
+            self._watches_version, self._runtime_watches = version, tuple(specs)
+            if self.assistant is not None:
+                self.assistant.set_runtime_watches(self._runtime_watches, reasons)
 
     def remove_stream(self, name: str) -> None:
         """Stops and forgets one of this host's streams (its first too). Its last stream goes with the assistant:

@@ -4,15 +4,18 @@ bus, where every host's events arrive: each stream's panel shows its live view (
 and the host it runs on; its answers and alerts come as from one box. Questions to one stream or all are routed
 by the coordinator. The page is served with the one-box page's security (app.web.open_page: a login beyond
 loopback, the Host and Origin gate, uploads in a private folder), without the controls the fleet cannot do (Start,
-Stop, Reset memory, the standing question's editor, file and camera sources: ui/page.py `build_page(fleet=True)`)."""
+Stop, Reset memory, the standing question's editor, file and camera sources: ui/page.py `build_page(fleet=True)`).
+The HTTP API is served beside it, as on one box (app/fleet/head_api.py)."""
 
 from __future__ import annotations
 
 import sys
 
+from api.server import ApiRefused
 from app.config import AppConfig
 from app.fleet.coordinator import Coordinator
 from app.fleet.head import start_head
+from app.fleet.head_api import HeadApi, start_head_api
 from app.fleet.page_commands import FleetCommands
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, fail
@@ -44,6 +47,16 @@ def fleet_page_info(config: AppConfig, coordinator: Coordinator) -> PageInfo:
     )
 
 
+def head_api(config: AppConfig, coordinator: Coordinator, bus) -> HeadApi | None:
+    """The HTTP API served with the fleet's page; None (said on stderr) where it would need tokens none were given
+    for (as app.web.page_api says for one box)."""
+    try:
+        return start_head_api(config, coordinator, bus)
+    except ApiRefused as err:
+        print(f"api off: {err}", file=sys.stderr, flush=True)
+        return None
+
+
 def serve_fleet(config: AppConfig) -> int:
     def run(signals: SignalStop) -> int:
         with private_upload_folder():
@@ -64,7 +77,7 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     coordinator = head.coordinator
     assert coordinator is not None
     print(f"streams: {coordinator.describe()}", file=sys.stderr, flush=True)
-    page, previews = None, None
+    page, previews, api = None, None, None
     try:
         commands = FleetCommands(coordinator)
         options = capture_options(config, None)  # each host sizes frames for its model
@@ -74,7 +87,8 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
         history = timeline_history(config)
         page = build_page(live, controls, info, commands.schedule, previews, "", history, fleet=True)
         page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
-        code = open_page(page, ui)
+        api = head_api(config, coordinator, head.bus)
+        code = open_page(page, ui, None if api is None else api.api)
         if code is not None:
             return code
         while not coordinator.done.wait(0.5):
@@ -86,6 +100,8 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
         signals.closing()
         if page is not None:
             page.close()
+        if api is not None:
+            api.close()
         head.close()
         if previews is not None:
             previews.close()

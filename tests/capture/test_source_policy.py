@@ -84,7 +84,7 @@ def test_an_internal_address_is_refused_with_how_to_allow_its_network():
     ("source", "expected"),
     [
         ("rtsp://93.184.215.14:554/stream1", "rtsp://93.184.215.14:554/stream1"),
-        ("RTSPS://camera.example.com/stream1", "RTSPS://camera.example.com/stream1"),
+        ("RTSP://camera.example.com/stream1", "RTSP://camera.example.com/stream1"),  # rtsps: refused (pinned tests)
         ("https://camera.example.com/live/index.m3u8", "https://camera.example.com/live/index.m3u8"),
         ("http://user:pass@camera.example.com:8080/video.mjpg", "http://user:pass@camera.example.com:8080/video.mjpg"),
         ("http://[2606:2800:220:1:248:1893:25c8:1946]/x", "http://[2606:2800:220:1:248:1893:25c8:1946]/x"),

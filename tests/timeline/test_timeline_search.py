@@ -12,16 +12,15 @@ from timeline import TimelineConfig, TimelineError, TimelineReader
 from timeline.query import fts_query
 from timeline.store import Row, TimelineStore
 
-NOW = time.time()
 HOUR = 3600.0
 
 
 def answer(age_s: float, stream: str, question: str, text: str, thumbnail: bytes | None = None) -> Row:
-    return Row("answer", NOW - age_s, stream, 10.0, 14.0, question, text, "person", thumbnail=thumbnail)
+    return Row("answer", time.time() - age_s, stream, 10.0, 14.0, question, text, "person", thumbnail=thumbnail)
 
 
 @pytest.fixture
-def timeline(timeline_location):
+def timeline(timeline_location):  # ages from now, when the test runs (not when the suite was collected)
     path = timeline_location
     store = TimelineStore(TimelineConfig(path))
     store.write(
@@ -32,7 +31,7 @@ def timeline(timeline_location):
             answer(0.2 * HOUR, "door", "Who is at the door?", "A person with a parcel."),
             Row(
                 "alert",
-                NOW - 0.1 * HOUR,
+                time.time() - 0.1 * HOUR,
                 "yard",
                 40.0,
                 40.0,
@@ -43,7 +42,10 @@ def timeline(timeline_location):
                 alert="fox",
                 state="begin",
             ),  # fmt: skip
-            Row("stream", NOW - 0.05 * HOUR, "yard", 41.0, 41.0, text="capture: yard camera is down", state="error"),
+            Row(
+                "stream", time.time() - 0.05 * HOUR, "yard", 41.0, 41.0, text="capture: yard camera is down",
+                state="error",
+            ),  # fmt: skip
         ]
     )
     store.close()
