@@ -23,7 +23,7 @@ from typing import Any
 
 from app.config import AppConfig, StreamConfig
 from app.fleet.cluster import FleetError
-from app.fleet.hosts import HostHandle, HostPool, host_config, remote_cause
+from app.fleet.hosts import HostHandle, HostPool, remote_cause
 from app.fleet.placement import place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import from_wire
@@ -44,7 +44,7 @@ class Coordinator:
         self.config, self.fleet, self.bus, self.ray = config, fleet, bus, ray
         self.streams: dict[str, StreamConfig] = {s.name: s for s in config.streams}
         self._lock = threading.RLock()
-        self.pool = HostPool(ray, host_config(config), fleet, self._lock, self._publish, self._forget)
+        self.pool = HostPool(ray, config, fleet, self._lock, self._publish, self._forget)
         self.owner: dict[str, str] = {}  # stream -> host running it
         self.waiting: dict[str, tuple[str, float]] = {}  # stream -> (why, since when)
         self.tracking = FleetTracking()
@@ -98,11 +98,11 @@ class Coordinator:
             self._loop.join(timeout)
         with self._lock:
             hosts = list(self.hosts.values())
-        stops = {h.name: h.actor.stop.remote() for h in hosts}
+        stops = {h.name: h.actor.stop.remote(h.key) for h in hosts}
         for host in hosts:
             try:
                 self.ray.get(stops[host.name], timeout=timeout)
-                items, _ = self.ray.get(host.actor.drain.remote(), timeout=timeout)
+                items, _ = self.ray.get(host.actor.drain.remote(host.key), timeout=timeout)
                 self._publish_items(host, items)
             except Exception as err:  # a host lost or stuck at the end: the rest still stop
                 logger.warning("host %s did not stop cleanly: %s", host.name, remote_cause(err))
@@ -130,7 +130,7 @@ class Coordinator:
             if not targets:
                 raise ValueError("no stream runs on a host now; ask again once one does")
             asked = sorted(name for host, _ in targets for name in host.streams) if stream is None else [stream]
-            refs = [host.actor.ask.remote(text, name) for host, name in targets]
+            refs = [host.actor.ask.remote(host.key, text, name) for host, name in targets]
         for ref in refs:
             try:
                 self.ray.get(ref, timeout=ASK_TIMEOUT_S)
@@ -159,7 +159,7 @@ class Coordinator:
             host = self.hosts.get(self.owner.pop(name, ""))
             if host is not None:
                 host.streams.discard(name)
-                host.actor.remove_stream.remote(name)
+                host.actor.remove_stream.remote(host.key, name)
 
     def describe(self) -> str:
         """`stream -> host` for every stream, and the waiting ones with why."""
@@ -193,7 +193,7 @@ class Coordinator:
         hosts = [h for h in self.hosts.values() if h.ready]
         for host in hosts:
             if host.drain_ref is None:
-                host.drain_ref = host.actor.drain.remote(DRAIN_WAIT_S)
+                host.drain_ref = host.actor.drain.remote(host.key, DRAIN_WAIT_S)
         pending = {h.drain_ref: h for h in hosts}
         if not pending:
             self._stop.wait(self.fleet.poll_s)
@@ -211,7 +211,7 @@ class Coordinator:
                 continue
             self._publish_items(host, items)
             self._report_dropped(host, dropped)
-            host.drain_ref = host.actor.drain.remote(DRAIN_WAIT_S)
+            host.drain_ref = host.actor.drain.remote(host.key, DRAIN_WAIT_S)
 
     def _report_dropped(self, host: HostHandle, dropped: int) -> None:
         """An `events_dropped` event when the host's outbox dropped events since its last drain."""
@@ -251,7 +251,7 @@ class Coordinator:
                     continue
                 if stream not in self.streams or host is None:  # removed meanwhile
                     if host is not None:
-                        host.actor.remove_stream.remote(stream)
+                        host.actor.remove_stream.remote(host.key, stream)
                     continue
                 self.waiting.pop(stream, None)
                 self._late.discard(stream)
@@ -288,7 +288,7 @@ class Coordinator:
 
     def _start_on(self, stream: str, host: HostHandle) -> None:
         host.starting.add(stream)
-        self._starts[host.actor.start_stream.remote(self.streams[stream])] = (stream, host.name)
+        self._starts[host.actor.start_stream.remote(host.key, self.streams[stream])] = (stream, host.name)
 
     def _lost(self, host: HostHandle, why: str) -> None:
         """The host is gone: its streams wait to be placed again, their open alerts end (once, reason: host lost)."""
