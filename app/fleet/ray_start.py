@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,11 +24,14 @@ def ray_command() -> str | None:
     return str(here) if here.exists() else shutil.which("ray")
 
 
-def run_ray(argv: list[str], env: dict[str, str]) -> int:
-    return subprocess.run(argv, env=env, check=False).returncode
+def exec_ray(argv: list[str], env: dict[str, str]) -> int:
+    """Becomes `ray start` (this process is replaced): a supervisor's signals (systemd's stop, Ctrl-C on
+    `--block`) reach Ray itself, which then stops the node's processes."""
+    os.execve(argv[0], argv, env)
+    raise AssertionError("execve returned")  # it never does: it raises OSError or replaces the process
 
 
-def main(args: Sequence[str], environ: Mapping[str, str] = os.environ, runner: Runner = run_ray) -> int:
+def main(args: Sequence[str], environ: Mapping[str, str] = os.environ, runner: Runner = exec_ray) -> int:
     """Starts this box's Ray node with token authentication; returns the exit code (2: no usable token)."""
     args = list(args)
     if args[:1] in (["-h"], ["--help"]):
@@ -43,7 +45,9 @@ def main(args: Sequence[str], environ: Mapping[str, str] = os.environ, runner: R
     try:
         if "--head" in args:
             if ensure_token(path):
-                print(f"ray-start: made the cluster's Ray token at {path}; copy it to every box (mode 0600)")
+                print(
+                    f"ray-start: made the cluster's Ray token at {path}; copy it to every box (mode 0600)", flush=True
+                )
         else:
             check_token(path)
     except (TokenError, OSError) as err:

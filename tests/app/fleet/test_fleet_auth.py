@@ -1,26 +1,31 @@
 """The fleet against other drivers of its Ray cluster (a real cluster on 127.0.0.1, token authentication on as
 conftest sets it up, tests/support/ray_auth.py): a driver without the token is refused by Ray; one with it (a
 co-tenant) finds the host actor by name but cannot read the camera login or the timeline's password, drain the
-host's events or start a source; and the head itself cannot start a source the policy refuses on the host."""
+host's events or start a source; and the head itself cannot start a source the policy refuses on the host. And
+a head started by the project's command (`python -m app ray-start --head`) refuses a driver without its token."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 
 import pytest
 
 from app.cli import parse_args
 from app.config import AppConfig, StreamConfig
-from app.fleet.cluster import NAMESPACE, connect
+from app.fleet.cluster import NAMESPACE, FleetError, check_reachable, connect
 from app.fleet.coordinator import Coordinator
 from app.source_credentials import env_name
 from bus import EventBus
 from capture.config import CaptureConfig
 from tests.support.app_helpers import REPO
+from tests.support.mqtt_broker import free_port
 from tests.support.ray_auth import without_token
 from tests.support.ray_cluster import ray_cluster
 from timeline.postgres_target import PASSWORD_ENV
@@ -113,3 +118,40 @@ def test_other_drivers_get_nothing_from_the_fleet_and_the_host_keeps_the_source_
         finally:
             coordinator.stop()
             ray.shutdown()
+
+
+JOIN = "import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); print('joined', len(ray.nodes()))"
+
+
+def join(address: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", JOIN, address], cwd=REPO, env=env, capture_output=True, text=True, timeout=180
+    )
+
+
+def test_a_head_started_by_ray_start_makes_its_token_and_refuses_a_driver_without_it(tmp_path):
+    token = tmp_path / "ray" / "auth_token"
+    env = {**without_token(dict(os.environ)), "RAY_AUTH_TOKEN_PATH": str(token)}
+    port = free_port()  # ephemeral: outside Ray's worker ports (10002-19999)
+    session = tempfile.mkdtemp(prefix="ray-", dir="/tmp")  # short: Ray's socket paths live under it
+    command = [sys.executable, "-m", "app", "ray-start", "--head", "--port", str(port), "--block", "--temp-dir",
+               session, "--node-ip-address", "127.0.0.1", "--num-cpus", "0", "--include-dashboard=false"]  # fmt: skip
+    head = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and head.poll() is None:
+            try:
+                check_reachable(f"127.0.0.1:{port}", timeout=1.0)
+                break
+            except FleetError:
+                time.sleep(0.5)
+        assert oct(token.stat().st_mode & 0o777) == "0o600" and len(token.read_text()) == 64
+        joined = join(f"127.0.0.1:{port}", {**env, "RAY_AUTH_MODE": "token"})  # as `python -m app --ray` joins
+        outsider = join(f"127.0.0.1:{port}", without_token(env))
+    finally:
+        head.terminate()  # `ray-start` became `ray start --block`: it stops the node's processes
+        output = head.communicate(timeout=60)[0]
+        shutil.rmtree(session, ignore_errors=True)
+    assert "made the cluster's Ray token" in output and "Ray runtime started" in output, output[-3000:]
+    assert joined.returncode == 0 and "joined 1" in joined.stdout, joined.stderr[-3000:]
+    assert outsider.returncode != 0 and "Authentication token is missing or incorrect" in outsider.stderr
