@@ -25,14 +25,14 @@ def digest(text: str) -> bytes:
 
 
 def source_id(stream: StreamConfig) -> bytes:
-    """A stream's name and source as a digest: how a host knows the configured streams without their text."""
-    return digest(f"{stream.name}\0{stream.capture.source}")
+    """A stream's source as a digest: how a host knows the configured sources without their text."""
+    return digest(str(stream.capture.source))
 
 
 @dataclass(frozen=True)
 class HostAccess:
     """What a host is created with. key_digest: the fleet key's digest; configured: `source_id` of each stream
-    configured at start; policy: what any other source must pass."""
+    configured at start (the operator's sources, under any name); policy: what any other source must pass."""
 
     key_digest: bytes
     configured: frozenset[bytes]

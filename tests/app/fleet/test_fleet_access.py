@@ -90,9 +90,10 @@ def test_a_host_takes_only_the_fleets_key_and_only_sources_the_policy_allows(mon
         with pytest.raises(PermissionError, match="does not carry the key"):
             host.check_key(wrong, "box-0")
     host.check_source(config.streams[0])  # configured at start: a local file is the operator's choice
+    host.check_source(StreamConfig("again", config.streams[0].capture, config.schedule))  # under any name
     chosen = [
         ("door", "tcp://127.0.0.1:5999?listen=1", "'tcp:' sources cannot be chosen"),
-        ("other", clip, "local paths cannot be chosen"),  # the configured file, under another name
+        ("door", str(video(8)), "local paths cannot be chosen"),  # another file, under the configured name
         ("cam", "rtsp://127.0.0.1/live", "127.0.0.0/8"),
         ("cam", "gst:videotestsrc ! fakesink", "gst: pipelines"),
     ]
