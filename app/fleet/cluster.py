@@ -1,12 +1,14 @@
 """Joining the Ray cluster named by --ray: `auto` (the cluster this machine belongs to, `ray start` done) or
 HOST:PORT of its head. A clear FleetError (exit 2) when there is none: Ray itself would retry a wrong address
-for minutes, so the head's port is tried first."""
+for minutes, so the head's port is tried first. The head's driver joins with Ray's token authentication
+(ray_token.py): without a private token on this box it does not try."""
 
 from __future__ import annotations
 
 import socket
 from types import ModuleType
 
+from app.fleet.ray_token import TokenError, use_token
 from app.fleet_config import split_address
 
 NAMESPACE = "edge-assistant"
@@ -30,7 +32,12 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 
 
 def connect(address: str) -> ModuleType:
-    """Joins the cluster (this process becomes its driver) and returns the `ray` module."""
+    """Joins the cluster (this process becomes its driver) with Ray's token authentication and returns the `ray`
+    module."""
+    try:
+        use_token()  # before Ray reads the environment
+    except TokenError as err:
+        raise FleetError(f"cannot join the Ray cluster: {err}") from err
     if address != "auto":
         check_reachable(address)
     import ray

@@ -28,7 +28,7 @@ from typing import Any
 from app.config import AppConfig, StreamConfig
 from app.fleet.cluster import FleetError
 from app.fleet.delivery import Delivery
-from app.fleet.hosts import HostHandle, HostPool, host_config, remote_cause
+from app.fleet.hosts import HostHandle, HostPool, remote_cause
 from app.fleet.placement import place
 from app.fleet.tracking import FleetTracking
 from app.fleet.wire import from_wire
@@ -50,7 +50,7 @@ class Coordinator:
         self.config, self.fleet, self.bus, self.ray = config, fleet, bus, ray
         self.streams: dict[str, StreamConfig] = {s.name: s for s in config.streams}
         self._lock = threading.RLock()
-        self.pool = HostPool(ray, host_config(config), fleet, self._lock, self._publish, self._forget)
+        self.pool = HostPool(ray, config, fleet, self._lock, self._publish, self._forget)
         self.owner: dict[str, str] = {}  # stream -> host running it
         self.waiting: dict[str, tuple[str, float]] = {}  # stream -> (why, since when)
         self.tracking = FleetTracking()
@@ -107,15 +107,15 @@ class Coordinator:
             self._loop.join(timeout)
         with self._lock:
             hosts = list(self.hosts.values())
-        stops = {h.name: h.actor.stop.remote() for h in hosts}
+        stops = {h.name: h.actor.stop.remote(h.key) for h in hosts}
         for host in hosts:
             try:
                 self.ray.get(stops[host.name], timeout=timeout)
                 items, _ = self.ray.get(
-                    host.actor.drain.remote(0.0, self.delivery.acks_for(host.name)), timeout=timeout
+                    host.actor.drain.remote(host.key, 0.0, self.delivery.acks_for(host.name)), timeout=timeout
                 )
                 self._publish_items(host, items)
-                self.ray.get(host.actor.finish.remote(self.delivery.acks_for(host.name)), timeout=timeout)
+                self.ray.get(host.actor.finish.remote(host.key, self.delivery.acks_for(host.name)), timeout=timeout)
             except Exception as err:  # a host lost or stuck at the end: the rest still stop
                 logger.warning("host %s did not stop cleanly: %s", host.name, remote_cause(err))
             self.ray.kill(host.actor)
@@ -144,7 +144,7 @@ class Coordinator:
                 raise ValueError("no stream runs on a host now; ask again once one does")
             asked = sorted(name for host, _ in targets for name in host.streams) if stream is None else [stream]
             extra = () if request is None else (request,)  # the page and the terminal ask without one
-            refs = [host.actor.ask.remote(text, name, *extra) for host, name in targets]
+            refs = [host.actor.ask.remote(host.key, text, name, *extra) for host, name in targets]
         self._wait_hosts(refs, "the question")
         return asked
 
@@ -157,7 +157,7 @@ class Coordinator:
             self.runtime_watches = tuple(specs)
             self._watches_version += 1
             call = (self.runtime_watches, dict(reasons or {}), self._watches_version)
-            refs = [h.actor.set_runtime_watches.remote(*call) for h in self.hosts.values() if h.ready]
+            refs = [h.actor.set_runtime_watches.remote(h.key, *call) for h in self.hosts.values() if h.ready]
         self._wait_hosts(refs, "the watches", lost_ok=True)
 
     def _wait_hosts(self, refs: list, what: str, lost_ok: bool = False) -> None:
@@ -191,7 +191,7 @@ class Coordinator:
             host = self.hosts.get(self.owner.pop(name, ""))
             if host is not None:
                 host.streams.discard(name)
-                host.actor.remove_stream.remote(name)
+                host.actor.remove_stream.remote(host.key, name)
 
     def describe(self) -> str:
         """`stream -> host` for every stream, and the waiting ones with why."""
@@ -247,7 +247,7 @@ class Coordinator:
 
     def _next_drain(self, host: HostHandle) -> Any:
         """A drain of `host` that acknowledges what was delivered of its spools."""
-        return host.actor.drain.remote(DRAIN_WAIT_S, self.delivery.acks_for(host.name))
+        return host.actor.drain.remote(host.key, DRAIN_WAIT_S, self.delivery.acks_for(host.name))
 
     def _report_dropped(self, host: HostHandle, dropped: int) -> None:
         """An `events_dropped` event when the host's outbox dropped events since its last drain."""
@@ -301,7 +301,7 @@ class Coordinator:
                     continue
                 if stream not in self.streams or host is None:  # removed meanwhile
                     if host is not None:
-                        host.actor.remove_stream.remote(stream)
+                        host.actor.remove_stream.remote(host.key, stream)
                     continue
                 self.waiting.pop(stream, None)
                 self._late.discard(stream)
@@ -339,8 +339,8 @@ class Coordinator:
     def _start_on(self, stream: str, host: HostHandle) -> None:
         host.starting.add(stream)
         if self._watches_version:  # the runtime watches first (the host keeps only the newest it was sent)
-            host.actor.set_runtime_watches.remote(self.runtime_watches, {}, self._watches_version)
-        self._starts[host.actor.start_stream.remote(self.streams[stream])] = (stream, host.name)
+            host.actor.set_runtime_watches.remote(host.key, self.runtime_watches, {}, self._watches_version)
+        self._starts[host.actor.start_stream.remote(host.key, self.streams[stream])] = (stream, host.name)
 
     def _lost(self, host: HostHandle, why: str) -> None:
         """The host is gone: its streams wait to be placed again, their open alerts end (once, reason: host lost)."""

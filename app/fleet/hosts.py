@@ -1,6 +1,7 @@
 """The host actors of the fleet, as the coordinator holds them: started one per `edge_host` unit of each node (node
 affinity), joined once their model has loaded, given up when they fail to start; drained of events by the
-coordinator without ever waiting on one, and found lost when Ray says the actor died."""
+coordinator without ever waiting on one, and found lost when Ray says the actor died. Every call to a host carries
+the fleet's key (host_access.py), which only the head holds."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from types import ModuleType
 from typing import Any
 
 from app.config import AppConfig
-from app.fleet.host import FleetHost
+from app.fleet.host_access import FleetAccess, without_timeline_password
+from app.fleet.host_actor import HostActor
 from app.fleet.nodes import NodeSlots, node_slots
 from app.fleet.placement import HostRoom
 from app.fleet.wire import HostInfo
@@ -27,12 +29,13 @@ HOST_RETRY_S = 60.0  # a node whose host failed to start gets a new one after th
 @dataclass
 class HostHandle:
     """One host actor. ready: its model is loaded (`info` filled in); streams: those running on it;
-    starting: streams being started on it (start refs pending)."""
+    starting: streams being started on it (start refs pending); key: the fleet's, for every call to it."""
 
     name: str
     node: NodeSlots
     actor: Any
     started_at: float
+    key: str = field(default="", repr=False)
     info: HostInfo | None = None
     ready: bool = False
     streams: set[str] = field(default_factory=set)
@@ -45,8 +48,11 @@ class HostHandle:
         return HostRoom(self.name, room, len(self.streams) + len(self.starting), self.node.names)
 
 
-def start_host(ray: ModuleType, config: AppConfig, node: NodeSlots, unit: int, resource: str) -> HostHandle:
-    """Starts a host actor on `node` (its model loads in the actor; `describe_ref` resolves once it has)."""
+def start_host(
+    ray: ModuleType, config: AppConfig, node: NodeSlots, unit: int, resource: str, access: FleetAccess
+) -> HostHandle:
+    """Starts a host actor on `node` (its model loads in the actor; `describe_ref`, its `join`, resolves once it
+    has)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     name = node.host_name(unit)
@@ -61,24 +67,27 @@ def start_host(ray: ModuleType, config: AppConfig, node: NodeSlots, unit: int, r
     }
     if node.gpus_per_host:
         options["num_gpus"] = node.gpus_per_host
-    actor = ray.remote(FleetHost).options(**options).remote(config, name)
-    handle = HostHandle(name, node, actor, time.monotonic())
-    handle.describe_ref = actor.describe.remote()
+    actor = ray.remote(HostActor).options(**options).remote(config, name, access.host)
+    handle = HostHandle(name, node, actor, time.monotonic(), key=access.key)
+    handle.describe_ref = actor.join.remote(access.key, access.timeline_password)
     return handle
 
 
 def host_config(config: AppConfig) -> AppConfig:
     """What a host needs of the run's settings: the head-only outputs (outputs/registry.py: all of MQTT, webhooks
-    and ntfy), the log and the page stay on the head; an output registered to run per host goes along."""
-    return replace(config, outputs=per_host(config.outputs), ui=None, log_jsonl=None, streams=[], fleet=None)
+    and ntfy), the log and the page stay on the head; an output registered to run per host goes along. The
+    timeline's password stays out too (a host gets it in its first call: host_access.py)."""
+    config = replace(config, outputs=per_host(config.outputs), ui=None, log_jsonl=None, streams=[], fleet=None)
+    return without_timeline_password(config)
 
 
 class HostPool:
     """The fleet's hosts by name: a host started for every `edge_host` unit the nodes offer and no host fills (new
     boxes are seen within NODES_EVERY_S), joined once its model loaded (a `host_joined` status), given up when it
     fails to start or to load within host_start_s (an error event; its node is tried again after HOST_RETRY_S).
-    lock: the coordinator's, which readers on other threads hold; publish: the head's bus; forget: what the
-    coordinator does with a host given up (its pending work)."""
+    config: the run's (the hosts get `host_config` of it); lock: the coordinator's, which readers on other threads
+    hold; publish: the head's bus; forget: what the coordinator does with a host given up (its pending work).
+    access: the fleet's key and what its hosts are created with (host_access.py), made here for this fleet."""
 
     def __init__(
         self,
@@ -89,7 +98,8 @@ class HostPool:
         publish: Callable[[Event], None],
         forget: Callable[[HostHandle], None],
     ) -> None:
-        self.ray, self.config, self.fleet = ray, config, fleet
+        self.ray, self.config, self.fleet = ray, host_config(config), fleet
+        self.access = FleetAccess.new(config)
         self.lock, self.publish, self.forget = lock, publish, forget
         self.hosts: dict[str, HostHandle] = {}
         self._failed_nodes: dict[str, float] = {}  # node id -> when its host failed to start
@@ -120,7 +130,7 @@ class HostPool:
             for _ in range(node.hosts - running):
                 unit = self._units.get(node.node_id, 0)
                 self._units[node.node_id] = unit + 1
-                host = start_host(self.ray, self.config, node, unit, self.fleet.resource)
+                host = start_host(self.ray, self.config, node, unit, self.fleet.resource, self.access)
                 with self.lock:
                     self.hosts[host.name] = host
 

@@ -27,18 +27,21 @@ from ui.page import build_page
 from ui.preview_files import PreviewFiles
 from ui.state import LiveState
 
+KEY = "the-fleets-key"  # what the head hands its hosts with every call (app/fleet/host_access.py)
+
 
 class RemoteCall:
     def __init__(self, calls: list, name: str) -> None:
         self.calls, self.name = calls, name
 
-    def remote(self, *args):
+    def remote(self, key, *args):
+        assert key == KEY, f"{self.name} called without the fleet's key"
         self.calls.append((self.name, *args))
         return len(self.calls)
 
 
 class FakeActor:
-    """A host actor as the coordinator calls it: each call recorded, its ref a number."""
+    """A host actor as the coordinator calls it: each call recorded (after its key), its ref a number."""
 
     def __init__(self) -> None:
         self.calls: list = []
@@ -73,7 +76,7 @@ def fleet(tmp_path, refuse: bool = False) -> tuple[Coordinator, FakeActor]:
     coordinator = Coordinator(config, config.fleet, EventBus(), fake_ray(refuse))
     actor = FakeActor()
     node = NodeSlots("n1" * 8, "127.0.0.1", "box", "a", 1, 0.0)
-    coordinator.hosts["h1"] = HostHandle("h1", node, actor, time.monotonic(), ready=True, streams={"a"})
+    coordinator.hosts["h1"] = HostHandle("h1", node, actor, time.monotonic(), key=KEY, ready=True, streams={"a"})
     coordinator.owner["a"] = "h1"
     coordinator.waiting["b"] = ("no host in the fleet has room for one more stream", time.monotonic())
     return coordinator, actor

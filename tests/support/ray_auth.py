@@ -1,0 +1,25 @@
+"""Ray's token authentication for every Ray test cluster and driver of a test session, as the fleet runs on real
+boxes (app/fleet/ray_token.py): one private token in a temporary folder, named by `RAY_AUTH_TOKEN_PATH`, with
+`RAY_AUTH_MODE=token`. Set by conftest before Ray is imported (Ray reads them once per process)."""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from pathlib import Path
+
+from app.fleet.ray_token import MODE_ENV, PATH_ENV, ensure_token
+
+
+def ray_auth_env() -> dict[str, str]:
+    """The environment that turns token authentication on, with a fresh token (removed when the session ends)."""
+    folder = Path(tempfile.mkdtemp(prefix="ray-token-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    ensure_token(folder / "auth_token")
+    return {MODE_ENV: "token", PATH_ENV: str(folder / "auth_token")}
+
+
+def without_token(environ: dict[str, str]) -> dict[str, str]:
+    """`environ` as a driver that does not have the cluster's token sees it."""
+    return {k: v for k, v in environ.items() if not k.startswith("RAY_AUTH")}
