@@ -28,9 +28,9 @@ from tests.support.timeline_backends import timeline_location  # noqa: E402, F40
 # Webhook receivers on free loopback ports, closed after each test
 from tests.support.webhook_receiver import receivers  # noqa: E402, F401
 
-# With pytest-xdist (`-n N --dist loadgroup`, as .ci/run runs it), a file's tests stay on one worker (they share
-# module fixtures: one app run, one server), and every file that starts a Ray cluster goes to one worker, so two
-# clusters never start side by side.
+# With pytest-xdist (`bash .ci/run -n 4 --dist loadgroup`, on more cores than 2), a file's tests stay on one
+# worker (they share module fixtures: one app run, one server), and every file that starts a Ray cluster goes to
+# one worker, so two clusters never start side by side.
 RAY_MARKS = ("ray_cluster", '"--ray"')
 
 
