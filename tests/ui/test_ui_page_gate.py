@@ -5,7 +5,6 @@ required on every API route when set, failed logins throttled per client, sessio
 from __future__ import annotations
 
 import json
-import socket
 
 import gradio as gr
 import httpx
@@ -13,24 +12,9 @@ import pytest
 
 from app.config import UIConfig
 from app.web import MAX_PAGE_SESSIONS, launch_page
+from tests.support.harden_page_helpers import Clock, free_port
 from ui.access import PageLogin, page_login
 from ui.login_throttle import LoginThrottle
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Clock:
-    """A clock the test moves by hand: the throttle's locks pass without waiting."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def small_page() -> gr.Blocks:
