@@ -31,6 +31,7 @@ from transformers.cache_utils import CacheLayerMixin
 from cache.batch_pool import BatchPool
 from cache.decode import COMPILE_ERRORS, compile_decode, decode_forward
 from cache.runner import CachedRunner
+from cache.static_layer import static_address
 
 logger = logging.getLogger(__name__)
 
@@ -193,7 +194,7 @@ class BatchDecoder:
         per range and then sees the same objects), and where each row's new keys go in them."""
         if (start, stop) not in self._ranges:
             heads = pool.layer_tensors["keys"][0].shape[1]
-            flat_slots = torch.zeros((stop - start) * heads, dtype=torch.long, device=self.device)
+            flat_slots = static_address(torch.zeros((stop - start) * heads, dtype=torch.long, device=self.device))
             layers = [_RowsLayer(*pool.layer(i, start, stop), flat_slots, self.span) for i in range(pool.num_layers)]
             self._ranges[(start, stop)] = Cache(layers=layers), flat_slots
         return self._ranges[(start, stop)]

@@ -85,8 +85,11 @@ class BatchPool:
             layer.share(views)
 
     def layer(self, index: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Keys and values of layer `index` for rows [start, stop): [n, H_kv, C + 1, D] views."""
-        return self.layer_tensors["keys"][index][start:stop], self.layer_tensors["values"][index][start:stop]
+        """Keys and values of layer `index` for rows [start, stop): [n, H_kv, C + 1, D] views, marked static like
+        the tensors they view (a view is a tensor of its own: unmarked, a compiled step that writes it skips CUDA
+        graphs, as check_gpu.py saw on an H200)."""
+        keys, values = self.layer_tensors["keys"][index], self.layer_tensors["values"][index]
+        return static_address(keys[start:stop]), static_address(values[start:stop])
 
     def bytes(self) -> int:
         """Bytes the pool holds (every field, every row, scratch slots included)."""

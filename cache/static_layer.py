@@ -25,7 +25,8 @@ _GROW = 256  # capacities are multiples of this many tokens
 def static_address(buffer: torch.Tensor) -> torch.Tensor:
     """Marks a CUDA buffer that compiled steps write in place as living at a fixed address, without which
     torch.compile skips CUDA graphs for a step that mutates its inputs (transformers' StaticCache does the same).
-    Not verified on a GPU yet (none was lent); a no-op on the CPU, where there are no CUDA graphs."""
+    A view is a tensor of its own and needs its own mark. Checked on an H200 (scripts/check_gpu.py: no CUDA graph
+    skipped); a no-op on the CPU, where there are no CUDA graphs."""
     if buffer.is_cuda:
         torch._dynamo.mark_static_address(buffer)
     return buffer
