@@ -23,7 +23,9 @@ def _history(*args, env=None):
     )  # fmt: skip
 
 
-def test_answers_land_in_the_timeline_and_history_finds_them(tmp_path, timeline_location):
+def test_answers_land_in_the_timeline_history_finds_them_and_a_question_cites_them(tmp_path, timeline_location):
+    """One run fills the timeline (every answer lands, `history` finds them); two later runs ask a person's
+    question with and without the timeline's notes: only the first cites earlier moments."""
     timeline, log = timeline_location, tmp_path / "events.jsonl"
     where, env = cli_args(timeline)
     done = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", *where, "--log-jsonl", str(log),
@@ -46,11 +48,6 @@ def test_answers_land_in_the_timeline_and_history_finds_them(tmp_path, timeline_
     if not is_postgres(timeline):
         assert sqlite3.connect(timeline).execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
-
-def test_a_person_question_gets_earlier_moments_as_cited_notes(tmp_path, timeline_location):
-    where, env = cli_args(timeline_location)
-    first = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", *where, env=env)
-    assert first.returncode == 0, first.stderr[-2000:]
     runs = {}
     for notes in ("--timeline-notes", "--no-timeline-notes"):
         log = tmp_path / f"{notes}.jsonl"
