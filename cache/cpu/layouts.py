@@ -5,8 +5,8 @@ How fast that goes depends on the weight's shape and how it is multiplied. On th
 README, MKL's `x @ W.T` read the 49152 x 576 tied LM head of SmolLM2 at 13 GB/s when W is row-major and at
 24 GB/s when it is stored column-major (the same matrix, `W.t().contiguous().t()`), while the 576-wide
 attention projections read at 11-13 GB/s either way and at 17-19 GB/s with the AVX2 kernel of
-`cache.cpu.kernels` (one dot product per weight row). So each distinct weight shape is timed three ways
-once:
+`cache.cpu.kernels` (one dot product per weight row). So each distinct weight shape of 1 MiB or more is timed three ways
+once (a smaller one takes the kernel when it is built, MKL as loaded otherwise):
 - "row": MKL, the weight as loaded;
 - "column": MKL, the weight stored column-major;
 - "kernel": the one-row kernel, the weight as loaded (only where `kernels_ready()`), for which the module
@@ -27,6 +27,9 @@ from cache.cpu.kernels import fits, kernels_ready
 logger = logging.getLogger(__name__)
 
 _STREAM_BYTES = 64 * 2**20  # time over this many bytes of weights, so that caches do not hold them
+# A weight under this size is not timed: it sits in the L2 cache, its product takes microseconds whatever its
+# layout, and timing it would measure call overhead over thousands of copies (8.5 of a tiny model's 29 s start).
+UNTIMED_BYTES = 2**20
 
 
 KERNEL_ROWS = 16  # rows a product hands to the kernel: a decode step of up to this many streams (cache.batch_decode)
@@ -71,6 +74,8 @@ def tune_linear_layouts(model: torch.nn.Module, rounds: int = 5) -> dict[tuple[i
 
 
 def _fastest(weight: torch.Tensor, rounds: int) -> str:
+    if weight.numel() * weight.element_size() < UNTIMED_BYTES:  # the kernel when built: it is what decode runs
+        return "kernel" if kernels_ready() else "row"
     row_bytes = weight.shape[1] * weight.element_size()
     sample = weight.detach()[: max(1, _STREAM_BYTES // row_bytes)]  # a large LM head is timed on its first rows
     copies = max(1, _STREAM_BYTES // (sample.numel() * sample.element_size()))
