@@ -1,5 +1,6 @@
 """Tuned weight layouts change strides only: the same values, the same outputs up to float rounding."""
 
+import pytest
 import torch
 
 from cache.cpu.layouts import tune_linear_layouts
@@ -24,3 +25,21 @@ def test_tuning_keeps_every_weight_and_the_outputs(monkeypatch):
         assert torch.equal(p, before[name])
     with torch.inference_mode():
         torch.testing.assert_close(model(input_ids=ids).logits, expected, atol=1e-5, rtol=0)
+
+
+def test_weights_under_a_mebibyte_are_not_timed(monkeypatch):
+    """A small weight's product takes microseconds in any layout: it gets the kernel when it is built and MKL as
+    loaded otherwise, without the thousands of timed products (seconds at every start of a tiny model)."""
+    _, model, _ = build_pair("llama-gqa")
+
+    def no_timing(*args):
+        raise AssertionError("a small weight was timed")
+
+    monkeypatch.setattr("cache.cpu.layouts._best_seconds", no_timing)
+    for ready, expected in ((False, "row"), (True, "kernel")):
+        monkeypatch.setattr("cache.cpu.layouts.kernels_ready", lambda ready=ready: ready)
+        choices = tune_linear_layouts(model)
+        assert choices and set(choices.values()) == {expected}
+    monkeypatch.setattr("cache.cpu.layouts.UNTIMED_BYTES", 0)  # the same weights timed when the bound is lowered
+    with pytest.raises(AssertionError, match="timed"):
+        tune_linear_layouts(model)
