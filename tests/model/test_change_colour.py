@@ -47,7 +47,7 @@ def luma(colour: np.ndarray) -> float:
 def test_a_red_light_turning_green_at_equal_luma_is_a_change():
     """RED and GREEN have the same luma to 1/1000 of full scale (below every allowed threshold's 0.06 default
     and far below its noise), so the luma-only detector (before colour) scored this region ~0 and dropped it;
-    the colour differences (Cr: 0.713 (R - Y)) differ by more than half of full scale."""
+    the colour differences (Cr: 0.713 (R - Y)) differ by 0.56 of full scale."""
     assert abs(luma(RED) - luma(GREEN)) < 1e-3
     t = tracker()
     t.select(clip(frame(RED)), QWEN, keyframe=True)
