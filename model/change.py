@@ -114,7 +114,8 @@ class ChangeLayout:
 @dataclass
 class Selection:
     """keep: [G, Rh, Rw] tokens that enter the cache; changed: [G, Rh, Rw] regions that changed (before the
-    floor and the key frame); score: [G, Rh, Rw] largest cell difference per region (inf without a reference)."""
+    floor and the key frame); score: [G, Rh, Rw] largest cell difference of luma, Cb or Cr per region (inf
+    without a reference)."""
 
     keep: np.ndarray
     changed: np.ndarray
