@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from model.change import LUMA, ChangeConfig, ChangeLayout, ChangeTracker
+from tests.support.camera_clips import Light, camera_video
 
 QWEN = ChangeLayout(group=2, region=28)  # Qwen2-VL: a token covers 28x28 px over 2 frames
 H, W = 168, 224  # 6 x 8 regions
@@ -135,3 +136,20 @@ def test_a_dark_region_changing_colour_does_not_count_its_noise():
     noisy = base.copy()
     noisy[PATCH] = np.random.default_rng(2).integers(0, 12, noisy[PATCH].shape, dtype=np.uint8)
     assert t.select(clip(noisy), QWEN, keyframe=False).kept == 0
+
+
+def test_a_light_on_an_h264_camera_turning_green_at_equal_luma_is_kept_and_nothing_else():
+    """The real-camera path (tests/support/camera_clips.py: a photo, noise, exposure drift, flicker, H.264 with
+    4:2:0 chroma at 400 kbit/s): a 2x2-region lamp switches from RED to GREEN (equal luma) at 6 s. The clip
+    with the switch keeps the lamp's regions in its second temporal patch (frames 6-7); no other clip keeps
+    anything, so the codec's chroma noise is not a change."""
+    lamp = Light(box=(196, 140, 252, 196), before=tuple(RED), after=tuple(GREEN), switch_s=6.0)  # rows 5-6, cols 7-8
+    frames = camera_video(16, light=lamp).frames
+    t = tracker()
+    kept = []
+    for c in range(4):
+        got = t.select(frames[4 * c : 4 * c + 4], QWEN, keyframe=c == 0)
+        kept.append(got)
+    assert kept[1].changed[1, 5:7, 7:9].all() and kept[1].keep[1, 5:7, 7:9].all()
+    assert kept[1].changed_tokens == 4 and not kept[1].keep[0].any()
+    assert kept[2].kept == 0 and kept[3].kept == 0
