@@ -84,6 +84,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="measure nothing: the summary, plot and table of --out's CSV (e.g. after an interrupted run)",
     )
+    p.add_argument(
+        "--keyframe-sweep",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="N",
+        help="also print each video's steady state with a key frame every N clips, from the same measured clips "
+        "(e.g. 8 16 32 64 128; add --report-only to measure nothing)",
+    )
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default, every core)")
     p.add_argument("--quick", action="store_true", help="smoke test: 3 clips of small, short videos")
     p.add_argument("--videos-dir", type=Path, default=Path("out/bench_ingest"), help="rendered videos")
@@ -93,6 +102,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.clips = min(args.clips, 3)
     if args.clips < 2:
         p.error("--clips must be >= 2 (the first clip is always whole)")
+    if any(n < 1 for n in args.keyframe_sweep):
+        p.error("--keyframe-sweep intervals must be >= 1 (clips between key frames)")
     if args.clip_seconds <= 0 or args.budget < 64 or args.threads < 0:
         p.error("--clip-seconds must be > 0, --budget >= 64 and --threads >= 0")
     return args
@@ -267,6 +278,40 @@ def steady(key_value: float, other: list[float], keyframe_every: int) -> float:
     return share * key_value + (1 - share) * statistics.median(other)
 
 
+def keyframe_sweep(rows: list[dict], intervals: list[int], clip_seconds: float) -> list[dict]:
+    """Per (shape, video) and key-frame interval (clips): steady-state CPU ms per clip with dropping on (a key
+    frame costs the median clip with dropping off, the other clips the median non-key clip with dropping on)
+    and the 1-frame/s streams one core ingests in real time. Derived from the measured rows, not measured."""
+    out = []
+    for shape, video in dict.fromkeys((r["shape"], r["video"]) for r in rows):
+        cell = [r for r in rows if r["shape"] == shape and r["video"] == video and r["clip"] > 0]  # after warm-up
+        off = [r["cpu_ms"] for r in cell if r["mode"] == "off"]
+        on = [r["cpu_ms"] for r in cell if r["mode"] == "on" and not r["keyframe"]]
+        if not off:
+            continue
+        for every in intervals:
+            ms = steady(statistics.median(off), on, every)
+            out.append(dict(shape=shape, video=video, keyframe_every=every, minutes=every * clip_seconds / 60,
+                            cpu_ms_on=round(ms, 2), streams_on=round(clip_seconds * 1000 / ms, 2)))  # fmt: skip
+    return out
+
+
+def sweep_markdown(sweep: list[dict]) -> str:
+    lines = [
+        "Key-frame interval (steady state with dropping on, from the same clips: a key frame costs what a clip "
+        "with dropping off costs):",
+        "",
+        "| shape | video | key frame every | ingest CPU ms / clip | streams in real time per core |",
+        "|---|---|---|---|---|",
+    ]
+    for s in sweep:
+        lines.append(
+            f"| {s['shape']} | {s['video']} | {s['keyframe_every']} clips ({s['minutes']:.1f} min) "
+            f"| {s['cpu_ms_on']:.0f} | {s['streams_on']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def summarize(rows: list[dict], args) -> list[dict]:
     every = ChangeConfig().keyframe_every
     out = []
@@ -429,6 +474,8 @@ def report(rows: list[dict], args, machine_line: str) -> str:
     machine_short = machine_line.split(", load average")[0]
     plot(summary, args.out / "bench_ingest.png", f"dropping unchanged visual tokens, off vs on. {machine_short}")
     table = markdown(summary, machine_line, args)
+    if args.keyframe_sweep:
+        table += "\n\n" + sweep_markdown(keyframe_sweep(rows, args.keyframe_sweep, args.clip_seconds))
     print(table)
     print(f"wrote {args.out}/bench_ingest.csv, bench_ingest_summary.csv, bench_ingest.png")
     return table

@@ -67,3 +67,18 @@ def test_quick_run_on_the_tiny_model_writes_csv_plot_and_table(tmp_path):
     assert float(summary["static"]["horizon_s_on"]) > float(summary["static"]["horizon_s_off"])
     assert (out / "bench_ingest.png").stat().st_size > 10_000
     assert "| tiny | static |" in table and "Machine: " in table and "cores" in table
+
+
+def test_the_keyframe_sweep_weighs_one_whole_clip_per_interval():
+    bench = load()
+
+    def row(clip, mode, cpu_ms, keyframe):
+        return dict(shape="s", video="static", clip=clip, mode=mode, cpu_ms=cpu_ms, keyframe=keyframe)
+
+    rows = [row(0, "off", 999.0, True), row(0, "on", 999.0, True)]  # the warm-up clip is left out
+    rows += [row(c, "off", 40.0, True) for c in (1, 2, 3)] + [row(c, "on", 4.0, False) for c in (1, 2, 3)]
+    sweep = bench.keyframe_sweep(rows, [1, 4, 36], clip_seconds=4.0)
+    assert [s["keyframe_every"] for s in sweep] == [1, 4, 36]
+    assert [s["cpu_ms_on"] for s in sweep] == [40.0, 13.0, 5.0]  # 40/N + 4 (N-1)/N
+    assert sweep[2]["minutes"] == 2.4 and sweep[1]["streams_on"] == round(4000 / 13, 2)
+    assert "| s | static | 36 clips (2.4 min) | 5 |" in bench.sweep_markdown(sweep)

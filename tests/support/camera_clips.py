@@ -17,6 +17,17 @@ WIDTH, HEIGHT = 448, 336
 OBJECT = 64  # px, side of the moving object
 
 
+@dataclass(frozen=True)
+class Light:
+    """A patch of the scene that shows `before` until `switch_s` seconds and `after` from then on (RGB, 0..255),
+    lit like the rest of the scene (exposure drift and flicker apply to it): a traffic light, a status lamp."""
+
+    box: tuple[int, int, int, int]  # (x0, y0, x1, y1) px
+    before: tuple[int, int, int]
+    after: tuple[int, int, int]
+    switch_s: float
+
+
 @dataclass
 class CameraVideo:
     frames: np.ndarray  # [N, H, W, 3] uint8, sampled at 1 frame per second of stream time
@@ -40,12 +51,13 @@ def camera_video(
     flicker: float = 0.03,
     seed: int = 0,
     path: Path | None = None,
+    light: Light | None = None,
 ) -> CameraVideo:
     """`seconds` of a fixed camera, sampled at 1 fps after an H.264 round trip at `fps` and `bitrate` (bit/s).
 
     noise: sensor noise sigma (gray levels); drift: exposure gain change over the whole video; flicker: gain
     swing of a light flickering from frame to frame; moving: (first, last) second the object crosses the frame;
-    path: also keep the encoded video there (an .mp4 file)."""
+    path: also keep the encoded video there (an .mp4 file); light: a patch that changes colour once."""
     rng = np.random.default_rng(seed)
     base = scene().astype(np.float32)
     n = seconds * fps
@@ -58,7 +70,12 @@ def camera_video(
         stream.options = {"preset": "veryfast", "g": str(2 * fps)}
         for i in range(n):
             gain = 1.0 + drift * i / max(n - 1, 1) + flicker * (1 if i % 2 else -1)
-            img = base * gain + rng.normal(0.0, noise, base.shape)
+            lit = base
+            if light is not None:
+                x0, y0, x1, y1 = light.box
+                lit = base.copy()
+                lit[y0:y1, x0:x1] = light.before if i / fps < light.switch_s else light.after
+            img = lit * gain + rng.normal(0.0, noise, base.shape)
             box = _box(i / fps, moving)
             if box is not None:
                 x0, y0, x1, y1 = box
