@@ -40,6 +40,7 @@ from app.startup import start_publisher, start_timeline_writer  # noqa: E402
 from bus import Alert, Answer, ErrorEvent, EventBus  # noqa: E402
 from bus.records import to_record  # noqa: E402
 from bus.worker import QueuedSubscriber  # noqa: E402
+from cache.cpu.kernels import share_built_kernels  # noqa: E402
 from capture.synth import write_video  # noqa: E402
 from outputs.event_log import JsonlLog, queued_log  # noqa: E402
 from timeline.config import DATA_ENV  # noqa: E402
@@ -92,6 +93,7 @@ def kill_run(work: Path, questions: int, run: int) -> list[dict]:
     from tests.support.mqtt_watcher import Watcher
     from tests.support.ray_cluster import ray_cluster
 
+    share_built_kernels(work / "data")  # the CPU kernels already built, not a build per run
     os.environ[DATA_ENV] = str(work / "data")  # the spools; the cluster's workers inherit it
     clip = work / "clip.mp4"
     if not clip.exists():

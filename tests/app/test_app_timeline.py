@@ -80,9 +80,9 @@ def test_an_unusable_timeline_exits_2_and_a_corrupt_one_is_left_as_it_was(tmp_pa
 
 
 def test_no_timeline_when_turned_off(tmp_path, monkeypatch):
-    from cache.cpu.kernels import build_directory
+    from cache.cpu.kernels import share_built_kernels
 
-    (tmp_path / "cpu-kernels").symlink_to(build_directory().parent)  # the built kernels, not a rebuild of them
+    share_built_kernels(tmp_path)  # the built kernels, not a rebuild of them
     monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path))
     done = run_app("--video", str(video(8)), *COMMON, "--every", "4", "--timeline", "", timeout=120)
     assert done.returncode == 0, done.stderr[-1500:]

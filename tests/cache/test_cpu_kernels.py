@@ -282,3 +282,20 @@ def test_a_build_in_the_background_is_waited_for_and_never_run_twice(monkeypatch
     waiter.join(10)
     background.join(10)
     assert waiter_result == [True] and builds == ["cpu-kernel-build"]
+
+
+def test_another_data_folder_shares_the_built_kernels(tmp_path, monkeypatch):
+    """A benchmark's or a test's own data folder links to the kernels of the current one instead of building
+    them again; a folder that has kernels of its own keeps them."""
+    from cache.cpu.kernels import build_directory, share_built_kernels
+
+    monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path / "first"))
+    built = build_directory()
+    share_built_kernels(tmp_path / "second")
+    monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path / "second"))
+    assert build_directory().resolve() == built.resolve() and (tmp_path / "second" / "cpu-kernels").is_symlink()
+    assert oct((tmp_path / "second").stat().st_mode & 0o777) == "0o700"  # a data folder stays private
+    own = tmp_path / "third" / "cpu-kernels"
+    own.mkdir(parents=True)
+    share_built_kernels(tmp_path / "third")
+    assert not own.is_symlink()
