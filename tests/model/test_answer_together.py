@@ -37,7 +37,7 @@ def _metrics(session: StreamingSession) -> dict:
 def _state(session: StreamingSession) -> list:
     cache = session.cache
     return [cache.next_position, cache.tokens_seen, cache.evictions, cache.get_seq_length()] + [
-        (layer.token_index.tolist(), layer.positions.tolist()) for layer in cache.layers[:1] + cache.layers[-1:]
+        (layer.token_index.tolist(), layer.positions.tolist()) for layer in cache.kv_layers[:1] + cache.kv_layers[-1:]
     ]
 
 

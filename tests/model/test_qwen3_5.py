@@ -7,6 +7,7 @@ import pytest
 import torch
 from transformers.cache_utils import LinearAttentionLayer
 
+from app.admission import KvShape
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
 from model.session import SessionConfig, StreamingSession
@@ -97,6 +98,8 @@ def test_under_eviction_only_the_attention_layers_lose_tokens():
     assert bounded.kv_bytes() == bounded.get_seq_length() * per_token
     assert full.kv_bytes() == full.get_seq_length() * per_token
     assert bounded.state_bytes() == full.state_bytes() > 0  # fixed size, however long the stream
+    shape = KvShape.of_model(model.model, position_dims=3)  # the admission arithmetic agrees with what is held
+    assert (shape.layers, shape.state_bytes) == (1, bounded.state_bytes())
 
 
 def test_a_watch_probe_leaves_the_states_and_the_next_answer_as_they_were():
