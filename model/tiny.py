@@ -217,12 +217,13 @@ def _tiny_qwen3_vl(processor: VisionTextProcessor) -> PreTrainedModel:
 
 
 def _tiny_qwen3_5(processor: VisionTextProcessor) -> PreTrainedModel:
-    """The hybrid decoder: 4 layers, 3 Gated DeltaNet (linear attention) + 1 full attention (every 4th, as
-    `full_attention_interval: 4` gives), partial RoPE (half of each 16-dim head; the checkpoints rotate a quarter)
-    with interleaved M-RoPE sections summing to 8 / 2 = 4, and Qwen3-VL's vision tower without DeepStack."""
+    """The hybrid decoder: 4 layers (MLPs of 64, to stay as small as the others), 3 Gated DeltaNet (linear
+    attention) + 1 full attention (every 4th, as `full_attention_interval: 4` gives), partial RoPE (half of each
+    16-dim head; the checkpoints rotate a quarter) with interleaved M-RoPE sections summing to 8 / 2 = 4, and
+    Qwen3-VL's vision tower without DeepStack."""
     tok = processor.tokenizer
     rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1], "partial_rotary_factor": 0.5}
-    text = _text_config(tok, rope_parameters=rope, head_dim=16, num_hidden_layers=4)
+    text = _text_config(tok, rope_parameters=rope, head_dim=16, num_hidden_layers=4, intermediate_size=64)
     text.update(
         layer_types=["linear_attention"] * 3 + ["full_attention"], linear_conv_kernel_dim=4,
         linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
