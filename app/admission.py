@@ -56,7 +56,7 @@ class KvShape:
             head_dim,
             element,
             position_dims,
-            linear * linear_state_bytes(text, element),
+            linear * linear_state_bytes(text, element) if linear else 0,
         )
 
     @property

@@ -167,3 +167,11 @@ def test_rerotation_moves_partial_rope_keys_as_the_model_would_place_them():
     moved = KeyRotator.from_model(model).rotate(placed(old), delta.expand(1, 2, -1))
     torch.testing.assert_close(moved, placed(old + delta), atol=1e-5, rtol=0)
     assert torch.equal(moved[..., 8:], keys[..., 8:])
+
+
+def test_admission_of_a_model_without_linear_layers_counts_every_layer_and_no_state():
+    from tests.support.model_fixtures import tiny
+
+    model = tiny("qwen2_vl")[0]  # its text config has layer_types, all full attention
+    shape = KvShape.of_model(model, position_dims=3)
+    assert (shape.layers, shape.state_bytes) == (model.config.text_config.num_hidden_layers, 0)
