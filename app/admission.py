@@ -2,7 +2,8 @@
 
 Device KV per stream: every layer's preallocated buffers hold budget + recall + 1 tokens (the decode span)
 plus one prefill chunk, rounded up to the buffers' growth step, at `bytes_per_token` (keys and values of
-every layer, plus the per-token bookkeeping: positions, origin, stream index, attention). Host store per
+every attention layer, plus the per-token bookkeeping: positions, origin, stream index, attention), and on a hybrid
+model (Qwen3.5) the linear-attention layers' fixed recurrent and convolution states (`state_bytes`). Host store per
 stream: its byte bound (RAM, or a folder with --store-dir). Around the KV, each stream also costs (`StreamOverhead`):
 its OS threads (the capture thread, FFmpeg's decoder and scaler threads), its decoder's frames, the frames of the clips
 in flight (the clip queue, the clip being assembled and the one being ingested, at the model's frame size and the
@@ -37,16 +38,25 @@ class KvShape:
     head_dim: int
     element_bytes: int  # of keys and values (2 for bf16/fp16, 4 for fp32)
     position_dims: int = 1  # 3 for M-RoPE
+    state_bytes: int = 0  # per stream, whatever its length: a hybrid model's linear-attention states
 
     @classmethod
     def of_model(cls, model, position_dims: int = 1) -> KvShape:
-        """Read from a transformers model (its text config for a VLM)."""
+        """Read from a transformers model (its text config for a VLM). `layers` counts the attention layers only
+        (a hybrid's `layer_types` marks the others "linear_attention")."""
         text = model.config.get_text_config()
         heads = text.num_attention_heads
         head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
         element = next(model.parameters()).element_size()
+        types = getattr(text, "layer_types", None) or ["full_attention"] * text.num_hidden_layers
+        linear = sum(t == "linear_attention" for t in types)
         return cls(
-            text.num_hidden_layers, getattr(text, "num_key_value_heads", heads), head_dim, element, position_dims
+            len(types) - linear,
+            getattr(text, "num_key_value_heads", heads),
+            head_dim,
+            element,
+            position_dims,
+            linear * linear_state_bytes(text, element) if linear else 0,
         )
 
     @property
@@ -54,6 +64,17 @@ class KvShape:
         kv = 2 * self.head_dim * self.element_bytes
         bookkeeping = 2 * self.position_dims * 8 + 8 + 4  # positions, origin (int64 x P), index, attention
         return self.layers * self.kv_heads * (kv + bookkeeping)
+
+
+def linear_state_bytes(text, element_bytes: int) -> int:
+    """One Gated DeltaNet layer's states (transformers' Qwen3.5): the convolution state, [conv_dim, kernel] in the
+    model's dtype, and the recurrent state, [value heads, key dim, value dim] in float32 (the delta rule runs in
+    float32 and hands its state back as such)."""
+    key_dim = text.linear_num_key_heads * text.linear_key_head_dim
+    value_dim = text.linear_num_value_heads * text.linear_value_head_dim
+    conv = (2 * key_dim + value_dim) * text.linear_conv_kernel_dim * element_bytes
+    recurrent = text.linear_num_value_heads * text.linear_key_head_dim * text.linear_value_head_dim * 4
+    return conv + recurrent
 
 
 @dataclass(frozen=True)
@@ -149,10 +170,11 @@ class StreamCost:
     host_bytes: int  # the host store's bound (0 without recall)
     host_in_ram: bool
     overhead: StreamOverhead = NO_OVERHEAD  # threads, decoder, frames, answer activations
+    state_bytes: int = 0  # a hybrid model's fixed linear-attention states
 
     @property
     def device_bytes(self) -> int | None:
-        return None if self.device_tokens is None else self.device_tokens * self.bytes_per_token
+        return None if self.device_tokens is None else self.device_tokens * self.bytes_per_token + self.state_bytes
 
 
 def stream_cost(shape: KvShape, cache: CacheConfig, chunk_size: int) -> StreamCost:
@@ -162,7 +184,8 @@ def stream_cost(shape: KvShape, cache: CacheConfig, chunk_size: int) -> StreamCo
     if evicts:
         tokens = -(-(cache.budget + cache.recall + 1 + max(chunk_size, cache.window)) // GROW) * GROW
     has_store = evicts and cache.recall > 0
-    return StreamCost(tokens, shape.bytes_per_token, cache.store_bytes if has_store else 0, not cache.store_dir)
+    store = cache.store_bytes if has_store else 0
+    return StreamCost(tokens, shape.bytes_per_token, store, not cache.store_dir, state_bytes=shape.state_bytes)
 
 
 def check_fits(
@@ -190,7 +213,8 @@ def check_fits(
     device = streams * (cost.device_bytes + extra.answer_bytes) - held_device
     host = streams * ((cost.host_bytes if cost.host_in_ram else 0) + extra.host_bytes) - held_host
     per_stream = (
-        f"{_gb(cost.device_bytes)} device KV ({cost.device_tokens} tokens x {cost.bytes_per_token / 1024:.0f} KiB)"
+        f"{_gb(cost.device_bytes)} device KV ({cost.device_tokens} tokens x {cost.bytes_per_token / 1024:.0f} KiB"
+        + (f" + {_gb(cost.state_bytes)} linear-attention states)" if cost.state_bytes else ")")
         + (f" + {_gb(cost.host_bytes)} host store" if cost.host_bytes else "")
         + (
             f" + {_gb(extra.host_bytes)} for {extra.threads} threads, decoder and frames"

@@ -101,9 +101,12 @@ class BatchDecoder:
         return self._compiled is not None
 
     def batchable(self, row: int) -> bool:
-        """Whether row `row`'s next token can go through the batched static step."""
+        """Whether row `row`'s next token can go through the batched static step. Not on hybrid models: the pool
+        has rows for keys and values only, so their linear-attention states decode one stream at a time."""
         runner = self.runners[row]
-        return runner.decoder.can_step() and runner.cache.layers[0].length < self.span
+        if runner.cache.state_layers:
+            return False
+        return runner.decoder.can_step() and runner.cache.kv_layers[0].length < self.span
 
     @torch.inference_mode()
     def step(self, tokens: Sequence[int | None]) -> list[torch.Tensor | None]:
@@ -144,7 +147,7 @@ class BatchDecoder:
         for row in range(start, stop):
             if row in active:
                 cache = self.runners[row].cache
-                slot, position = cache.layers[0].length, cache.next_position
+                slot, position = cache.kv_layers[0].length, cache.next_position
                 origin, index = cache.count_decoded(position)
                 ids.append(tokens[row])
                 positions.append(position)
@@ -160,7 +163,7 @@ class BatchDecoder:
         count = stop - start
         self._write_bookkeeping(pool, rows, [slots[r - start] for r in rows], positions, origins, indices, start)
         for row in rows:
-            for layer in self.runners[row].cache.layers:
+            for layer in self.runners[row].cache.kv_layers:
                 layer.set_length(slots[row - start] + 1)
         self.input_ids[:count, 0].copy_(torch.tensor(ids))
         self.positions[:count].copy_(torch.tensor(positions))

@@ -35,10 +35,10 @@ class BatchPool:
         self.caches = list(caches)
         self.capacity = capacity
         self.scratch = capacity  # the slot no cache's buffers include
-        layer = like.layers[0]
+        layer = like.kv_layers[0]
         if not isinstance(layer, StaticBoundedLayer) or not layer.is_initialized:
             raise ValueError("the pool's shapes come from a static cache that holds tokens")
-        layers, rows = len(like.layers), len(self.caches)
+        layers, rows = len(like.kv_layers), len(self.caches)
         self.num_layers = layers
         heads, dim = layer.keys.shape[1], layer.keys.shape[3]
         parts = layer.positions.shape[3]
@@ -64,7 +64,7 @@ class BatchPool:
 
     def fits(self, cache: BoundedCache) -> bool:
         """Whether `cache`'s layers can live in a row: static layers of the pool's shapes, holding tokens."""
-        layers = cache.layers
+        layers = cache.kv_layers
         if len(layers) != self.num_layers or not all(isinstance(layer, StaticBoundedLayer) for layer in layers):
             return False
         first, keys = layers[0], self.layer_tensors["keys"][0]
@@ -81,7 +81,7 @@ class BatchPool:
     def adopt(self, row: int) -> None:
         """Makes row `row` cache `row`'s buffers, copying its tokens in where they live elsewhere (the first
         time, or after a long prompt grew its buffers); a few identity checks when they are already there."""
-        for layer, views in zip(self.caches[row].layers, self._views[row], strict=True):
+        for layer, views in zip(self.caches[row].kv_layers, self._views[row], strict=True):
             layer.share(views)
 
     def layer(self, index: int, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:

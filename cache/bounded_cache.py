@@ -1,8 +1,14 @@
 """The bounded KV cache: transformers' DynamicCache whose layers can be cut down to a kept subset.
 
-Each layer stores, next to its keys and values, every cached token's position and the attention it
+Each attention layer stores, next to its keys and values, every cached token's position and the attention it
 received (what the policies score). Eviction is "keep these indices", decided by one top-k over all
-layers and heads and applied to every layer.
+attention layers and heads and applied to every attention layer.
+
+Hybrid models (Qwen3.5: `layer_types` with "linear_attention" layers) keep transformers' own
+`LinearAttentionLayer` for those layers: a fixed-size recurrent state and convolution state per layer, which the
+model updates in place at every forward. Eviction, budget, positions, re-rotation, recording and the host store
+act on the attention layers only (`kv_layers`); the states carry everything the linear layers have seen across
+clips and prefill chunks unchanged, and `save_states` / `restore_states` put them back after a probe.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from pathlib import Path
 
 import torch
 from transformers import DynamicCache, PreTrainedConfig
+from transformers.cache_utils import CacheLayerMixin, LinearAttentionCacheLayerMixin
 
 from cache.attention import ACTIVE_OBSERVER, attention_probs
 from cache.config import CacheConfig
@@ -51,9 +58,16 @@ class BoundedCache(DynamicCache):
         super().__init__(config=model_config)
         if any(getattr(layer, "is_sliding", False) for layer in self.layers):
             raise ValueError("models with sliding-window attention layers are not supported by the bounded cache")
+        if any(isinstance(layer, CacheLayerMixin) == is_state_layer(layer) for layer in self.layers):
+            raise ValueError("layers that are neither attention nor linear attention alone are not supported")
         self.config = config
         self.policy = POLICIES[config.policy](config.policy_settings)
-        self.layers = [self._new_layer() for _ in self.layers]
+        self.layers = [layer if is_state_layer(layer) else self._new_layer() for layer in self.layers]
+        # the attention layers (model layer indices kv_layer_ids): what eviction, positions and the store act on
+        self.kv_layer_ids = [i for i, layer in enumerate(self.layers) if not is_state_layer(layer)]
+        self.kv_layers: list[BoundedLayer] = [self.layers[i] for i in self.kv_layer_ids]
+        if not self.kv_layers:
+            raise ValueError("the bounded cache needs at least one attention layer")
         if config.positions == "rerotate" and self.policy.evicts and rotator is None:
             raise ValueError("positions='rerotate' needs a KeyRotator (KeyRotator.from_model(model))")
         self.rotator = rotator
@@ -131,7 +145,7 @@ class BoundedCache(DynamicCache):
         index = torch.arange(self.tokens_seen, self.tokens_seen + new, device=staged.device)[None, None]
         self.tokens_seen += new
         origin = staged + self.position_offset
-        for layer in self.layers:
+        for layer in self.kv_layers:
             layer.staged_positions = staged
             layer.staged_origin = origin
             layer.staged_index = index
@@ -147,16 +161,47 @@ class BoundedCache(DynamicCache):
         return position + self.position_offset, index
 
     def kv_bytes(self) -> int:
-        """Bytes held by keys and values over all layers."""
+        """Bytes held by keys and values over all attention layers."""
         return sum(
             layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
-            for layer in self.layers
+            for layer in self.kv_layers
             if layer.is_initialized
         )
 
+    @property
+    def state_layers(self) -> list[LinearAttentionCacheLayerMixin]:
+        """The linear-attention layers (hybrid models; empty otherwise), holding fixed-size states."""
+        return [layer for layer in self.layers if is_state_layer(layer)]
+
+    def state_bytes(self) -> int:
+        """Bytes of the linear-attention layers' recurrent and convolution states: fixed per stream, whatever its
+        length (0 before the first forward and on models without such layers)."""
+        return sum(t.numel() * t.element_size() for t in _state_tensors(self.state_layers))
+
+    def save_states(self) -> list:
+        """A copy of every linear-attention layer's states, for `restore_states` (a probe's undo)."""
+        return [
+            (dict(layer.has_previous_state), _clone(layer.conv_states), _clone(layer.recurrent_states))
+            for layer in self.state_layers
+        ]
+
+    def restore_states(self, saved: list) -> None:
+        """Puts the linear-attention states back as `save_states` found them (in place: their buffers keep their
+        addresses, which a compiled decode step may hold)."""
+        for layer, (previous, conv, recurrent) in zip(self.state_layers, saved, strict=True):
+            for mine, theirs in ((layer.conv_states, conv), (layer.recurrent_states, recurrent)):
+                for i, value in theirs.items():
+                    if value is None:  # not there before: the flag below makes the layer start afresh again
+                        continue
+                    if mine[i] is not None and mine[i].shape == value.shape:
+                        mine[i].copy_(value)
+                    else:
+                        mine[i] = value
+            layer.has_previous_state = dict(previous)
+
     def max_position(self) -> int:
         """Highest position component of any cached token (-1 when empty)."""
-        return max((int(layer.positions.max()) for layer in self.layers if layer.positions is not None), default=-1)
+        return max((int(layer.positions.max()) for layer in self.kv_layers if layer.positions is not None), default=-1)
 
     def reset(self) -> None:
         super().reset()
@@ -171,8 +216,9 @@ class BoundedCache(DynamicCache):
             self.store.reset()
 
     def drop_newest(self, count: int) -> None:
-        """Removes the `count` newest tokens of every layer (a probe's prompt) and forgets they were added."""
-        for layer in self.layers:
+        """Removes the `count` newest tokens of every attention layer (a probe's prompt) and forgets they were
+        added. Linear-attention states cannot be cut: save and restore them around the probe (`save_states`)."""
+        for layer in self.kv_layers:
             keep = layer.keys.shape[2] - count
             layer.keys, layer.values = layer.keys[:, :, :keep], layer.values[:, :, :keep]
             layer.positions, layer.origin = layer.positions[:, :, :keep], layer.origin[:, :, :keep]
@@ -192,11 +238,11 @@ class BoundedCache(DynamicCache):
         count = self.tokens_seen - self.archived
         if self.store is None or count <= 0:
             return
-        first = self.layers[0]
+        first = self.kv_layers[0]
         if int(first.token_index[0, 0, -count]) != self.archived:
             raise RuntimeError("the tokens to archive are not the newest in the cache")
-        keys = [layer.keys[0, :, -count:] for layer in self.layers]
-        values = [layer.values[0, :, -count:] for layer in self.layers]
+        keys = [layer.keys[0, :, -count:] for layer in self.kv_layers]
+        values = [layer.values[0, :, -count:] for layer in self.kv_layers]
         self.store.archive(keys, values, first.positions[0, 0, -count:], first.origin[0, 0, -count:], self.archived)
         self.archived = self.tokens_seen
 
@@ -262,33 +308,49 @@ class BoundedCache(DynamicCache):
         view = self.token_view(target)
         pinned = None if self.pinned is None else torch.isin(view.position, self.pinned)
         keep = select_keep(self.policy, view, pinned)  # [L, B, H_kv, K]
-        keep = keep.to(self.layers[0].keys.device)
-        for layer, index in zip(self.layers, keep, strict=True):
+        keep = keep.to(self.kv_layers[0].keys.device)
+        for layer, index in zip(self.kv_layers, keep, strict=True):
             layer.keep(index)
         if self.config.positions == "rerotate":
             self._compact()
         stored_from = self.store.blocks[0].first if self.store is not None and self.store.blocks else self.tokens_seen
-        self.visual_ids.retain(torch.stack([layer.token_index for layer in self.layers]), stored_from)
+        self.visual_ids.retain(torch.stack([layer.token_index for layer in self.kv_layers]), stored_from)
         self.evictions += 1
         elapsed_ms = (time.perf_counter() - started) * 1000.0
         return EvictionStats(before, self.get_seq_length(), elapsed_ms)
 
     def token_view(self, target: int) -> TokenView:
         """What the policy scores when the cached tokens are cut to `target` (see `TokenView` for the shapes)."""
-        position = torch.stack([layer.token_index for layer in self.layers])  # [L, B, H_kv, n]
+        layers = self.kv_layers  # L: the attention layers
+        position = torch.stack([layer.token_index for layer in layers])  # [L, B, H_kv, n]
         frame, region = self.visual_ids.lookup(position)
-        attention = torch.stack([layer.attention for layer in self.layers]) if self.policy.capture is not None else None
-        origin = torch.stack([layer.origin for layer in self.layers])  # [L, B, H_kv, n, P]
+        attention = torch.stack([layer.attention for layer in layers]) if self.policy.capture is not None else None
+        origin = torch.stack([layer.origin for layer in layers])  # [L, B, H_kv, n, P]
         n = position.shape[-1]
         return TokenView(n, target, self.config.window, attention, position, origin, frame, region, position.device)
 
     def _compact(self) -> None:
         """Moves the kept tokens to compact positions and re-rotates their keys to match."""
-        positions = torch.stack([layer.positions for layer in self.layers])  # [L, B, H_kv, K, P]
+        positions = torch.stack([layer.positions for layer in self.kv_layers])  # [L, B, H_kv, K, P]
         compacted, shift = compact_positions(positions)
-        for layer, new_pos, delta in zip(self.layers, compacted, shift, strict=True):
+        for layer, new_pos, delta in zip(self.kv_layers, compacted, shift, strict=True):
             layer.keys = self.rotator.rotate(layer.keys, delta)
             layer.positions = new_pos
         next_position = int(compacted.max()) + 1
         self.position_offset += self.next_position - next_position
         self.next_position = next_position
+
+
+def is_state_layer(layer: object) -> bool:
+    """Whether a cache layer holds linear-attention states (recurrent + convolution) rather than keys and values."""
+    return isinstance(layer, LinearAttentionCacheLayerMixin)
+
+
+def _clone(states: dict[int, torch.Tensor | None]) -> dict[int, torch.Tensor | None]:
+    return {i: None if t is None else t.clone() for i, t in states.items()}
+
+
+def _state_tensors(layers: list[LinearAttentionCacheLayerMixin]) -> Iterator[torch.Tensor]:
+    for layer in layers:
+        for states in (layer.conv_states, layer.recurrent_states):
+            yield from (t for t in states.values() if t is not None)

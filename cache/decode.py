@@ -91,7 +91,7 @@ class StaticDecoder:
     def can_step(self) -> bool:
         """Whether the next token can go through the static path (otherwise decode the usual way)."""
         cache = self.cache
-        layers = cache.layers
+        layers = cache.kv_layers
         return (
             cache.policy.evicts
             and cache.policy.capture != "accumulate"  # h2o scores every decode step: an eager observer
@@ -106,7 +106,7 @@ class StaticDecoder:
         cache = self.cache
         cache.stage_positions(position_ids, self.device)
         slot = -1
-        for layer in cache.layers:
+        for layer in cache.kv_layers:
             if layer.capacity != self.capacity:  # a compiled step must always see the same buffer shapes
                 layer.resize(self.capacity)
             slot = layer.claim_slot()
@@ -118,7 +118,7 @@ class StaticDecoder:
         try:
             return self._forward().clone()  # CUDA graphs overwrite their outputs at the next replay
         finally:
-            for layer in cache.layers:
+            for layer in cache.kv_layers:
                 layer.step = None
 
     def _forward(self) -> torch.Tensor:

@@ -36,13 +36,15 @@ class KeyRotator:
 
     def rotate(self, keys: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
         """keys: [B, H_kv, N, D]; delta: [B, H_kv, N] (positions to move by). Returns rotated keys."""
-        head_dim = keys.shape[-1]
-        if self.inv_freq.numel() * 2 != head_dim:
-            raise ValueError(f"rotary size {self.inv_freq.numel() * 2} != head dim {head_dim} (partial RoPE)")
-        angle = delta.float()[..., None] * self.inv_freq.to(keys.device)  # [B, H_kv, N, D/2]
+        head_dim, rotary = keys.shape[-1], self.inv_freq.numel() * 2
+        if rotary > head_dim:
+            raise ValueError(f"rotary size {rotary} > head dim {head_dim}")
+        angle = delta.float()[..., None] * self.inv_freq.to(keys.device)  # [B, H_kv, N, R/2]
         cos, sin = angle.cos(), angle.sin()
-        half = head_dim // 2
-        k = keys.float()
+        half = rotary // 2
+        k = keys[..., :rotary].float()
         first, second = k[..., :half], k[..., half:]
-        # rotate_half layout: dimension i pairs with i + D/2
-        return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1).to(keys.dtype)
+        # rotate_half layout: dimension i pairs with i + R/2; partial RoPE (R < D, e.g. Qwen3.5's quarter) rotates
+        # the leading R dimensions, as transformers' apply_rotary_pos_emb does, and leaves the rest as they are
+        turned = torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1).to(keys.dtype)
+        return turned if rotary == head_dim else torch.cat([turned, keys[..., rotary:]], dim=-1)

@@ -131,7 +131,7 @@ class CachedRunner:
         Returns the queries of its last `window` rows, [L, H_q, R, D], and their positions [R] (first component).
         """
         _, captured, position_ids = self._visit(input_ids, inputs_embeds, position_ids, queries=True)
-        queries = torch.stack([captured[i] for i in range(len(self.cache.layers))])
+        queries = torch.stack([captured[i] for i in self.cache.kv_layer_ids])
         positions = position_ids.reshape(-1, position_ids.shape[-1])[0, -queries.shape[2] :]
         return queries, positions
 
@@ -149,13 +149,15 @@ class CachedRunner:
         return logits
 
     def _visit(self, input_ids, inputs_embeds, position_ids, queries: bool):
-        """One forward of a prompt over the cache, then the prompt's tokens dropped and the next position restored.
-        Returns (last logits [1, vocab], captured queries per layer, the position ids used)."""
+        """One forward of a prompt over the cache, then the prompt's tokens dropped and the next position restored
+        (and, on a hybrid model, the linear-attention states put back as they were: they cannot drop tokens).
+        Returns (last logits [1, vocab], captured queries per attention layer, the position ids used)."""
         tokens = input_ids if input_ids is not None else inputs_embeds
         length = tokens.shape[1]
         if position_ids is None:
             position_ids = self.text_positions(length)
         next_position = self.cache.next_position
+        states = self.cache.save_states()
         piece = {"input_ids": input_ids} if input_ids is not None else {"inputs_embeds": inputs_embeds}
         self.cache.stage_positions(position_ids, self.device)
         with self.cache.recording(None, queries=queries) as captured:
@@ -167,6 +169,7 @@ class CachedRunner:
                 **piece,
             )
         self.cache.drop_newest(length)
+        self.cache.restore_states(states)
         self.cache.next_position = next_position
         return out.logits[:, -1], captured, position_ids
 

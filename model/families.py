@@ -8,6 +8,7 @@ from transformers import (
     PreTrainedModel,
     Qwen2_5_VLForConditionalGeneration,
     Qwen2VLForConditionalGeneration,
+    Qwen3_5ForConditionalGeneration,
     Qwen3VLForConditionalGeneration,
     SmolVLMForConditionalGeneration,
 )
@@ -15,7 +16,7 @@ from transformers.image_processing_utils import BaseImageProcessor
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 from transformers.models.smolvlm.image_processing_pil_smolvlm import SmolVLMImageProcessorPil
 
-from model.adapters import Qwen2VLAdapter, Qwen3VLAdapter, Qwen25VLAdapter, SmolVLM2Adapter, VideoAdapter
+from model.adapters import Qwen2VLAdapter, Qwen3VLAdapter, Qwen25VLAdapter, Qwen35Adapter, SmolVLM2Adapter, VideoAdapter
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ FAMILIES: dict[str, Family] = {
             Qwen25VLAdapter,
         ),
         Family("qwen3_vl", "Qwen3-VL", Qwen3VLForConditionalGeneration, Qwen2VLImageProcessorPil, Qwen3VLAdapter),
+        Family("qwen3_5", "Qwen3.5", Qwen3_5ForConditionalGeneration, Qwen2VLImageProcessorPil, Qwen35Adapter),
         Family("smolvlm", "SmolVLM2", SmolVLMForConditionalGeneration, SmolVLMImageProcessorPil, SmolVLM2Adapter),
     )
 }

@@ -36,8 +36,6 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-
-
 class StreamingSession:
     """Feeds clips and questions of one stream to a loaded model through a `BoundedCache`."""
 
@@ -220,7 +218,7 @@ class StreamingSession:
             recall=recall,
             logits=logits,
             cut_off=cut_off,
-            evidence=recalled(self.clip_index, list(recall.spans)) + attended(self.clip_index, self.cache.layers),
+            evidence=recalled(self.clip_index, list(recall.spans)) + attended(self.clip_index, self.cache.kv_layers),
         )
 
     def advance(self, turn: AnswerTurn) -> tuple[str, int | None]:

@@ -17,6 +17,7 @@ from transformers import (
     PreTrainedModel,
     Qwen2_5_VLConfig,
     Qwen2VLConfig,
+    Qwen3_5Config,
     Qwen3VLConfig,
     SmolVLMConfig,
 )
@@ -41,6 +42,7 @@ TINY_NAMES = {
     "tiny-qwen2-vl": "qwen2_vl",
     "tiny-qwen2.5-vl": "qwen2_5_vl",
     "tiny-qwen3-vl": "qwen3_vl",
+    "tiny-qwen3.5": "qwen3_5",
     "tiny-smolvlm2": "smolvlm",
 }
 VOCAB_SIZE = 512
@@ -214,6 +216,30 @@ def _tiny_qwen3_vl(processor: VisionTextProcessor) -> PreTrainedModel:
     return FAMILIES["qwen3_vl"].model_class(config)
 
 
+def _tiny_qwen3_5(processor: VisionTextProcessor) -> PreTrainedModel:
+    """The hybrid decoder: 4 layers (MLPs of 64, to stay as small as the others), 3 Gated DeltaNet (linear
+    attention) + 1 full attention (every 4th, as `full_attention_interval: 4` gives), partial RoPE (half of each
+    16-dim head; the checkpoints rotate a quarter) with interleaved M-RoPE sections summing to 8 / 2 = 4, and
+    Qwen3-VL's vision tower without DeepStack."""
+    tok = processor.tokenizer
+    rope = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1], "partial_rotary_factor": 0.5}
+    text = _text_config(tok, rope_parameters=rope, head_dim=16, num_hidden_layers=4, intermediate_size=64)
+    text.update(
+        layer_types=["linear_attention"] * 3 + ["full_attention"], linear_conv_kernel_dim=4,
+        linear_key_head_dim=16, linear_value_head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+    )  # fmt: skip
+    config = Qwen3_5Config(
+        text_config=text,
+        vision_config=dict(
+            depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=TEXT["hidden_size"],
+            patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+            initializer_range=INIT_RANGE,
+        ),
+        **_qwen_token_ids(tok),
+    )  # fmt: skip
+    return FAMILIES["qwen3_5"].model_class(config)
+
+
 def _smolvlm_processor(side: int = 64) -> VisionTextProcessor:
     tokenizer = build_bpe_tokenizer(
         SMOLVLM_SPECIAL,
@@ -262,6 +288,7 @@ _BUILDERS = {
     "qwen2_vl": (_qwen_processor, _tiny_qwen2_vl),
     "qwen2_5_vl": (_qwen_processor, _tiny_qwen2_5_vl),
     "qwen3_vl": (_qwen3_processor, _tiny_qwen3_vl),
+    "qwen3_5": (_qwen3_processor, _tiny_qwen3_5),
     "smolvlm": (_smolvlm_processor, _tiny_smolvlm),
 }
 

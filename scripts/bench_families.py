@@ -177,7 +177,7 @@ def kv_shape(model: torch.nn.Module) -> tuple[int, int, int]:
 
 def cache_bytes_per_token(session: StreamingSession) -> int:
     """Bytes of keys and values the session's cache holds per token slot, over all layers (its buffers)."""
-    slots = {layer.keys.shape[-2] for layer in session.cache.layers if layer.is_initialized}
+    slots = {layer.keys.shape[-2] for layer in session.cache.kv_layers if layer.is_initialized}
     if len(slots) != 1:
         raise RuntimeError(f"layers hold different numbers of token slots: {sorted(slots)}")
     return session.cache.kv_bytes() // slots.pop()

@@ -83,7 +83,7 @@ def citation(lm, sample, budget: int) -> dict:
     stats = recall_for_prompt(runner, input_ids=cue)
     runner.prefill(input_ids=cue, evict_to=budget - HEADROOM + stats.tokens)
     recall = recalled(index, list(stats.spans))
-    attention = attended(index, runner.cache.layers, top=3)
+    attention = attended(index, runner.cache.kv_layers, top=3)
     return {
         "cited": any(e.start == planted for e in recall + attention),
         "recalled": any(e.start == planted for e in recall),

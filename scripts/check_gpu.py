@@ -425,7 +425,7 @@ def check_memory(ctx: Context, clips: int = 24, clip_tokens: int = 64, budget: i
                     settled_at = i + 1
             ctx.sync()
             sample = {
-                "reserved": sum(layer.reserved_bytes() for layer in cache.layers),
+                "reserved": sum(layer.reserved_bytes() for layer in cache.kv_layers),
                 "rss": process_rss_bytes(),
                 "tokens": cache.get_seq_length(),
             }

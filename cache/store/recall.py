@@ -56,7 +56,7 @@ def recall_for_prompt(runner, **prompt) -> RecallStats:
 
 def _choose(cache: BoundedCache, ranked: list[Block]) -> list[Block]:
     """Best-ranked blocks not wholly resident in the device cache, within the recall budget; in stream order."""
-    resident = cache.layers[0].token_index[0]  # [H_kv, N]
+    resident = cache.kv_layers[0].token_index[0]  # [H_kv, N]
     room, chosen = cache.config.recall, []
     for block in ranked:
         if block.tokens > room:
@@ -78,7 +78,7 @@ def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> int:
     heads with fewer duplicates also drop their least-attended resident tokens (few: recalled blocks are
     mostly absent). Positions are compacted (or, in 'original' mode, left as they were in the stream).
     """
-    first = cache.layers[0]
+    first = cache.kv_layers[0]
     device, dtype = first.keys.device, first.keys.dtype
     loaded = [(block, cache.store.load(block, dtype)) for block in blocks]
     loaded = [(block, kv) for block, kv in loaded if kv is not None]  # an unreadable block is dropped
@@ -87,7 +87,7 @@ def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> int:
     blocks = [block for block, _ in loaded]
     recalled_index = torch.cat([torch.arange(b.first, b.first + b.tokens) for b in blocks]).to(device)
     count = recalled_index.numel()
-    resident = torch.stack([layer.token_index for layer in cache.layers])  # [L, B, H, N]
+    resident = torch.stack([layer.token_index for layer in cache.kv_layers])  # [L, B, H, N]
     duplicate = torch.isin(resident, recalled_index)
     n = resident.shape[-1]
     target = n - int(duplicate.sum(dim=-1).max()) + count
@@ -95,7 +95,7 @@ def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> int:
     values = torch.cat([kv[1] for _, kv in loaded], dim=2).to(device)
     positions = torch.cat([b.positions for b in blocks]).to(device)  # [R, P]
     origin = torch.cat([b.origin for b in blocks]).to(device)
-    for layer_idx, layer in enumerate(cache.layers):
+    for layer_idx, layer in enumerate(cache.kv_layers):
         batch, heads = layer.keys.shape[:2]
         score = layer.attention + 1e-9 * layer.token_index.float()  # ties go to newer tokens
         score = score.masked_fill(duplicate[layer_idx], -KEEP)
@@ -124,9 +124,9 @@ def _merged(mine: torch.Tensor, theirs: torch.Tensor, pick: torch.Tensor) -> tor
 
 def _compact_from_origin(cache: BoundedCache) -> None:
     """Compact positions laid out from each token's stream position; keys re-rotated to them."""
-    origin = torch.stack([layer.origin for layer in cache.layers])  # [L, B, H, K, P]
+    origin = torch.stack([layer.origin for layer in cache.kv_layers])  # [L, B, H, K, P]
     compacted, _ = compact_positions(origin)
-    for layer, new_pos in zip(cache.layers, compacted, strict=True):
+    for layer, new_pos in zip(cache.kv_layers, compacted, strict=True):
         delta = (new_pos - layer.positions)[..., 0]
         layer.keys = cache.rotator.rotate(layer.keys, delta)
         layer.positions = new_pos

@@ -2,7 +2,16 @@
 
 from model.adapters.base import Segment, VideoAdapter
 from model.adapters.qwen2_vl import Qwen2VLAdapter, Qwen25VLAdapter
+from model.adapters.qwen3_5 import Qwen35Adapter
 from model.adapters.qwen3_vl import Qwen3VLAdapter
 from model.adapters.smolvlm2 import SmolVLM2Adapter
 
-__all__ = ["Qwen25VLAdapter", "Qwen2VLAdapter", "Qwen3VLAdapter", "Segment", "SmolVLM2Adapter", "VideoAdapter"]
+__all__ = [
+    "Qwen25VLAdapter",
+    "Qwen35Adapter",
+    "Qwen2VLAdapter",
+    "Qwen3VLAdapter",
+    "Segment",
+    "SmolVLM2Adapter",
+    "VideoAdapter",
+]

@@ -37,7 +37,7 @@ def _metrics(session: StreamingSession) -> dict:
 def _state(session: StreamingSession) -> list:
     cache = session.cache
     return [cache.next_position, cache.tokens_seen, cache.evictions, cache.get_seq_length()] + [
-        (layer.token_index.tolist(), layer.positions.tolist()) for layer in cache.layers[:1] + cache.layers[-1:]
+        (layer.token_index.tolist(), layer.positions.tolist()) for layer in cache.kv_layers[:1] + cache.kv_layers[-1:]
     ]
 
 
@@ -75,7 +75,8 @@ def test_answers_together_equal_each_session_alone(family, policy):
     together, group = _answer_alone_and_together(make, ["What is on screen?", "Describe it.", "Who is there?"])
     assert all(s.last_answer.answer_tokens > 0 for s in together)
     assert any(s.cache.evictions for s in together)
-    assert (group.decoder.batched_steps > 0) == (policy != "h2o")
+    # h2o scores every step, and the hybrid's linear-attention states have no rows in the pool: both decode alone
+    assert (group.decoder.batched_steps > 0) == (policy != "h2o" and family != "tiny-qwen3.5")
 
 
 def test_answers_together_with_recall_equal_each_session_alone():
@@ -90,7 +91,9 @@ def test_answers_together_with_recall_equal_each_session_alone():
     assert group.decoder.batched_steps > 0
 
 
-@pytest.mark.parametrize("family", TINY_FAMILIES)
+# not the hybrid: the tiny Qwen3.5's greedy answers do not change between clips 20 and 21 (so the check below would
+# have no teeth), and its streams never share a batched step anyway (their linear-attention states decode alone)
+@pytest.mark.parametrize("family", [f for f in TINY_FAMILIES if f != "tiny-qwen3.5"])
 def test_nothing_of_one_stream_reaches_another(family):
     """Stream A's answers are the same whether stream B, in the same batch, saw clip X or clip Y."""
 

@@ -14,7 +14,7 @@ def test_tiny_is_small_and_deterministic(family):
     model, processor, _ = tiny(family)
     n_params = sum(p.numel() for p in model.parameters())
     assert 50_000 < n_params < MAX_PARAMS
-    assert model.config.text_config.num_hidden_layers == 2
+    assert model.config.text_config.num_hidden_layers == (4 if family == "qwen3_5" else 2)  # the hybrid: 3 + 1
     assert len(processor.tokenizer) <= model.config.text_config.vocab_size
 
     again, again_proc = build_tiny(family, seed=0)
@@ -58,7 +58,7 @@ def test_qwen_clip_turn_is_a_video_user_turn(family):
     seg = adapter.clip_segment(random_frames(4), 8.0, 12.0)
     text = _decode(adapter, seg)
     pad = "<|video_pad|>"
-    if family == "qwen3_vl":  # one timestamped block per frame group, as Qwen3VLProcessor expands the video
+    if family in ("qwen3_vl", "qwen3_5"):  # one timestamped block per frame group, as Qwen3VLProcessor expands it
         block = "<|vision_start|>" + pad * (seg.num_visual_tokens // 2) + "<|vision_end|>"
         collapsed = text.replace("<8.5 seconds>" + block + "<10.5 seconds>" + block, "<|vision_start|>" + pad)
         collapsed = collapsed.replace("<|vision_start|>" + pad, "<|vision_start|>" + pad + "<|vision_end|>")

@@ -10,7 +10,7 @@ from tests.support.session_helpers import TINY_FAMILIES, loaded
 
 
 def _state(session):
-    layer = session.cache.layers[0]
+    layer = session.cache.kv_layers[0]
     return (
         session.cache.get_seq_length(),
         session.cache.next_position,

@@ -26,7 +26,7 @@ def test_a_question_recalls_the_first_clip_within_budget_plus_recall(family, pos
     for i in range(1, CLIPS):
         session.ingest_clip(random_frames(4, seed=i), 4.0 * i, 4.0 * (i + 1))
     cache = session.cache
-    resident = cache.layers[0].token_index[0]
+    resident = cache.kv_layers[0].token_index[0]
     assert not (resident < first_clip_end).any()  # all of clip 1 was evicted
 
     seen = {}
@@ -35,7 +35,7 @@ def test_a_question_recalls_the_first_clip_within_budget_plus_recall(family, pos
     seen["length"] = cache.get_seq_length()
     seen["pinned"] = cache.pinned.clone()
     seen["next_position"] = cache.next_position
-    seen["layers"] = [(layer.token_index.clone(), layer.positions.clone()) for layer in cache.layers]
+    seen["layers"] = [(layer.token_index.clone(), layer.positions.clone()) for layer in cache.kv_layers]
     list(pieces)
     answer = session.last_answer
 
@@ -51,8 +51,8 @@ def test_a_question_recalls_the_first_clip_within_budget_plus_recall(family, pos
             assert (pos[0, :, :, 0].diff(dim=-1) >= 0).all()
         assert int(pos[..., 0].max()) < seen["next_position"]
     if family == "tiny-qwen2-vl":  # M-RoPE: a visual token's height/width components differ from its time one
-        origin = cache.layers[0].origin[0, 0]
-        index = cache.layers[0].token_index[0, 0]
+        origin = cache.kv_layers[0].origin[0, 0]
+        index = cache.kv_layers[0].token_index[0, 0]
         early = origin[(index < first_clip_end) & torch.isin(index, recalled)]
         assert (early[:, 1] != early[:, 0]).any()  # visual tokens of clip 1 among the recalled
     session.ingest_clip(random_frames(4, seed=99), 4.0 * CLIPS, 4.0 * (CLIPS + 1))

@@ -13,7 +13,8 @@ from tests.support.session_helpers import TINY_FAMILIES, loaded
 def consistent(session: StreamingSession) -> bool:
     """Every layer holds the same number of tokens, each with a position below the next free one."""
     cache = session.cache
-    lengths = {layer.keys.shape[2] for layer in cache.layers} | {layer.positions.shape[2] for layer in cache.layers}
+    layers = cache.kv_layers
+    lengths = {layer.keys.shape[2] for layer in layers} | {layer.positions.shape[2] for layer in layers}
     return len(lengths) == 1 and cache.max_position() < cache.next_position
 
 

@@ -15,8 +15,8 @@ from model.families import FAMILIES
 from model.processor import VisionTextProcessor
 from model.tiny import build_tiny
 
-ALL_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "smolvlm")
-QWEN_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+ALL_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5", "smolvlm")
+QWEN_FAMILIES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_5")
 
 
 @cache

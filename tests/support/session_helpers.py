@@ -10,7 +10,7 @@ from cache.attention import register_attention
 from model.config import ModelConfig
 from model.loading import LoadedModel, load_model
 
-TINY_FAMILIES = ["tiny-qwen2-vl", "tiny-qwen3-vl", "tiny-smolvlm2"]
+TINY_FAMILIES = ["tiny-qwen2-vl", "tiny-qwen3-vl", "tiny-qwen3.5", "tiny-smolvlm2"]  # tiny-qwen3.5: the hybrid
 
 
 @functools.cache
