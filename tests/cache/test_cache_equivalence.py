@@ -6,6 +6,7 @@ from transformers import DynamicCache
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
+from cache.forward_args import with_cache
 from cache.policies import POLICIES
 from cache.runner import CachedRunner
 from tests.support.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
@@ -29,13 +30,13 @@ def test_multi_round_logits_equal_plain_dynamic_cache(arch, policy, positions):
         for round_index in range(ROUNDS):
             # prompts of 10..31 tokens: several are prefilled in more than one chunk of 16
             prompt = torch.randint(3, VOCAB, (1, 10 + 7 * round_index), generator=gen)
-            expected = reference(input_ids=prompt, past_key_values=ref_cache, use_cache=True).logits[:, -1]
+            expected = reference(input_ids=prompt, **with_cache(reference, ref_cache), use_cache=True).logits[:, -1]
             got = runner.prefill(input_ids=prompt, evict_to=config.budget - ANSWER_TOKENS)
             torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
             token = int(expected.argmax(-1))
             for _ in range(ANSWER_TOKENS):
                 expected = reference(
-                    input_ids=torch.tensor([[token]]), past_key_values=ref_cache, use_cache=True
+                    input_ids=torch.tensor([[token]]), **with_cache(reference, ref_cache), use_cache=True
                 ).logits[:, -1]
                 got = runner.decode_step(token)
                 torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)

@@ -13,6 +13,7 @@ from transformers import DynamicCache
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
+from cache.forward_args import with_cache
 from cache.policies import settings_for
 from cache.runner import CachedRunner
 from tests.support.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
@@ -23,7 +24,7 @@ def _kept_original_indices(reference, cache: BoundedCache, prompt: torch.Tensor)
     prompt's tokens are distinct, so each cached value identifies its token."""
     with torch.inference_mode():
         ref_cache = DynamicCache(config=reference.config)
-        reference(input_ids=prompt, past_key_values=ref_cache)
+        reference(input_ids=prompt, **with_cache(reference, ref_cache))
     all_values = ref_cache.layers[0].values[0, 0]  # [T, D]
     kept_values = cache.layers[0].values[0, 0]  # [K, D]
     return torch.cdist(kept_values, all_values).argmin(dim=1)
@@ -63,7 +64,7 @@ def test_continuation_equals_fresh_run_on_kept_tokens(arch, policy, mode):
         logits = reference(
             input_ids=fresh_ids,
             position_ids=_positions(fresh_pos, dims),
-            past_key_values=DynamicCache(config=reference.config),
+            **with_cache(reference, DynamicCache(config=reference.config)),
         ).logits[0]
     expected = logits[[30 + 6, 30 + 7, 30 + 8, 30 + 9]]
     torch.testing.assert_close(torch.cat(got), expected, atol=1e-5, rtol=1e-4)

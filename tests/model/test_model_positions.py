@@ -4,6 +4,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
+from cache.forward_args import with_cache
 from tests.support.model_fixtures import ALL_FAMILIES, QWEN_FAMILIES, random_frames, tiny
 
 
@@ -95,7 +96,7 @@ def _forward_segment(model, adapter, seg, pos, cache):
     (Qwen3-VL clips: ids + visual and DeepStack features), else its input embeddings. Logits [1, T, vocab]."""
     chunks = adapter.chunk_inputs(model, seg)
     inputs = chunks(0, seg.num_tokens) if chunks else {"inputs_embeds": adapter.segment_embeddings(model, seg)}
-    return model(**inputs, position_ids=pos, past_key_values=cache, use_cache=True).logits
+    return model(**inputs, position_ids=pos, **with_cache(model, cache), use_cache=True).logits
 
 
 @pytest.mark.parametrize("family", ALL_FAMILIES)
@@ -131,5 +132,5 @@ def test_cached_greedy_decoding_matches_generate(family):
             step = model.get_input_embeddings()(torch.tensor([[token]]))
             pos = adapter.text_position_ids(start)
             start += 1
-            logits = model(inputs_embeds=step, position_ids=pos, past_key_values=cache, use_cache=True).logits
+            logits = model(inputs_embeds=step, position_ids=pos, **with_cache(model, cache), use_cache=True).logits
     assert ours == ref.tolist() and len(ours) > 1

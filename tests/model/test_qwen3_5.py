@@ -38,22 +38,6 @@ def test_the_tiny_model_is_hybrid_and_the_cache_bounds_only_its_attention_layers
     assert cache.state_layers == cache.layers[:3] and cache.kv_layers == [cache.layers[3]]
 
 
-def test_positions_equal_get_rope_index_over_the_whole_conversation():
-    model = loaded(NAME, attention="sdpa")
-    adapter = model.adapter
-    segments = _conversation(adapter)
-    inputs = adapter.merge_for_generate(segments)
-    expected, _ = model.model.model.get_rope_index(
-        inputs["input_ids"], inputs["mm_token_type_ids"], video_grid_thw=inputs["video_grid_thw"]
-    )
-    ours, start = [], 0
-    for segment in segments:
-        pos, start = adapter.segment_position_ids(segment, start)
-        ours.append(pos)
-    assert torch.equal(torch.cat(ours, dim=-1), expected)
-    assert start == int(expected.max()) + 1
-
-
 @pytest.mark.parametrize("chunk_size", [8, 16, 4096])
 def test_clips_prefilled_in_chunks_give_the_logits_of_one_forward(chunk_size):
     """The recurrent and convolution states carry over clip and chunk boundaries as in one whole forward."""

@@ -7,6 +7,7 @@ from transformers import DynamicCache
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
+from cache.forward_args import with_cache
 from cache.runner import CachedRunner
 from cache.store.recall import recall_for_prompt
 from tests.support.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
@@ -33,7 +34,8 @@ def stream_then_recall(arch: str, policy: str, positions: str, recall: int, keep
         target = PROMPT + QUESTION if keep_all else BUDGET - 4 + stats.tokens
         logits = runner.prefill(input_ids=question, evict_to=target)
         ref_cache = DynamicCache(config=reference.config)
-        expected = reference(input_ids=torch.cat([prompt, question], dim=1), past_key_values=ref_cache).logits[:, -1]
+        whole = torch.cat([prompt, question], dim=1)
+        expected = reference(input_ids=whole, **with_cache(reference, ref_cache)).logits[:, -1]
     return cache, stats, logits, expected
 
 

@@ -16,6 +16,7 @@ import torch
 from transformers import DynamicCache
 
 from cache.config import CacheConfig
+from cache.forward_args import with_cache
 from cache.policies import POLICIES
 from model.answer_together import AnsweringTogether
 from model.change import ChangeConfig, ChangeTracker
@@ -74,7 +75,7 @@ def plain_answer(reference, segments, max_new: int) -> list[int]:
         positions.append(pos)
     cache = DynamicCache(config=model.config)
     logits = model(
-        inputs_embeds=torch.cat(embeds, dim=1), position_ids=torch.cat(positions, dim=-1), past_key_values=cache
+        inputs_embeds=torch.cat(embeds, dim=1), position_ids=torch.cat(positions, dim=-1), **with_cache(model, cache)
     ).logits[:, -1]
     suppressed, stops, ids = adapter.suppressed_token_ids(), set(adapter.eos_token_ids()), []
     while len(ids) < max_new:
@@ -84,7 +85,7 @@ def plain_answer(reference, segments, max_new: int) -> list[int]:
             break
         ids.append(token)
         logits = model(
-            input_ids=torch.tensor([[token]]), position_ids=adapter.text_position_ids(start), past_key_values=cache
+            input_ids=torch.tensor([[token]]), position_ids=adapter.text_position_ids(start), **with_cache(model, cache)
         ).logits[:, -1]
         start += 1
     return ids

@@ -7,6 +7,7 @@ from transformers import DynamicCache
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
+from cache.forward_args import with_cache
 from cache.runner import CachedRunner
 from model.session import SessionConfig, StreamingSession
 from model.verdict import YesNo, check_question, yes_probability
@@ -88,7 +89,8 @@ def test_p_yes_over_the_cache_is_what_plain_transformers_gives_on_a_real_model()
     with torch.inference_mode():
         runner.prefill(input_ids=context)
         peeked = runner.peek(input_ids=question)
-        plain = lm.model(input_ids=torch.cat([context, question], 1), past_key_values=DynamicCache()).logits[:, -1]
+        both = torch.cat([context, question], 1)
+        plain = lm.model(input_ids=both, **with_cache(lm.model, DynamicCache())).logits[:, -1]
     assert cache.get_seq_length() == context.shape[1]
     assert yes_probability(peeked, tokens) == pytest.approx(yes_probability(plain, tokens), abs=1e-4)
     assert {lm.tokenizer.decode([t]).strip().lower() for t in tokens.yes} <= {"yes", "y"}
