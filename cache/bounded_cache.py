@@ -161,12 +161,10 @@ class BoundedCache(DynamicCache):
         return position + self.position_offset, index
 
     def kv_bytes(self) -> int:
-        """Bytes held by keys and values over all attention layers."""
-        return sum(
-            layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
-            for layer in self.kv_layers
-            if layer.is_initialized
-        )
+        """Bytes held by keys and values over all attention layers. Safe to call from another thread (admission
+        does): a layer is initialized before its first keys arrive, and transformers' reset drops the tensors before
+        clearing `is_initialized`, so each tensor is read once and a missing one counts 0."""
+        return sum(_bytes(layer.keys) + _bytes(layer.values) for layer in self.kv_layers)
 
     @property
     def state_layers(self) -> list[LinearAttentionCacheLayerMixin]:
@@ -354,3 +352,7 @@ def _state_tensors(layers: list[LinearAttentionCacheLayerMixin]) -> Iterator[tor
     for layer in layers:
         for states in (layer.conv_states, layer.recurrent_states):
             yield from (t for t in states.values() if t is not None)
+
+
+def _bytes(tensor: torch.Tensor | None) -> int:
+    return 0 if tensor is None else tensor.numel() * tensor.element_size()

@@ -135,15 +135,15 @@ class PageGuard:
         if wait_s > 0:
             await _refuse(send, 429, f"too many failed logins; try again in {wait_s:.0f} s")
             return
-        status: list[int] = []
 
         async def watch(message) -> None:
+            # The outcome is counted before the client sees it: a client that has its answer has its count (it
+            # cannot slip a next guess in before its failure is recorded).
             if message["type"] == "http.response.start":
-                status.append(message["status"])
+                if message["status"] == 200:
+                    self.throttle.succeeded(client)
+                elif 400 <= message["status"] < 500:
+                    self.throttle.failed(client)
             await send(message)
 
         await self.app(scope, receive, watch)
-        if status and status[0] == 200:
-            self.throttle.succeeded(client)
-        elif status and 400 <= status[0] < 500:
-            self.throttle.failed(client)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from cache.config import CacheConfig
 from model.session import SessionConfig, StreamingSession
@@ -43,3 +44,17 @@ def test_full_policy_grows_instead():
     session = StreamingSession(loaded("tiny-qwen2-vl"), CacheConfig(policy="full", budget=BUDGET, window=16))
     sizes = [session.ingest_clip(random_frames(4, seed=i), 4.0 * i, 4.0 * i + 4).cache_tokens for i in range(30)]
     assert sizes[-1] > BUDGET and sizes == sorted(sizes)
+
+
+def test_kv_bytes_read_during_a_first_forward_counts_what_is_there():
+    """Admission reads `kv_bytes` from another thread while a new stream runs its first forward: a layer is then
+    initialized (`lazy_initialization`) before it holds any keys. Such a read counts that layer as empty."""
+    session = StreamingSession(loaded("tiny-qwen2-vl"), CacheConfig(policy="inf-mllm", budget=BUDGET, window=16))
+    cache = session.cache
+    assert cache.kv_bytes() == 0
+    states = torch.zeros(1, 2, 3, 16)
+    cache.kv_layers[0].lazy_initialization(states, states)  # the moment the first forward reaches layer 0
+    assert cache.kv_layers[0].is_initialized and cache.kv_bytes() == 0
+    session.ingest_clip(random_frames(4, seed=0), 0.0, 4.0)
+    first = cache.kv_layers[0]
+    assert cache.kv_bytes() == 2 * first.keys.numel() * first.keys.element_size() * len(cache.kv_layers) > 0
