@@ -52,7 +52,7 @@ from capture.synth_camera import CameraVideoConfig, write_camera_video  # noqa: 
 
 COLUMNS = ["part", "setting", "measure", "unit", "samples", "value", "p90", "load_1m", "note"]
 COUNT_UNITS = {"count", "checks/s"}  # may be 0; every other measured value is a time or a rate and is > 0
-CLIP_S = 4.0  # the app's default --clip-seconds
+CLIP_S = 4.0  # the app's default --clip-seconds (--quick: half of it, so that its waits on clips are half)
 MOSQUITTO = shutil.which("mosquitto") or shutil.which("mosquitto", path="/usr/sbin:/usr/local/sbin")
 NO_MQTT = "not measured: mosquitto not found (apt-get install mosquitto)"
 PREFIX = "edge-assistant"  # the app's default --mqtt-prefix
@@ -480,7 +480,7 @@ def call(server: Server, method: str, path: str, busy: list[int], **kwargs) -> h
     return reply
 
 
-def measure_watches(server: Server, count: int, seconds: float, bar: tqdm) -> list[dict]:
+def measure_watches(server: Server, count: int, seconds: float, clip_s: float, bar: tqdm) -> list[dict]:
     """0 watches, `count` on_change watches, `count` plain watches, each every 2 s; threshold 0.99 so that no
     alert begins on the random model's p_yes: watches at rest, as most are most of the time."""
     settings = [("0 watches", None), (f"{count} watches on_change, every 2 s", True),
@@ -504,7 +504,7 @@ def measure_watches(server: Server, count: int, seconds: float, bar: tqdm) -> li
         checks = [r for r in records if r["type"] == "check"]
         clips = [r for r in records if r["type"] == "clip"]
         dropped = clips[-1]["dropped_clips"] - clips[0]["dropped_clips"] if clips else 0
-        due = f"due: {len(names) / CLIP_S:g}/s (every 2 s, checked after each {CLIP_S:g}-second clip)"
+        due = f"due: {len(names) / max(clip_s, 2.0):g}/s (every 2 s, checked after each {clip_s:g}-second clip)"
         rows += [
             row("watches", setting, "cpu_s_per_stream_s", "s/s", [cpu / stream_s],
                 f"{stream_s:.0f} stream s, {w1 - w0:.0f} s wall"),
@@ -592,12 +592,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--feed-window", type=float, default=10.0, help="seconds each feed count is measured")
     p.add_argument("--watches", type=int, default=100, help="runtime watches added")
     p.add_argument("--watch-window", type=float, default=32.0, help="seconds each watch setting is measured")
+    p.add_argument("--clip-seconds", type=float, default=CLIP_S, help="--clip-seconds of the servers")
     p.add_argument("--quick", action="store_true", help="a short run (for the test): 2 questions, 1 and 3 "
-                   "clients, 3 watches, windows of a few seconds")  # fmt: skip
+                   "clients, 3 watches, windows of a few seconds, 2-second clips")  # fmt: skip
     p.add_argument("--out", type=Path, default=REPO / "docs", help="folder of api_bench.csv and api_bench.png")
     args = p.parse_args(argv)
     if args.quick:
-        args.questions, args.clients, args.feed_window, args.watches, args.watch_window = 2, [1, 3], 2.0, 3, 6.0
+        args.questions, args.clients, args.feed_window, args.watches, args.watch_window = 2, [1, 3], 2.0, 3, 4.0
+        args.clip_seconds = CLIP_S / 2
     return args
 
 
@@ -623,7 +625,7 @@ def measure(args: argparse.Namespace, work: Path) -> list[dict]:
         "--max-new-tokens",
         "16",
         "--clip-seconds",
-        str(CLIP_S),
+        str(args.clip_seconds),
         "--api-watches-per-token",
         str(max(args.watches, 64)),
     ]
@@ -638,7 +640,7 @@ def measure(args: argparse.Namespace, work: Path) -> list[dict]:
                     *mqtt, *common) as server:  # fmt: skip
             server.wait_for_clips(2)
             asked, pieces = measure_first_piece(server, args.questions, bar, broker)
-            rows += asked + measure_watches(server, args.watches, args.watch_window, bar)
+            rows += asked + measure_watches(server, args.watches, args.watch_window, args.clip_seconds, bar)
         pieces.thread.join(60)
         feed_args = ["--no-realtime", "--every", "1", "--timeline", "", "--api-sse-clients", str(max(args.clients) + 4)]
         with Server(work / "feed", video, args.model, *feed_args, *common, log=False) as server:
