@@ -1,0 +1,249 @@
+"""int8 weights on the CPU, measured before any is shipped: speed on the Qwen2-VL-2B shapes, quality on the real LM.
+
+Speed: the linear layers of one Qwen2-VL-2B decoder layer (q, k, v, o, gate, up, down) and of one vision-tower
+block (qkv, proj, fc1, fc2), random weights, multiplied by 1 row (a decode step), 256 rows (a clip's visual tokens
+entering the decoder) and 1024 rows (a 4-frame clip's patches in the vision tower), each way:
+- `fp32`: `nn.Linear` as loaded (MKL);
+- `fp32 one-row kernel`: the project's AVX2 kernel (cache.cpu.kernels), decode rows only, where built;
+- `int8 dynamic`: `torch.ao.quantization.quantize_dynamic`, int8 weights per output channel, each input row
+  quantized as it comes (FBGEMM; the API PyTorch marks deprecated);
+- `torchao int8 weight-only` and `torchao int8 dynamic`: torchao's `quantize_` configs, when torchao is installed.
+Quality: perplexity of the reference LM (SmolLM2-135M-Instruct, quality/reference.py) over the first `--tokens`
+tokens of Paradise Lost, full attention, fp32 against int8 dynamic on every linear layer, and sparing the MLP's
+down projections (where activation outliers live) and the LM head.
+
+    python scripts/bench_int8.py                      # docs/int8_bench.csv and .png
+    python scripts/bench_int8.py --quick --out /tmp/x # what the test runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cache.config import CacheConfig  # noqa: E402
+from cache.cpu.kernels import kernels_ready  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+COLUMNS = ["part", "variant", "rows", "measure", "value", "unit", "note"]
+# (name, out_features, in_features): Qwen2-VL-2B's decoder (hidden 1536, 12 query / 2 KV heads of 128,
+# intermediate 8960) and its vision tower (embed 1280, 16 heads, MLP 5120)
+DECODER = [("q", 1536, 1536), ("k", 256, 1536), ("v", 256, 1536), ("o", 1536, 1536),
+           ("gate", 8960, 1536), ("up", 8960, 1536), ("down", 1536, 8960)]  # fmt: skip
+VISION = [("qkv", 3840, 1280), ("proj", 1280, 1280), ("fc1", 5120, 1280), ("fc2", 1280, 5120)]
+SPARED = ("down_proj", "lm_head")
+FULL_ROWS = {"decoder layer": [1, 256], "vision block": [1024]}
+
+
+def layer_stack(shapes: list[tuple[str, int, int]]) -> torch.nn.ModuleDict:
+    torch.manual_seed(0)
+    return torch.nn.ModuleDict({name: torch.nn.Linear(i, o) for name, o, i in shapes})
+
+
+def int8_dynamic(module: torch.nn.Module, skip: tuple[str, ...] = ()) -> torch.nn.Module:
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    torch.backends.quantized.engine = "fbgemm"
+    names = [n for n, m in module.named_modules() if type(m) is torch.nn.Linear and not n.endswith(skip)]
+    quantized = copy.deepcopy(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the API's deprecation notices, one per layer
+        quantize_dynamic(quantized, dict.fromkeys(names, per_channel_dynamic_qconfig), torch.qint8, inplace=True)
+    return quantized
+
+
+def torchao_variants(module: torch.nn.Module) -> dict[str, torch.nn.Module]:
+    try:
+        from torchao.quantization import Int8DynamicActivationInt8WeightConfig, Int8WeightOnlyConfig, quantize_
+    except ImportError:
+        return {}
+    found = {}
+    for label, config in (("torchao int8 weight-only", Int8WeightOnlyConfig()),
+                          ("torchao int8 dynamic", Int8DynamicActivationInt8WeightConfig())):  # fmt: skip
+        copied = copy.deepcopy(module)
+        quantize_(copied, config)
+        found[label] = copied
+    return found
+
+
+class OneRowKernel(torch.nn.Module):
+    """The same layers through the project's one-row AVX2 kernel (decode rows only)."""
+
+    def __init__(self, stack: torch.nn.ModuleDict) -> None:
+        super().__init__()
+        self.stack = stack
+
+    def forward_layer(self, name: str, x: torch.Tensor) -> torch.Tensor:
+        layer = self.stack[name]
+        return torch.ops.edge_assistant.one_row_linear(x, layer.weight, layer.bias)
+
+
+def time_stack(variant, shapes, rows: int, repeats: int) -> float:
+    """Median ms of one pass through every layer of the stack (each on its own input of `rows` rows)."""
+    inputs = {name: torch.randn(rows, i) for name, _, i in shapes}
+    call = variant.forward_layer if isinstance(variant, OneRowKernel) else (lambda n, x: variant[n](x))
+    times = []
+    with torch.inference_mode():
+        for name, _, _ in shapes:
+            call(name, inputs[name])  # warm-up
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for name, _, _ in shapes:
+                call(name, inputs[name])
+            times.append(1000 * (time.perf_counter() - start))
+    return statistics.median(times)
+
+
+def max_error(variant, reference: torch.nn.ModuleDict, shapes) -> float:
+    """The largest |difference| over a 4-row product, relative to the largest |fp32 output| (per layer, max)."""
+    worst = 0.0
+    call = variant.forward_layer if isinstance(variant, OneRowKernel) else (lambda n, x: variant[n](x))
+    with torch.inference_mode():
+        for name, _, i in shapes:
+            x = torch.randn(4 if not isinstance(variant, OneRowKernel) else 1, i)
+            want = reference[name](x)
+            worst = max(worst, float((call(name, x) - want).abs().max() / want.abs().max()))
+    return worst
+
+
+def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, with_torchao: bool, bar: tqdm) -> list[dict]:
+    out = []
+    for part, shapes in (("decoder layer", DECODER), ("vision block", VISION)):
+        stack = layer_stack(shapes)
+        variants: dict[str, object] = {"fp32": stack, "int8 dynamic": int8_dynamic(stack)}
+        if kernels_ready():
+            variants["fp32 one-row kernel"] = OneRowKernel(stack)
+        if with_torchao:
+            variants.update(torchao_variants(stack))
+        weights = sum(o * i for _, o, i in shapes)
+        for label, variant in variants.items():
+            error = max_error(variant, stack, shapes)
+            for rows in rows_by_part[part]:
+                if isinstance(variant, OneRowKernel) and rows > 16:
+                    continue
+                slow = label.startswith("torchao")  # seconds per pass on this CPU: 3 passes are enough to tell
+                ms = time_stack(variant, shapes, rows, min(repeats, 3) if slow else repeats)
+                note = f"{weights / 1e6:.1f}M weights; max relative error {error:.4f}"
+                out.append(_row(f"speed: {part}", label, rows, "ms", ms, "ms", note))
+                bar.update()
+    return out
+
+
+def measure_quality(tokens: int, bar: tqdm) -> list[dict]:
+    from quality.lm import load_text_lm
+    from quality.perplexity import stream_perplexity
+    from quality.reference import load_text
+
+    lm = load_text_lm()
+    ids = lm.encode(load_text("paradise-lost"))[:tokens]
+    config = CacheConfig(policy="full", budget=tokens + 1)
+    models = {"fp32": lm.model, "int8 dynamic": int8_dynamic(lm.model),
+              "int8 dynamic, sparing down_proj and lm_head": int8_dynamic(lm.model, SPARED)}  # fmt: skip
+    out, base = [], None
+    for label, model in models.items():
+        lm.model = model
+        start = time.perf_counter()
+        ppl = stream_perplexity(lm, ids, config, chunk=256, segment=tokens)[0]
+        seconds = time.perf_counter() - start
+        base = base or ppl
+        note = f"{tokens} tokens of Paradise Lost, full attention; {seconds:.1f} s"
+        out.append(_row("quality", label, tokens, "perplexity", ppl, "ppl", note))
+        out.append(_row("quality", label, tokens, "perplexity_vs_fp32", ppl / base, "x", "tolerance: 1.03"))
+        bar.update()
+    return out
+
+
+def _row(part, variant, rows, measure, value, unit, note="") -> dict:
+    return {"part": part, "variant": variant, "rows": rows, "measure": measure, "value": round(value, 4),
+            "unit": unit, "note": note}  # fmt: skip
+
+
+def machine() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{os.cpu_count()} cores, torch {torch.__version__}; load average {one:.1f} (5 min: {five:.1f})"
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    speed = [r for r in rows if r["part"].startswith("speed")]
+    groups = sorted({(r["part"].removeprefix("speed: "), r["rows"]) for r in speed}, key=lambda g: (g[0], g[1]))
+    variants = list(dict.fromkeys(r["variant"] for r in speed))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [2.2, 1]})
+    width = 0.8 / max(len(variants), 1)
+    for k, variant in enumerate(variants):
+        values = []
+        for part, n in groups:
+            base = next(r["value"] for r in speed if r["variant"] == "fp32" and r["rows"] == n and part in r["part"])
+            mine = next((r["value"] for r in speed if r["variant"] == variant and r["rows"] == n and part in r["part"]),
+                        None)  # fmt: skip
+            values.append(0 if mine is None else base / mine)
+        axes[0].bar([g + k * width for g in range(len(groups))], values, width, label=variant)
+    axes[0].axhline(1, color="black", lw=0.8)
+    axes[0].set_xticks([g + width * (len(variants) - 1) / 2 for g in range(len(groups))])
+    axes[0].set_xticklabels([f"{part}\n{n} row(s)" for part, n in groups], fontsize=8)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("speed-up over fp32 MKL (x, log)")
+    axes[0].legend(fontsize=7)
+    quality = [r for r in rows if r["measure"] == "perplexity_vs_fp32"]
+    axes[1].barh([r["variant"].replace(", ", ",\n") for r in quality], [r["value"] for r in quality])
+    axes[1].axvline(1.03, color="tab:red", ls="--", label="tolerance 1.03")
+    axes[1].set_xlabel("perplexity / fp32's (reference LM)")
+    axes[1].legend(fontsize=7)
+    fig.suptitle(f"int8 on the CPU (scripts/bench_int8.py); {machine()}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--tokens", type=int, default=2048, help="tokens of the perplexity text (default: 2048)")
+    p.add_argument("--repeats", type=int, default=20, help="timed passes per setting, median kept (default: 20)")
+    p.add_argument("--quick", action="store_true", help="a short run (for the test): 384 tokens, 1 pass, fewer "
+                   "rows, no torchao")  # fmt: skip
+    p.add_argument("--out", type=Path, default=REPO / "docs", help="folder of int8_bench.csv and .png")
+    args = p.parse_args(argv)
+    if args.tokens < 16 or args.repeats < 1:
+        p.error("--tokens must be >= 16 and --repeats >= 1")
+    if args.quick:
+        args.tokens, args.repeats = 384, 1
+    return args
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    kernels_ready()  # builds them the first time (once per machine)
+    rows_by_part = {"decoder layer": [1, 64], "vision block": [256]} if args.quick else FULL_ROWS
+    speed_steps = sum(len(v) for v in rows_by_part.values()) * (3 if args.quick else 5)
+    with tqdm(total=speed_steps + 3, desc="bench_int8", unit="setting") as bar:
+        rows = measure_speed(rows_by_part, args.repeats, not args.quick, bar) + measure_quality(args.tokens, bar)
+    with (args.out / "int8_bench.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    plot(rows, args.out / "int8_bench.png")
+    print(f"Machine: {machine()}")
+    for r in rows:
+        print(f"{r['part']:<22} {r['variant']:<44} {r['rows']:>5} {r['measure']:<20} {r['value']:>10} {r['unit']}")
+    print(f"wrote {args.out / 'int8_bench.csv'}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""scripts/bench_int8.py --quick: every variant timed at every row count it takes, the CSV has its columns, and the
+quality rows relate as they must on the real reference LM: int8 changes the perplexity, and sparing the MLP's down
+projections and the LM head (where activation outliers are) brings it closer to fp32's. No time is checked."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import sys
+from pathlib import Path
+
+from tests.support.reference_lm import reference_lm
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def load():
+    if "bench_int8" in sys.modules:
+        return sys.modules["bench_int8"]
+    spec = importlib.util.spec_from_file_location("bench_int8", SCRIPTS / "bench_int8.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_int8"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_quick_run_measures_each_variant_and_relates_the_quality_rows(tmp_path):
+    reference_lm()  # skips (or fails in CI) when the reference is not set up
+    bench = load()
+    bench.main(["--quick", "--out", str(tmp_path)])
+    with (tmp_path / "int8_bench.csv").open() as f:
+        reader = csv.DictReader(f)
+        assert reader.fieldnames == bench.COLUMNS
+        rows = list(reader)
+    speed = [r for r in rows if r["part"].startswith("speed")]
+    assert {(r["part"], r["variant"], int(r["rows"])) for r in speed} >= {
+        ("speed: decoder layer", "fp32", 1), ("speed: decoder layer", "int8 dynamic", 64),
+        ("speed: vision block", "int8 dynamic", 256),
+    }  # fmt: skip
+    assert all(float(r["value"]) > 0 for r in speed)
+    errors = {r["variant"]: float(r["note"].split("max relative error ")[1]) for r in speed}
+    assert 0 < errors["int8 dynamic"] < 0.1  # quantized, yet close to fp32 layer by layer
+    assert errors["fp32"] == 0
+    ppl = {r["variant"]: float(r["value"]) for r in rows if r["measure"] == "perplexity"}
+    assert 1 < ppl["fp32"] < 200  # the real model on English verse
+    spared = ppl["int8 dynamic, sparing down_proj and lm_head"]
+    assert ppl["fp32"] != ppl["int8 dynamic"]
+    assert abs(spared - ppl["fp32"]) < abs(ppl["int8 dynamic"] - ppl["fp32"])
+    assert (tmp_path / "int8_bench.png").stat().st_size > 10_000
