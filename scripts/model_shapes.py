@@ -30,6 +30,8 @@ FULL = {
     "Qwen/Qwen3-VL-2B-Instruct": (28, 8, 128),
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct": (24, 32, 64),
     "HuggingFaceTB/SmolVLM2-256M-Video-Instruct": (30, 3, 64),
+    "Qwen/Qwen3.5-0.8B": (6, 2, 256),  # attention layers only: 18 of its 24 are Gated DeltaNet (no KV)
+    "Qwen/Qwen3.5-2B": (6, 2, 256),
 }
 FRAMES, SOURCE = 4, (480, 640)  # default clip: 1 fps x 4 s; a VGA camera
 

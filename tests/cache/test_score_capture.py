@@ -36,7 +36,7 @@ def test_window_scores_equal_eager_weights(arch):
     runner.prefill(input_ids=prefix)
     runner.prefill(input_ids=prompt)  # prefilled onto a non-empty cache: the masked path
     attentions = _eager_attentions(reference, torch.cat([prefix, prompt], dim=1))
-    for layer, weights in zip(cache.layers, attentions, strict=True):
+    for layer, weights in zip(cache.kv_layers, attentions, strict=True):  # the hybrid: attention layers only
         expected = _group_mean(weights[:, :, -WINDOW:, :].mean(dim=2), layer.keys.shape[1])
         torch.testing.assert_close(layer.attention, expected, atol=1e-6, rtol=1e-5)
 
@@ -52,7 +52,7 @@ def test_h2o_accumulates_prefill_and_decode_attention(arch):
     for token in decoded:
         runner.decode_step(token)
     attentions = _eager_attentions(reference, torch.cat([prompt, torch.tensor([decoded])], dim=1))
-    for layer, weights in zip(cache.layers, attentions, strict=True):
+    for layer, weights in zip(cache.kv_layers, attentions, strict=True):  # the hybrid: attention layers only
         expected = _group_mean(weights.sum(dim=2), layer.keys.shape[1])  # every query row, summed
         torch.testing.assert_close(layer.attention, expected, atol=1e-5, rtol=1e-5)
 

@@ -59,6 +59,12 @@ def test_published_config_facts_survive_loading(checkpoint):
     if "rope_scaling" in published:  # the old key: {"type": "mrope", "mrope_section": [...]}
         assert text.rope_parameters["mrope_section"] == published["rope_scaling"]["mrope_section"]
         assert text.rope_parameters["rope_theta"] == published["rope_theta"]
+    published_text = published.get("text_config", {})
+    if "layer_types" in published_text:  # a hybrid (Qwen3.5): which layers keep keys and values, partial M-RoPE
+        assert list(text.layer_types) == published_text["layer_types"]
+        for key in ("mrope_section", "partial_rotary_factor", "rope_theta"):
+            assert text.rope_parameters[key] == published_text["rope_parameters"][key], key
+        assert loaded.model.config.vision_config.deepstack_visual_indexes == []
     for key in ("image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id"):
         if key in published:
             assert getattr(config, key) == published[key], key
@@ -97,7 +103,7 @@ def test_clip_and_question_follow_the_published_prompt_layout(checkpoint):
 def adapter_turns(adapter, clip, n_frames: int):
     """The chat messages our layout stands for, and how the family's processor expands visual placeholders."""
     family = adapter.family
-    if family == "qwen3_vl":  # the processor turns the one video placeholder into timestamped frame groups
+    if family in ("qwen3_vl", "qwen3_5"):  # the processor turns the one video placeholder into timestamped frame groups
         messages = [
             {"role": "user", "content": [{"type": "video"}]},
             {"role": "user", "content": [{"type": "text", "text": QUESTION}]},

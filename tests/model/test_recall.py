@@ -47,7 +47,7 @@ def test_recalling_everything_reproduces_full_attention(arch, policy, positions)
     assert cache.store.tokens == PROMPT + QUESTION  # every token reached the store, once
     assert stats.tokens >= PROMPT - BUDGET  # at least everything that had been evicted came back
     assert cache.get_seq_length() == PROMPT + QUESTION
-    for layer in cache.layers:
+    for layer in cache.kv_layers:  # on the hybrid, recall enters the attention layers only
         assert (layer.token_index[0] == torch.arange(PROMPT + QUESTION)).all()  # stream order, no duplicates
     torch.testing.assert_close(logits, expected, atol=2e-4, rtol=0)
 

@@ -26,7 +26,7 @@ from tests.support.model_fixtures import smooth_frame
 from tests.support.session_helpers import generate_answer, loaded
 
 MAX_NEW = 8
-FAMILIES = ["tiny-qwen2-vl", "tiny-qwen2.5-vl", "tiny-smolvlm2"]
+FAMILIES = ["tiny-qwen2-vl", "tiny-qwen2.5-vl", "tiny-qwen3.5", "tiny-smolvlm2"]  # tiny-qwen3.5: the hybrid
 ON = ChangeConfig(keyframe_every=4, floor=0.1)
 OFF = ChangeConfig(drop_unchanged=False)
 TIMING = {"ttft_s", "decode_tokens_per_s", "process_rss_bytes", "recall_ms", "evict_ms", "device_mem_bytes"}
@@ -92,7 +92,7 @@ def plain_answer(reference, segments, max_new: int) -> list[int]:
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))
-@pytest.mark.parametrize("family", ["tiny-qwen2-vl", "tiny-smolvlm2"])
+@pytest.mark.parametrize("family", ["tiny-qwen2-vl", "tiny-qwen3.5", "tiny-smolvlm2"])
 def test_dropping_off_answers_exactly_as_today(family, policy):
     reference = loaded(family, attention="sdpa")
     adapter = reference.adapter
@@ -142,12 +142,13 @@ def test_sparse_clips_answer_as_plain_transformers_fed_the_same_sparse_sequence(
 
 def _state(s: StreamingSession) -> list:
     cache = s.cache
-    return [cache.next_position, cache.tokens_seen, cache.evictions, cache.get_seq_length()] + [
-        (layer.token_index.tolist(), layer.positions.tolist()) for layer in cache.layers
+    states = [t.tolist() for _, conv, rec in cache.save_states() for t in (*conv.values(), *rec.values())]
+    return [cache.next_position, cache.tokens_seen, cache.evictions, cache.get_seq_length(), states] + [
+        (layer.token_index.tolist(), layer.positions.tolist()) for layer in cache.kv_layers
     ]
 
 
-@pytest.mark.parametrize("family", ["tiny-qwen2-vl", "tiny-smolvlm2"])
+@pytest.mark.parametrize("family", ["tiny-qwen2-vl", "tiny-qwen3.5", "tiny-smolvlm2"])
 def test_sparse_clips_through_eviction_store_recall_and_batched_decoding(family):
     def make():
         sessions = []
@@ -181,7 +182,7 @@ def _metrics(s: StreamingSession) -> dict:
     return {k: v for k, v in dataclasses.asdict(s.last_answer).items() if k not in TIMING}
 
 
-@pytest.mark.parametrize("family", ["tiny-qwen2-vl", "tiny-smolvlm2"])
+@pytest.mark.parametrize("family", ["tiny-qwen2-vl", "tiny-qwen3.5", "tiny-smolvlm2"])
 def test_recalled_tokens_of_sparse_clips_come_back_at_their_whole_clip_positions(family):
     ours = session(family, "window", ON, budget=120, recall=256, block=8, store_bytes=2**24, positions="original")
     adapter = ours.adapter
@@ -199,7 +200,7 @@ def test_recalled_tokens_of_sparse_clips_come_back_at_their_whole_clip_positions
             origin_of[first + k] = column
     pieces = ours.ask("What happened at the start?")
     next(pieces)
-    layer = ours.cache.layers[0]
+    layer = ours.cache.kv_layers[0]  # the hybrid: its first attention layer
     pinned = ours.cache.pinned
     assert pinned is not None and pinned.numel() > 0
     index, origin = layer.token_index[0, 0], layer.origin[0, 0]

@@ -33,12 +33,13 @@ def test_the_check_asks_for_yes_or_no_once():
 
 
 def _snapshot(cache: BoundedCache) -> dict:
-    layer = cache.layers[0]
+    layer = cache.kv_layers[0]
+    states = [t for _, conv, recurrent in cache.save_states() for t in (*conv.values(), *recurrent.values())]
     return {
         "length": cache.get_seq_length(),
         "next_position": cache.next_position,
         "tokens_seen": cache.tokens_seen,
-        "keys": [lay.keys.clone() for lay in cache.layers],
+        "keys": [lay.keys.clone() for lay in cache.kv_layers] + states,  # the hybrid: + its linear states
         "positions": layer.positions.clone(),
         "index": layer.token_index.clone(),
         "attention": layer.attention.clone(),

@@ -6,6 +6,8 @@ model.safetensors.index.json for sharded checkpoints, model.safetensors.names.js
 `materialize(hub_id, dest)` copies those files and writes what is too large to commit:
   - safetensors shards with the published tensor names, sharded as published, random values of the shapes
     the shrunk config gives (bf16 or fp32 as the config's torch_dtype says), with {"format": "pt"} metadata;
+    a published tensor the model class skips on load (`_keys_to_ignore_on_load_unexpected`: Qwen3.5's
+    multi-token-prediction head `mtp.*`) is written as a one-element tensor, since only its name matters;
   - tokenizer.json: a small byte-level BPE standing in for the vocabulary, with every special token of
     tokenizer_config.json's added_tokens_decoder at its published id.
 See tests/fixtures/hub/FIXTURE-SOURCES.md for where each file's facts come from.
@@ -33,6 +35,8 @@ HUB_IDS = (
     "Qwen/Qwen3-VL-2B-Instruct",
     "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     "HuggingFaceTB/SmolVLM2-256M-Video-Instruct",
+    "Qwen/Qwen3.5-0.8B",
+    "Qwen/Qwen3.5-2B",
 )
 INDEX = "model.safetensors.index.json"
 NAMES = "model.safetensors.names.json"  # published tensor names of a single-file checkpoint
@@ -63,13 +67,14 @@ def materialize(hub_id: str, dest: Path, seed: int = 0) -> Path:
     _write_tokenizer(json.loads((src / "tokenizer_config.json").read_text()), dest / "tokenizer.json")
     shards, single = _published_layout(src)
     shapes = _internal_shapes(src)
+    ignored = _ignored_on_load(src)
     dtype = _checkpoint_dtype(json.loads((src / "config.json").read_text()))
     gen = torch.Generator().manual_seed(seed)
     total = 0
     for shard, names in shards.items():
         tensors = {}
         for name in sorted(names):
-            shape = shapes[internal_name(name, shapes)]
+            shape = (1,) if any(p.search(name) for p in ignored) else shapes[internal_name(name, shapes)]
             tensors[name] = (torch.randn(shape, generator=gen) * 0.02).to(dtype)
             total += tensors[name].numel() * tensors[name].element_size()
         save_file(tensors, dest / shard, metadata={"format": "pt"})
@@ -107,6 +112,13 @@ def _internal_shapes(src: Path) -> dict[str, tuple[int, ...]]:
     with torch.device("meta"):
         model = FAMILIES[config.model_type].model_class(config)
     return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+
+
+def _ignored_on_load(src: Path) -> list[re.Pattern]:
+    """Patterns of published tensors the model class leaves out when loading (never missing, never unexpected)."""
+    config = AutoConfig.from_pretrained(src, local_files_only=True)
+    patterns = getattr(FAMILIES[config.model_type].model_class, "_keys_to_ignore_on_load_unexpected", None) or []
+    return [re.compile(p) for p in patterns]
 
 
 def _checkpoint_dtype(config: dict) -> torch.dtype:
