@@ -114,16 +114,21 @@ def select_keep(
 
     One top-k over every layer and head at once. `pinned` ([L, B, H_kv, n] bool): tokens kept whatever the
     policy says (recalled for the current answer). `picture` ([L, B, H_kv, n] bool): the current picture
-    (cache/policies/picture.py), kept the same way; the policy's scores choose the rest. With a picture, an
-    eviction that cannot keep every token that must stay raises `PictureOverflow` instead of dropping some.
+    (cache/policies/picture.py), never evicted; the policy's scores choose the rest. With a picture, an eviction
+    that cannot keep it, the retrieval window and the policy's `KEEP` tokens raises `PictureOverflow`; recalled
+    tokens come next (they are in the host store: where they do not all fit, some of them go).
     """
     scores = policy.score(view).expand(*view.shape, view.n)
-    if pinned is not None:
-        scores = scores.masked_fill(pinned.to(scores.device), KEEP)
-    if picture is not None:
+    if picture is None:
+        if pinned is not None:
+            scores = scores.masked_fill(pinned.to(scores.device), KEEP)
+    else:
         picture = picture.to(scores.device)
-        scores = scores.masked_fill(picture, KEEP)
-        check_room((scores == KEEP) | view.recent, picture, view.target)
+        check_room((scores == KEEP) | view.recent | picture, picture, view.target)
+        if pinned is not None:  # above every score a policy gives, below KEEP (the picture, the window, sinks)
+            highest = torch.finfo(scores.dtype).max
+            scores = torch.where(pinned.to(scores.device) & (scores < KEEP), highest, scores)
+        scores = scores.masked_fill(picture | view.recent, KEEP)
     keep = torch.topk(scores, k=view.target, dim=-1, sorted=False).indices
     return keep.sort(dim=-1).values
 

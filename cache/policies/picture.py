@@ -39,7 +39,7 @@ def newest_of_each_region(frame: torch.Tensor, region: torch.Tensor, since: int 
 def check_room(must_keep: torch.Tensor, picture: torch.Tensor, target: int) -> None:
     """Raises PictureOverflow when a layer and head must keep more than `target` tokens.
 
-    must_keep: [..., n] bool, every token the eviction may not remove (picture, retrieval window, sinks, recalled);
+    must_keep: [..., n] bool, every token the eviction may not remove (the picture, the retrieval window, sinks);
     picture: [..., n] bool, those of the current picture.
     """
     most = int(must_keep.sum(dim=-1).max()) if must_keep.numel() else 0
@@ -48,6 +48,6 @@ def check_room(must_keep: torch.Tensor, picture: torch.Tensor, target: int) -> N
     pictured = int(picture.sum(dim=-1).max())
     raise PictureOverflow(
         f"the current picture ({pictured} tokens) and the other tokens that must stay (the retrieval window, "
-        f"sinks, recalled tokens: {most - pictured}) need {most} tokens, but this eviction keeps {target}: "
+        f"sinks: {most - pictured}) need {most} tokens, but this eviction keeps {target}: "
         "raise the budget (--budget) or stop pinning the picture (--no-pin-picture)"
     )

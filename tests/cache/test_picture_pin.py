@@ -199,3 +199,19 @@ def test_a_new_frame_grid_leaves_the_old_grids_regions_to_the_policy():
 def test_pin_picture_is_a_bool():
     with pytest.raises(ValueError, match="pin_picture .*--pin-picture.* true or false"):
         CacheConfig(pin_picture="yes")
+
+
+def test_recalled_tokens_that_overflow_give_way_to_the_picture_and_the_window():
+    """Closing an answer evicts to the budget while its recalled tokens are still pinned; where they do not all fit,
+    some of them go (they are in the host store), never the picture or the window."""
+    cache = make_cache(budget=16, recall=32, block=4, store_bytes=2**20)
+    feeder = Feeder(cache)
+    feeder.add(0, regions=list(range(REGIONS)))  # tokens 0-5
+    feeder.add(20)  # tokens 6-25
+    cache.pin(torch.arange(6, 20))  # 14 recalled tokens: with the picture and the window, 24 > 16
+    cache.evict(16)
+    feeder.check_picture()
+    for layer in cache.layers:
+        held = layer.token_index[0]
+        assert torch.isin(torch.arange(22, 26), held).all(dim=-1).all()  # the window
+        assert int(torch.isin(held, torch.arange(6, 20)).sum(dim=-1).min()) == 16 - REGIONS - WINDOW
