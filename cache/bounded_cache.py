@@ -28,7 +28,7 @@ from transformers.cache_utils import CacheLayerMixin, LinearAttentionCacheLayerM
 from cache.attention import ACTIVE_OBSERVER, attention_probs
 from cache.config import CacheConfig
 from cache.layer import BoundedLayer
-from cache.policies import POLICIES, TokenView, select_keep
+from cache.policies import POLICIES, TokenView, newest_of_each_region, select_keep
 from cache.positions import compact_positions
 from cache.rope import KeyRotator
 from cache.static_layer import StaticBoundedLayer
@@ -81,6 +81,7 @@ class BoundedCache(DynamicCache):
         self.store = self._make_store(config, rotator)
         self.archived = 0  # tokens [0, archived) of the stream are in the store
         self.pinned: torch.Tensor | None = None  # token indices no eviction may remove (recalled for an answer)
+        self.picture_since = 0  # frames from this id on share the current frame grid (`new_grid`)
 
     def _new_layer(self) -> BoundedLayer:
         if self.config.storage == "dynamic":
@@ -210,6 +211,7 @@ class BoundedCache(DynamicCache):
         self.evictions = 0
         self.archived = 0
         self.pinned = None
+        self.picture_since = 0
         if self.store is not None:
             self.store.reset()
 
@@ -230,6 +232,19 @@ class BoundedCache(DynamicCache):
 
     def unpin(self) -> None:
         self.pinned = None
+
+    def picture_of(self, frame: torch.Tensor, region: torch.Tensor) -> torch.Tensor | None:
+        """[..., n] bool: which of the tokens with these ids ([..., n], -1 for text) are the current picture, the
+        newest version of each region (cache/policies/picture.py); None when the cache pins no picture
+        (`pin_picture` off, or a policy that never evicts)."""
+        if not self.config.pin_picture or not self.policy.evicts:
+            return None
+        return newest_of_each_region(frame, region, self.picture_since)
+
+    def new_grid(self, first_frame: int) -> None:
+        """The frame grid changed (another frame size) from frame id `first_frame` on: the regions of earlier frames
+        are history, no longer part of the picture."""
+        self.picture_since = first_frame
 
     def archive_new(self) -> None:
         """Copies the tokens added since the last call (the newest of every layer) to the host store."""
@@ -305,7 +320,8 @@ class BoundedCache(DynamicCache):
         started = time.perf_counter()
         view = self.token_view(target)
         pinned = None if self.pinned is None else torch.isin(view.position, self.pinned)
-        keep = select_keep(self.policy, view, pinned)  # [L, B, H_kv, K]
+        picture = self.picture_of(view.frame, view.region)
+        keep = select_keep(self.policy, view, pinned, picture)  # [L, B, H_kv, K]
         keep = keep.to(self.kv_layers[0].keys.device)
         for layer, index in zip(self.kv_layers, keep, strict=True):
             layer.keep(index)

@@ -31,6 +31,9 @@ class CacheConfig:
     positions: "rerotate" re-rotates kept keys to compact positions at each eviction, so an endless stream
                never leaves the trained position range (default); "original" keeps every token's first
                position, so positions grow with the stream.
+    pin_picture: the newest version of every visual region the cache received (the current picture) is never
+               evicted; the policy chooses the rest of the budget (cache/policies/picture.py). No effect on `full`
+               or on text-only streams.
     storage:   "static" keeps each layer's tokens in preallocated buffers filled and compacted in place, so
                decode steps have static shapes (cache/static_layer.py, cache/decode.py; default); "dynamic"
                keeps transformers' DynamicLayer storage, concatenated at every step.
@@ -78,6 +81,13 @@ class CacheConfig:
             "choices": QUANT_MODES,
         },
     )
+    pin_picture: bool = field(
+        default=True,
+        metadata={
+            "help": "never evict the newest version of any region of the frame: the current picture stays whole "
+            "inside the budget, the policy chooses the rest (--no-pin-picture: the policy chooses everything)"
+        },
+    )
     storage: str = "static"
     policy_settings: PolicySettings | None = None
 
@@ -109,5 +119,7 @@ class CacheConfig:
             raise ValueError(f"unknown store_quant {self.store_quant!r}; allowed: {', '.join(QUANT_MODES)}")
         if self.positions not in POSITION_MODES:
             raise ValueError(f"unknown positions mode {self.positions!r}; allowed: {', '.join(POSITION_MODES)}")
+        if not isinstance(self.pin_picture, bool):
+            raise ValueError(f"pin_picture (--pin-picture) must be true or false, got {self.pin_picture!r}")
         if self.storage not in STORAGE_MODES:
             raise ValueError(f"unknown storage {self.storage!r}; allowed: {', '.join(STORAGE_MODES)}")

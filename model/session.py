@@ -21,6 +21,7 @@ import torch
 from bus.stats import AnswerStats, ClipStats
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
+from cache.policies import POLICIES
 from cache.runner import CachedRunner, PrefillInterrupted
 from cache.store.recall import RecallStats, recall_for_prompt
 from model.adapters.base import Segment
@@ -49,6 +50,7 @@ class StreamingSession:
                 f"budget ({cache_config.budget}) must exceed max_new_tokens ({self.config.max_new_tokens}) "
                 f"+ window ({cache_config.window}): the answer's headroom and the question's window must fit"
             )
+        self._check_picture_fits(cache_config)
         self.cache = BoundedCache.for_model(loaded.model, cache_config)
         self.runner = CachedRunner(
             loaded.model,
@@ -78,6 +80,28 @@ class StreamingSession:
         self.last_answer_ids: list[int] = []
         self._started = False
         self.change.reset()  # the next clip is a key frame
+        self.grid: tuple[int, ...] | None = None  # (height, width) of the frames the cache last received, in pixels
+
+    def _check_picture_fits(self, cache_config: CacheConfig) -> None:
+        """ValueError when the pinned picture, the question's window and the answer's headroom overflow the budget."""
+        if not cache_config.pin_picture or not POLICIES[cache_config.policy].evicts:
+            return
+        picture, budget = self.adapter.picture_tokens(), cache_config.budget
+        room = budget - picture - self.config.max_new_tokens
+        fix = "raise --budget (or lower --max-new-tokens, --window) or stop pinning the picture (--no-pin-picture)"
+        if room <= cache_config.window:
+            raise ValueError(
+                f"budget ({budget}) must exceed the current picture ({picture} tokens: the largest frame of this "
+                f"model, pinned) + max_new_tokens ({self.config.max_new_tokens}) + window ({cache_config.window}): "
+                f"{fix}"
+            )
+        try:
+            cache_config.policy_settings.check_fits(room, cache_config.window)
+        except ValueError as error:
+            raise ValueError(
+                f"the current picture ({picture} tokens) and the answer's headroom ({self.config.max_new_tokens}) "
+                f"leave {room} tokens of the budget ({budget}) to the policy: {error}; {fix}"
+            ) from error
 
     def ingest_clip(self, frames: np.ndarray, t_start: float, t_end: float, whole: bool = False) -> ClipStats:
         """Adds a clip ([F, H, W, 3] uint8 RGB, stream seconds) to the cache; evicts over budget.
@@ -95,6 +119,10 @@ class StreamingSession:
             self.cache.archive_new()  # what came before keeps the time of its own clip
             self.cache.store.stream_time = span[0]  # labels this clip's tokens when they are archived
         self._start()
+        grid = None if segment.view is None else tuple(segment.view.shape[1:3])
+        if self.grid is not None and grid != self.grid:
+            self.cache.new_grid(self.frames)  # another frame size: regions of earlier frames leave the picture
+        self.grid = grid
         visual, self.frames = self.adapter.visual_ids(segment, self.frames)  # [T, 2]: frame, region per token
         started = time.perf_counter()
         first = self.cache.tokens_seen

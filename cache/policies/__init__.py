@@ -9,6 +9,7 @@ from cache.policies.base import KEEP, POOL_MODES, EvictionPolicy, PolicySettings
 from cache.policies.full import FullCache
 from cache.policies.h2o import HeavyHitterOracle
 from cache.policies.inf_mllm import InfMLLM, InfMllmSettings
+from cache.policies.picture import PictureOverflow, newest_of_each_region
 from cache.policies.snapkv import SnapKV, SnapKvSettings
 from cache.policies.streaming_llm import StreamingLLM, StreamingLlmSettings
 from cache.policies.strided import Strided, StridedSettings
@@ -55,11 +56,13 @@ __all__ = [
     "POOL_MODES",
     "EvictionPolicy",
     "InfMllmSettings",
+    "PictureOverflow",
     "PolicySettings",
     "SnapKvSettings",
     "StreamingLlmSettings",
     "StridedSettings",
     "TokenView",
+    "newest_of_each_region",
     "select_keep",
     "settings_classes",
     "settings_for",

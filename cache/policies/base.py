@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import torch
 
+from cache.policies.picture import check_room
 from cache.policies.view import TokenView
 
 KEEP = float("inf")  # score of a token a policy must keep (recent window, sinks)
@@ -103,15 +104,31 @@ class EvictionPolicy:
         return scores
 
 
-def select_keep(policy: EvictionPolicy, view: TokenView, pinned: torch.Tensor | None = None) -> torch.Tensor:
+def select_keep(
+    policy: EvictionPolicy,
+    view: TokenView,
+    pinned: torch.Tensor | None = None,
+    picture: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Indices of the tokens to keep, in their original order: [L, B, H_kv, view.target] (int64).
 
     One top-k over every layer and head at once. `pinned` ([L, B, H_kv, n] bool): tokens kept whatever the
-    policy says (recalled for the current answer).
+    policy says (recalled for the current answer). `picture` ([L, B, H_kv, n] bool): the current picture
+    (cache/policies/picture.py), never evicted; the policy's scores choose the rest. With a picture, an eviction
+    that cannot keep it, the retrieval window and the policy's `KEEP` tokens raises `PictureOverflow`; recalled
+    tokens come next (they are in the host store: where they do not all fit, some of them go).
     """
     scores = policy.score(view).expand(*view.shape, view.n)
-    if pinned is not None:
-        scores = scores.masked_fill(pinned.to(scores.device), KEEP)
+    if picture is None:
+        if pinned is not None:
+            scores = scores.masked_fill(pinned.to(scores.device), KEEP)
+    else:
+        picture = picture.to(scores.device)
+        check_room((scores == KEEP) | view.recent | picture, picture, view.target)
+        if pinned is not None:  # above every score a policy gives, below KEEP (the picture, the window, sinks)
+            highest = torch.finfo(scores.dtype).max
+            scores = torch.where(pinned.to(scores.device) & (scores < KEEP), highest, scores)
+        scores = scores.masked_fill(picture | view.recent, KEEP)
     keep = torch.topk(scores, k=view.target, dim=-1, sorted=False).indices
     return keep.sort(dim=-1).values
 

@@ -89,6 +89,7 @@ def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> int:
     count = recalled_index.numel()
     resident = torch.stack([layer.token_index for layer in cache.kv_layers])  # [L, B, H, N]
     duplicate = torch.isin(resident, recalled_index)
+    picture = cache.picture_of(*cache.visual_ids.lookup(resident))  # never dropped to make room (None: no picture)
     n = resident.shape[-1]
     target = n - int(duplicate.sum(dim=-1).max()) + count
     keys = torch.cat([kv[0] for _, kv in loaded], dim=2).to(device)  # [L, H, R, D]
@@ -98,7 +99,9 @@ def merge_blocks(cache: BoundedCache, blocks: list[Block]) -> int:
     for layer_idx, layer in enumerate(cache.kv_layers):
         batch, heads = layer.keys.shape[:2]
         score = layer.attention + 1e-9 * layer.token_index.float()  # ties go to newer tokens
-        score = score.masked_fill(duplicate[layer_idx], -KEEP)
+        if picture is not None:
+            score = score.masked_fill(picture[layer_idx], KEEP)
+        score = score.masked_fill(duplicate[layer_idx], -KEEP)  # a picture token in a block: its recalled copy stays
         score = torch.cat([score, torch.full((batch, heads, count), KEEP, device=device)], dim=-1)
         token_index = torch.cat([layer.token_index, recalled_index.expand(batch, heads, -1)], dim=-1)
         pick = torch.topk(score, target, dim=-1).indices

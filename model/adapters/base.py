@@ -102,6 +102,13 @@ class VideoAdapter(ABC):
     def change_layout(self) -> ChangeLayout:
         """How a clip's `view` maps to its visual tokens, for the change tracker."""
 
+    def picture_tokens(self) -> int:
+        """The most visual tokens one frame of the change layout (a frame, or a temporal patch) can have: the size of
+        the current picture the cache pins (`CacheConfig.pin_picture`). Default: `frame_size()` in regions."""
+        width, height = self.frame_size()
+        region = self.change_layout().region
+        return (width // region) * (height // region)
+
     @abstractmethod
     def sparse_clip(self, segment: Segment, keep: np.ndarray) -> Segment:
         """The clip `segment` with only the visual tokens `keep` ([G, Rh, Rw] bool over the tokens of its

@@ -129,6 +129,10 @@ class Qwen2VLAdapter(VideoAdapter):
     def change_layout(self) -> ChangeLayout:
         return ChangeLayout(group=self.temporal_patch_size, region=self.factor)
 
+    def picture_tokens(self) -> int:
+        # smart_resize keeps h * w <= max_pixels with both sides multiples of the factor, whatever the aspect ratio
+        return self.max_pixels // self.factor**2
+
     def visual_mask(self, segment: Segment) -> torch.Tensor:
         return segment.input_ids[0] == self.video_token_id
 

@@ -88,6 +88,9 @@ class SmolVLM2Adapter(VideoAdapter):
     def frame_size(self) -> tuple[int, int]:
         return self.video_longest_edge, self.video_longest_edge
 
+    def picture_tokens(self) -> int:
+        return self.tokens_per_frame  # every frame is resized to one square
+
     # ---- clips ----
     def clip_segment(self, frames: np.ndarray, t_start: float, t_end: float) -> Segment:
         validate_clip(frames, t_start, t_end)
