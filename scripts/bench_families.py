@@ -76,6 +76,7 @@ CHECKPOINTS = {
     "qwen2.5-vl": "Qwen/Qwen2.5-VL-3B-Instruct",
     "qwen3-vl": "Qwen/Qwen3-VL-2B-Instruct",
     "smolvlm2": "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+    "qwen3.5": "Qwen/Qwen3.5-2B",
 }
 # The published sizes the hub fixtures shrink (tests/fixtures/hub/FIXTURE-SOURCES.md); every other key is the
 # fixture's. head_dim is given because a config computes it from the shrunk sizes when it is not published.
@@ -103,6 +104,18 @@ PUBLISHED = {
             hidden_size=2048, intermediate_size=8192, num_attention_heads=32, num_key_value_heads=32, head_dim=64
         ),
         vision=dict(hidden_size=1152, intermediate_size=4304, num_attention_heads=16),
+    ),
+    "Qwen/Qwen3.5-2B": dict(  # the hybrid: its Gated DeltaNet layers' head counts are put back too
+        text=dict(
+            hidden_size=2048,
+            intermediate_size=6144,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            head_dim=256,
+            linear_num_key_heads=16,
+            linear_num_value_heads=16,
+        ),  # fmt: skip
+        vision=dict(hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2048),
     ),
 }
 QUESTION = "What is happening in the video?"
@@ -169,10 +182,13 @@ def decoder_weight_bytes(model: torch.nn.Module) -> int:
 
 
 def kv_shape(model: torch.nn.Module) -> tuple[int, int, int]:
-    """(layers, KV heads, head dim) of the text decoder, from its config."""
+    """(layers holding keys and values, KV heads, head dim) of the text decoder, from its config (a hybrid's
+    linear-attention layers hold none)."""
     text = model.config.get_text_config()
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-    return text.num_hidden_layers, text.num_key_value_heads, head_dim
+    kinds = getattr(text, "layer_types", None)
+    layers = sum(kind == "full_attention" for kind in kinds) if kinds else text.num_hidden_layers
+    return layers, text.num_key_value_heads, head_dim
 
 
 def cache_bytes_per_token(session: StreamingSession) -> int:

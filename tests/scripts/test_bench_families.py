@@ -40,12 +40,13 @@ def test_published_sizes_give_the_published_decoder_and_parameter_count(hub_id):
     assert load().kv_shape(model) == load("model_shapes").FULL[hub_id]
     params = sum(p.numel() for p in model.parameters())
     index = fixture_dir(hub_id) / "model.safetensors.index.json"
-    if index.exists():  # the published index's total_size: every parameter once, in the checkpoint's dtype
+    published = json.loads(index.read_text())["metadata"]["total_size"] if index.exists() else 0
+    if published:  # the published index's total_size: every parameter once, in the checkpoint's dtype
         config = json.loads((fixture_dir(hub_id) / "config.json").read_text())
         element = 4 if config.get("torch_dtype") == "float32" else 2
-        assert params * element == json.loads(index.read_text())["metadata"]["total_size"]
-    else:  # Qwen3-VL-2B: a single file, about 4.3 GB in bf16
-        assert 2.0e9 < params < 2.2e9
+        assert params * element == published
+    else:  # Qwen3-VL-2B: a single file, about 4.3 GB in bf16; Qwen3.5-2B: its index rebuilt, no published size
+        assert 2.0e9 < params < 2.3e9
 
 
 def test_decode_reads_the_decoder_and_output_layer_not_the_vision_tower(tmp_path):
