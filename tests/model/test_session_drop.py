@@ -64,9 +64,9 @@ def sparse_segments(adapter, change: ChangeConfig, clips: list[tuple[np.ndarray,
 
 
 @torch.inference_mode()
-def plain_answer(reference, segments, max_new: int) -> list[int]:
+def plain_forward(reference, segments) -> tuple[torch.Tensor, DynamicCache, int]:
     """Plain transformers (DynamicCache, sdpa): the whole sequence's embeddings with explicit positions in one
-    forward, then greedy decoding as the session does it (placeholders suppressed, stopped at end of turn)."""
+    forward. Returns (the last position's logits, the cache, the next text position)."""
     adapter, model = reference.adapter, reference.model
     embeds, positions, start = [], [], 0
     for seg in segments:
@@ -77,6 +77,15 @@ def plain_answer(reference, segments, max_new: int) -> list[int]:
     logits = model(
         inputs_embeds=torch.cat(embeds, dim=1), position_ids=torch.cat(positions, dim=-1), **with_cache(model, cache)
     ).logits[:, -1]
+    return logits, cache, start
+
+
+@torch.inference_mode()
+def plain_answer(reference, segments, max_new: int) -> list[int]:
+    """`plain_forward`, then greedy decoding as the session does it (placeholders suppressed, stopped at end of
+    turn)."""
+    adapter, model = reference.adapter, reference.model
+    logits, cache, start = plain_forward(reference, segments)
     suppressed, stops, ids = adapter.suppressed_token_ids(), set(adapter.eos_token_ids()), []
     while len(ids) < max_new:
         logits[:, suppressed] = float("-inf")

@@ -17,12 +17,11 @@ import torch
 from transformers import DynamicCache
 
 from cache.config import CacheConfig
-from cache.forward_args import with_cache
 from cache.policies import StreamingLlmSettings
 from model.answer_together import AnsweringTogether
 from model.change import ChangeConfig, ChangeTracker
 from model.session import SessionConfig, StreamingSession
-from tests.model.test_session_drop import ON, PLAN, camera_clip, plain_answer
+from tests.model.test_session_drop import ON, PLAN, camera_clip, plain_answer, plain_forward
 from tests.support.model_fixtures import smooth_frame
 from tests.support.session_helpers import loaded
 
@@ -99,18 +98,9 @@ class Picture:
                     assert torch.equal(layer.values[0, head, at], self.values[token][layer_idx][head])
 
 
-@torch.inference_mode()
 def reference_cache(reference, segments) -> DynamicCache:
     """Plain transformers' cache after one forward over the whole sparse sequence (explicit positions)."""
-    adapter, model = reference.adapter, reference.model
-    embeds, positions, start = [], [], 0
-    for seg in segments:
-        embeds.append(adapter.segment_embeddings(model, seg))
-        pos, start = adapter.segment_position_ids(seg, start)
-        positions.append(pos)
-    cache = DynamicCache(config=model.config)
-    model(inputs_embeds=torch.cat(embeds, dim=1), position_ids=torch.cat(positions, dim=-1), **with_cache(model, cache))
-    return cache
+    return plain_forward(reference, segments)[1]
 
 
 @pytest.mark.parametrize("policy", ["inf-mllm", "h2o", "window"])
