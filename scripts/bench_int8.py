@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.config import CacheConfig  # noqa: E402
 from cache.cpu.kernels import kernels_ready  # noqa: E402
+from scripts.bench_families import bandwidth  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ["part", "variant", "rows", "measure", "value", "unit", "note"]
@@ -119,7 +120,12 @@ def max_error(variant, reference: torch.nn.ModuleDict, shapes) -> float:
 
 
 def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, with_torchao: bool, bar: tqdm) -> list[dict]:
-    out = []
+    _, read = bandwidth()  # bytes/s a torch sum reads: a decode step cannot read its weights faster
+    out = [_row("bound", "read bandwidth", 0, "read_gb_per_s", read / 1e9, "GB/s", "torch sum over 512 MiB")]
+    weights = sum(o * i for _, o, i in DECODER)
+    for label, size in (("fp32", 4), ("int8 dynamic", 1)):  # the decoder layer's weights read once: 1 row's bound
+        note = f"{weights / 1e6:.1f}M weights x {size} B at the read bandwidth"
+        out.append(_row("bound: decoder layer", label, 1, "bound_ms", 1000 * weights * size / read, "ms", note))
     for part, shapes in (("decoder layer", DECODER), ("vision block", VISION)):
         stack = layer_stack(shapes)
         variants: dict[str, object] = {"fp32": stack, "int8 dynamic": int8_dynamic(stack)}

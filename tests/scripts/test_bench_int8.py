@@ -38,6 +38,8 @@ def test_quick_run_measures_each_variant_and_relates_the_quality_rows(tmp_path):
         ("speed: vision block", "int8 dynamic", 256),
     }  # fmt: skip
     assert all(float(r["value"]) > 0 for r in speed)
+    bound = {r["variant"]: float(r["value"]) for r in rows if r["measure"] == "bound_ms"}
+    assert bound["fp32"] > 0 and abs(bound["int8 dynamic"] * 4 - bound["fp32"]) < 0.01  # a quarter of the bytes
     errors = {r["variant"]: float(r["note"].split("max relative error ")[1]) for r in speed}
     assert 0 < errors["int8 dynamic"] < 0.1  # quantized, yet close to fp32 layer by layer
     assert errors["fp32"] == 0
