@@ -128,6 +128,7 @@ class StreamingSession:
         first = self.cache.tokens_seen
         chunks = self.adapter.chunk_inputs(self.loaded.model, segment)  # Qwen3-VL: features per chunk (DeepStack)
         embeds = None if chunks is not None else self.adapter.segment_embeddings(self.loaded.model, segment)
+        self._finish_device_work()
         vision_s = time.perf_counter() - started  # the tower's pass, either way
         try:
             self._prefill(segment, evict_to=None, embeds=embeds, chunks=chunks, visual=visual)
@@ -137,6 +138,7 @@ class StreamingSession:
         if segment.num_visual_tokens:  # a clip that kept no frame shows no moment to cite
             self.clip_index.add(first, self.cache.tokens_seen, *span)
         self.clips += 1
+        self._finish_device_work()
         return ClipStats(
             frames=int(len(frames)),
             visual_tokens=full,
@@ -315,6 +317,11 @@ class StreamingSession:
         return self.last_answer
 
     # -- steps of a round ---------------------------------------------------------------------------
+
+    def _finish_device_work(self) -> None:
+        """Waits for the GPU's queued kernels, so that a clock read next times the work, not its launch."""
+        if self.loaded.device.type == "cuda":
+            torch.cuda.synchronize(self.loaded.device)
 
     def _start(self) -> None:
         if not self._started:

@@ -77,7 +77,9 @@ CHECKPOINTS = {
     "qwen3-vl": "Qwen/Qwen3-VL-2B-Instruct",
     "smolvlm2": "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
     "qwen3.5": "Qwen/Qwen3.5-2B",
+    "qwen3.5-0.8b": "Qwen/Qwen3.5-0.8B",
 }
+DEFAULT_FAMILIES = ["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "smolvlm2", "qwen3.5"]
 # The published sizes the hub fixtures shrink (tests/fixtures/hub/FIXTURE-SOURCES.md); every other key is the
 # fixture's. head_dim is given because a config computes it from the shrunk sizes when it is not published.
 PUBLISHED = {
@@ -117,14 +119,34 @@ PUBLISHED = {
         ),  # fmt: skip
         vision=dict(hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2048),
     ),
+    # The 0.8B: the fixture's config.json is the published one shrunk; these are its published values (the same
+    # file's values as public parsers of it assert them: hidden 1024, intermediate 3584, 8 / 2 heads of 256,
+    # 16 linear heads; vision 12 blocks of 768, 12 heads, 3072 intermediate, out 1024).
+    "Qwen/Qwen3.5-0.8B": dict(
+        text=dict(
+            hidden_size=1024,
+            intermediate_size=3584,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            head_dim=256,
+            linear_num_key_heads=16,
+            linear_num_value_heads=16,
+        ),  # fmt: skip
+        vision=dict(hidden_size=768, intermediate_size=3072, num_heads=12, out_hidden_size=1024),
+    ),
 }
 QUESTION = "What is happening in the video?"
+CPU = torch.device("cpu")
 PROBE_FLOATS = 2**27  # 512 MiB of float32 per probe buffer: far beyond any cache
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--families", nargs="+", choices=list(CHECKPOINTS), default=list(CHECKPOINTS), help="families")
+    p.add_argument("--families", nargs="+", choices=list(CHECKPOINTS), default=DEFAULT_FAMILIES,
+                   help="families (qwen3.5-0.8b: the 0.8B hybrid, on request)")  # fmt: skip
+    p.add_argument("--device", default="cpu", help="cpu or cuda (cuda: no CPU kernels, times after a synchronize)")
+    p.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], default="auto",
+                   help="auto: float32 on a CPU (its fast dtype), bfloat16 on a GPU (the app's auto)")  # fmt: skip
     p.add_argument("--clips", type=int, default=3, help="default clips ingested per family (the first is a warm-up)")
     p.add_argument("--decode-tokens", type=int, default=16, help="answer tokens decoded per family")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default, every core)")
@@ -136,6 +158,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.clips, args.decode_tokens = min(args.clips, 2), min(args.decode_tokens, 4)
     if args.clips < 2 or args.decode_tokens < 2 or args.threads < 0:
         p.error("--clips and --decode-tokens must be >= 2 (the first of each is a warm-up), --threads >= 0")
+    args.device = torch.device(args.device)
+    if args.device.type not in ("cpu", "cuda"):
+        p.error(f"--device {args.device}: cpu or cuda")
+    if args.device.type == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+    if args.dtype == "auto":
+        args.dtype = "float32" if args.device.type == "cpu" else "bfloat16"
+    args.dtype = getattr(torch, args.dtype)
     return args
 
 
@@ -153,21 +183,23 @@ def full_config(hub_id: str, folder: Path):
     return config
 
 
-def build(hub_id: str, folder: Path, quick: bool) -> LoadedModel:
+def build(
+    hub_id: str, folder: Path, quick: bool, device: torch.device = CPU, dtype: torch.dtype = torch.float32
+) -> LoadedModel:
     """The checkpoint as the app would hold it: random weights of the published shapes (or the fixture's shrunk
-    ones with `quick`), float32 on the CPU, the text attention the cache registers, the family's adapter."""
+    ones with `quick`), on `device` in `dtype`, the text attention the cache registers, the family's adapter."""
     path = materialize(hub_id, folder)  # the fixture's files; its shrunk weights are not used
     config = AutoConfig.from_pretrained(path, local_files_only=True) if quick else full_config(hub_id, path)
     family = FAMILIES[config.model_type]
     processor = VisionTextProcessor.from_pretrained(str(path), family.image_processor_class, local_files_only=True)
-    with torch.random.fork_rng(devices=[]):
+    with torch.device(device), torch.random.fork_rng(devices=[]):  # drawn where it runs: a GPU draws fast
         torch.manual_seed(0)
         model = family.model_class(config)
     model.set_attn_implementation(attention_implementation(register_attention()))
-    model.to(dtype=torch.float32).eval()
+    model.to(device=device, dtype=dtype).eval()
     model.generation_config = GenerationConfig(**json.loads((path / "generation_config.json").read_text()))
     adapter = family.adapter_class(model.config, processor, model.generation_config)
-    return LoadedModel(model, processor, adapter, torch.device("cpu"), torch.float32, hub_id, family.model_type)
+    return LoadedModel(model, processor, adapter, device, dtype, hub_id, family.model_type)
 
 
 def decoder_weight_bytes(model: torch.nn.Module) -> int:
@@ -202,25 +234,40 @@ def cache_bytes_per_token(session: StreamingSession) -> int:
 # -- bandwidth -----------------------------------------------------------------------------------------------
 
 
-def bandwidth() -> tuple[float, float]:
-    """(copy, read) bytes per second: a torch copy of 512 MiB (bytes read + written) and a torch sum over
-    512 MiB (bytes read), median of 7 each after a warm-up."""
-    src = torch.ones(PROBE_FLOATS)
+def bandwidth(device: torch.device) -> tuple[float, float]:
+    """(copy, read) bytes per second of `device`'s memory: a torch copy of 512 MiB (bytes read + written) and a
+    torch sum over 512 MiB (bytes read), median of 7 each after a warm-up."""
+    src = torch.ones(PROBE_FLOATS, device=device)
     dst = torch.empty_like(src)
     nbytes = src.numel() * src.element_size()
-    copy = _median_seconds(lambda: dst.copy_(src))
-    read = _median_seconds(src.sum)
+    copy = _median_seconds(lambda: dst.copy_(src), device)
+    read = _median_seconds(src.sum, device)
     return 2 * nbytes / copy, nbytes / read
 
 
-def _median_seconds(fn, repeats: int = 7) -> float:
+def _median_seconds(fn, device: torch.device, repeats: int = 7) -> float:
     fn()
     times = []
     for _ in range(repeats):
+        sync(device)
         started = time.perf_counter()
         fn()
+        sync(device)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
+
+
+def sync(device: torch.device) -> None:
+    """Waits for a GPU's queued kernels (a clock read then times the work, not its launch); nothing on a CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def device_bytes(session: StreamingSession) -> int:
+    """What the stream holds on its device: torch's allocated GPU memory (weights, cache, workspace) on a GPU;
+    the cache's keys and values on a CPU (the process's RSS there mixes in everything else)."""
+    device = session.loaded.device
+    return torch.cuda.memory_allocated(device) if device.type == "cuda" else session.cache.kv_bytes()
 
 
 # -- the measurement -----------------------------------------------------------------------------------------
@@ -243,25 +290,29 @@ def measure(name: str, loaded: LoadedModel, args, bar: tqdm) -> tuple[dict, list
     steps, load_before = [], os.getloadavg()[0]
     for i in range(args.clips):
         frames, t0, t1 = default_clip(adapter, i, rng)
+        sync(loaded.device)
         started, cpu = time.perf_counter(), time.process_time()
         m = session.ingest_clip(frames, t0, t1)
+        sync(loaded.device)
         total_ms = (time.perf_counter() - started) * 1000
         cpu_ms = (time.process_time() - cpu) * 1000
         steps.append(dict(family=name, kind="clip", index=i, frames=m.frames, visual_tokens=m.visual_tokens,
                           tokens=m.prefill_tokens, vision_ms=round(m.vision_s * 1000, 2),
                           prefill_ms=round((m.prefill_s - m.vision_s) * 1000, 2), ms=round(total_ms, 2),
-                          cpu_ms=round(cpu_ms, 2), cache_tokens=m.cache_tokens))  # fmt: skip
+                          cpu_ms=round(cpu_ms, 2), cache_tokens=m.cache_tokens,
+                          device_bytes=device_bytes(session)))  # fmt: skip
         bar.update(1)
     started = time.perf_counter()
     turn = session.open_turn(QUESTION, session.question_segment(QUESTION))
     ttft_ms = (time.perf_counter() - started) * 1000
     cache_tokens = session.cache.get_seq_length()
-    copy_rate, read_rate = bandwidth()
+    copy_rate, read_rate = bandwidth(loaded.device)
     logits = turn.logits
     for i in range(args.decode_tokens):
         token = int(logits.argmax(-1))
         started, cpu = time.perf_counter(), time.process_time()
         logits = session.runner.decode_step(token)
+        sync(loaded.device)
         ms, cpu_ms = (time.perf_counter() - started) * 1000, (time.process_time() - cpu) * 1000
         steps.append(dict(family=name, kind="decode", index=i, ms=round(ms, 2), cpu_ms=round(cpu_ms, 2),
                           cache_tokens=cache_tokens + i + 1))  # fmt: skip
@@ -274,7 +325,8 @@ def measure(name: str, loaded: LoadedModel, args, bar: tqdm) -> tuple[dict, list
     orin = stream_cost(KvShape(layers, kv_heads, head_dim, 2, adapter.position_dims), cache_config, 512)
     weights = decoder_weight_bytes(model)
     decode_cache = statistics.median(s["cache_tokens"] for s in steps if s["kind"] == "decode")
-    read_per_token = round(weights + decode_cache * kv_fp32)
+    kv_run = layers * kv_heads * head_dim * 2 * torch.finfo(loaded.dtype).bits // 8  # this run's dtype
+    read_per_token = round(weights + decode_cache * kv_run)
     clips = [s for s in steps if s["kind"] == "clip"][1:]
     decodes = [s["ms"] for s in steps if s["kind"] == "decode"][1:]
     decode_cpu = [s["cpu_ms"] for s in steps if s["kind"] == "decode"][1:]
@@ -296,6 +348,10 @@ def measure(name: str, loaded: LoadedModel, args, bar: tqdm) -> tuple[dict, list
         prefill_ms_per_clip=round(statistics.median(s["prefill_ms"] for s in clips), 1),
         ingest_ms_per_clip=round(statistics.median(s["ms"] for s in clips), 1),
         ingest_cpu_ms_per_clip=round(statistics.median(s["cpu_ms"] for s in clips), 1),
+        ingest_ms_per_frame=round(statistics.median(s["ms"] for s in clips) / FRAMES, 2),
+        device_bytes_first_clip=steps[0]["device_bytes"],
+        device_bytes_last_clip=clips[-1]["device_bytes"],
+        device_bytes_max=max(s["device_bytes"] for s in steps if s["kind"] == "clip"),
         ttft_ms=round(ttft_ms, 1),
         decode_tokens=len(decodes) + 1,
         decode_cache_tokens=decode_cache,
@@ -337,15 +393,17 @@ def markdown(rows: list[dict], header: str) -> str:
         header,
         "",
         "| checkpoint | parameters | visual tokens / frame | visual tokens / clip (tokens) | vision ms / clip "
-        "| ingest ms / clip (CPU ms) | TTFT ms | decode ms / token (CPU ms) | bound ms / token (x) "
-        "| KV bytes / token fp32 (bf16) | admission bytes / token fp32 | Orin: bf16 weights + KV / stream |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| ingest ms / clip (CPU ms) | ingest ms / frame | TTFT ms | decode ms / token (CPU ms) "
+        "| bound ms / token (x) | KV bytes / token fp32 (bf16) | admission bytes / token fp32 "
+        "| Orin: bf16 weights + KV / stream |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| `{r['checkpoint']}` | {r['parameters'] / 1e9:.2f} B | {r['visual_tokens_per_frame']:g} "
             f"| {r['visual_tokens_per_clip']} ({r['tokens_per_clip']}) | {r['vision_ms_per_clip']:,.0f} "
-            f"| {r['ingest_ms_per_clip']:,.0f} ({r['ingest_cpu_ms_per_clip']:,.0f}) | {r['ttft_ms']:,.0f} "
+            f"| {r['ingest_ms_per_clip']:,.0f} ({r['ingest_cpu_ms_per_clip']:,.0f}) "
+            f"| {r.get('ingest_ms_per_frame', r['ingest_ms_per_clip'] / FRAMES):,.1f} | {r['ttft_ms']:,.0f} "
             f"| {r['decode_ms_per_token']:,.0f} ({r['decode_cpu_ms_per_token']:,.0f}) "
             f"| {r['bound_ms_per_token']:,.0f} ({r['x_bound']:.2f}x) "
             f"| {r['kv_bytes_per_token_fp32']:,} ({r['kv_bytes_per_token_bf16'] / 1024:g} KiB) "
@@ -382,6 +440,28 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
         ax.set_xticks(x, labels, fontsize=8)
         ax.grid(alpha=0.3, axis="y")
     fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_memory(steps: list[dict], path: Path, title: str) -> None:
+    """What each stream holds on its device after every clip (device_bytes), one line per family."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for family in dict.fromkeys(s["family"] for s in steps):
+        clips = [s for s in steps if s["family"] == family and s["kind"] == "clip"]
+        minutes = [(s["index"] + 1) * 4 / 60 for s in clips]
+        ax.plot(minutes, [s["device_bytes"] / 2**30 for s in clips], label=family)
+    ax.set_xlabel("minutes of stream (4-s clips)")
+    ax.set_ylabel("GiB held on the device after the clip")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -424,15 +504,20 @@ def main(argv: list[str] | None = None) -> str:
         torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     before, date = load_line(), datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    machine_line = machine().split(", load average")[0]
-    kernels = kernels_ready()  # the app builds them at start-up on a CPU in float32
+    dtype = str(args.dtype).removeprefix("torch.")
+    machine_line = machine().split(", load average")[0].replace(", float32", f", {dtype}")
+    on_cpu = args.device.type == "cpu"
+    if not on_cpu:
+        machine_line += f", GPU {torch.cuda.get_device_name(args.device)}"
+    kernels = on_cpu and kernels_ready()  # the app builds them at start-up on a CPU in float32
     rows, steps = [], []
     with tqdm(total=len(args.families) * (args.clips + args.decode_tokens), desc="bench_families", unit="step") as bar:
         for name in args.families:
             bar.set_postfix(family=name, stage="building")
             with tempfile.TemporaryDirectory() as tmp:
-                loaded = build(CHECKPOINTS[name], Path(tmp), args.quick)
-            tune_linear_layouts(loaded.model)  # what app/startup.py does on a CPU
+                loaded = build(CHECKPOINTS[name], Path(tmp), args.quick, args.device, args.dtype)
+            if on_cpu:
+                tune_linear_layouts(loaded.model)  # what app/startup.py does on a CPU
             bar.set_postfix(family=name, stage="measuring")
             row, family_steps = measure(name, loaded, args, bar)
             rows.append(row)
@@ -441,6 +526,8 @@ def main(argv: list[str] | None = None) -> str:
             write_csv(args.out / "bench_families_steps.csv", steps)
             del loaded
             gc.collect()
+            if not on_cpu:
+                torch.cuda.empty_cache()
     sizes = "the hub fixtures' shrunk sizes (--quick)" if args.quick else "published sizes, random weights"
     header = (
         f"Machine: {machine_line}, CPU decode kernels {'on' if kernels else 'off'}; {before} before, {load_line()} "
@@ -450,9 +537,11 @@ def main(argv: list[str] | None = None) -> str:
         f"read (torch sum) {statistics.median(r['read_gb_per_s'] for r in rows):.1f} GB/s (medians over families)."
     )
     plot(rows, args.out / "bench_families.png", f"{machine_line}; {sizes}; {date}")
+    plot_memory(steps, args.out / "bench_families_memory.png", f"{machine_line}; {sizes}; {date}")
     table = markdown(rows, header)
     print(table)
-    print(f"wrote {args.out}/bench_families.csv, bench_families_steps.csv, bench_families.png")
+    print(f"wrote {args.out}/bench_families.csv, bench_families_steps.csv, bench_families.png, "
+          "bench_families_memory.png")  # fmt: skip
     return table
 
 
