@@ -200,15 +200,7 @@ class AvSource:
         """Opens `target` (what FFmpeg connects to, login joined) and decodes its first frame."""
         spec = config.spec
         try:
-            # metadata that is not valid UTF-8 (damaged or mislabelled) must not make a video unreadable
-            container = av.open(
-                target,
-                mode="r",
-                options=options,
-                container_options=container_options,
-                timeout=timeout,
-                metadata_errors="replace",
-            )
+            container = _open_container(target, options, container_options, timeout)
         except (av.error.FFmpegError, OSError) as err:
             raise SourceError(_open_hint(spec, config, err)) from err
         if not container.streams.video:
@@ -367,3 +359,15 @@ class AvSource:
             self._guard.close()
         self._first = None
         self._stream = None
+
+
+def _open_container(target: str, options: dict[str, str], container_options: dict[str, str], timeout):
+    """av.open for reading. Metadata that is not valid UTF-8 (damaged or mislabelled) must not make a video
+    unreadable: PyAV before 19 is told to replace it (`metadata_errors`); PyAV 19 dropped that argument."""
+    kwargs = dict(mode="r", options=options, container_options=container_options, timeout=timeout)
+    if _TAKES_METADATA_ERRORS:
+        return av.open(target, metadata_errors="replace", **kwargs)
+    return av.open(target, **kwargs)
+
+
+_TAKES_METADATA_ERRORS = int(av.__version__.split(".")[0]) < 19
