@@ -453,15 +453,22 @@ def plot_memory(steps: list[dict], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
+    top = 0.0
     for family in dict.fromkeys(s["family"] for s in steps):
         clips = [s for s in steps if s["family"] == family and s["kind"] == "clip"]
         minutes = [(s["index"] + 1) * 4 / 60 for s in clips]
-        ax.plot(minutes, [s["device_bytes"] / 2**30 for s in clips], label=family)
+        held = [int(s["device_bytes"]) / 2**20 for s in clips]
+        top = max(top, *held)
+        spread = max(held[len(held) // 10 :]) - min(held[len(held) // 10 :])
+        ax.plot(minutes, held, label=f"{family}: {held[-1]:,.1f} MiB at the end, spread {spread * 1024:,.0f} KiB "
+                f"after the first tenth")  # fmt: skip
+    ax.set_ylim(0, top * 1.2)  # from zero: what is flat looks flat
+    ax.ticklabel_format(axis="y", useOffset=False, style="plain")
     ax.set_xlabel("minutes of stream (4-s clips)")
-    ax.set_ylabel("GiB held on the device after the clip")
+    ax.set_ylabel("MiB held on the device after the clip")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -497,6 +504,9 @@ def main(argv: list[str] | None = None) -> str:
         header = "Reported from the CSV (the machine's load per family: its load_before and load_after columns)."
         cpu = machine().split(", torch")[0]
         plot(rows, args.out / "bench_families.png", f"{cpu}; reported from {args.out / 'bench_families.csv'}")
+        if (args.out / "bench_families_steps.csv").exists():
+            steps = read_rows(args.out / "bench_families_steps.csv")
+            plot_memory(steps, args.out / "bench_families_memory.png", f"reported from {args.out}")
         table = markdown(rows, header)
         print(table)
         return table
