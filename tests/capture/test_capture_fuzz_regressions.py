@@ -94,3 +94,17 @@ def test_the_cli_exits_with_code_2_on_a_hostile_file():
     done = run_app("--video", str(DATA / "no-codec.mp4"), "--model", "tiny", "--no-realtime")
     assert done.returncode == 2
     assert "codec this FFmpeg build cannot decode" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("takes_it", [True, False])
+def test_metadata_errors_goes_only_to_a_pyav_that_takes_it(monkeypatch, takes_it):
+    # PyAV 19 (what pip installs on Python 3.12) dropped av.open's metadata_errors: passing it there made every
+    # source fail to open (seen on the GPU machine); PyAV before 19 needs it for metadata that is not UTF-8
+    from capture import av_source
+
+    calls = []
+    monkeypatch.setattr(av_source, "_TAKES_METADATA_ERRORS", takes_it)
+    monkeypatch.setattr(av_source.av, "open", lambda target, **kwargs: calls.append(kwargs) or "container")
+    assert av_source._open_container("clip.mp4", {}, {}, 5.0) == "container"
+    assert ("metadata_errors" in calls[0]) is takes_it
+    assert calls[0]["mode"] == "r" and calls[0]["timeout"] == 5.0

@@ -96,3 +96,14 @@ def test_quick_run_writes_rows_whose_kv_bytes_match_the_config_arithmetic(tmp_pa
     assert "Machine: " in table and table.count("load average") == 2 and "`Qwen/Qwen2-VL-2B-Instruct`" in table
     # --report-only rebuilds the same rows from the CSV
     assert load().main(["--report-only", "--out", str(out)]).splitlines()[1:] == table.splitlines()[1:]
+
+
+def test_a_cuda_run_without_a_gpu_stops_with_the_reason(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(SystemExit) as stop:
+        load().parse_args(["--device", "cuda"])
+    assert stop.value.code == 2
+    assert "torch sees no CUDA device" in capsys.readouterr().err
+    args = load().parse_args([])  # the CPU's defaults: float32, the five 2B-class checkpoints
+    assert args.dtype == torch.float32 and args.device.type == "cpu" and "qwen3.5-0.8b" not in args.families
