@@ -67,7 +67,15 @@ class ChangeConfig:
             "(Cb, Cr) after the frame's exposure fit, share of full scale (0..1]",
         },
     )
-    keyframe_every: int = field(default=8, metadata={"help": "clips between full refreshes (key frames)"})
+    # 32 clips (2.1 minutes of 4-s clips): the interval docs/change-bench.md's sweep supports once the cache pins
+    # every region's newest tokens (--pin-picture); the detector, not the key frame, catches what changes
+    keyframe_every: int = field(
+        default=32,
+        metadata={
+            "help": "clips between full refreshes (key frames), a safety net for changes the detector misses; "
+            "with --no-pin-picture use 8, so that regions the policy evicted come back often"
+        },
+    )
     floor: float = field(
         default=0.05,
         metadata={
