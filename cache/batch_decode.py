@@ -7,11 +7,14 @@ token for token those of each stream alone, up to the float rounding of batched 
 pool rows    cache i's static buffers live in row i of [L, N, H_kv, C + 1, D] pool tensors (cache.batch_pool)
 one forward  input_ids [n, 1], position_ids [n, 1] or [P, n, 1]; layer l writes row i's key at row i's slot
              and attends over [n, H_kv, span, D] with a per-row mask [n, 1, 1, span] (own length, own tokens)
+hybrid       a linear-attention layer continues from row i of [n, ...] states: each active stream's states are
+             copied in before the forward and back after it (cache.batch_states)
 ```
 A stream whose cache cannot take the static path (`full`, `h2o`, dynamic storage: see
 `StaticDecoder.can_step`) decodes through its runner, one after another, in the same call: still correct,
 only not batched. Rows given no token (finished answers) sit the step out: inside the batched range they
-write to the pool's scratch slot and attend to one slot, and their caches do not change.
+write to the pool's scratch slot and attend to one slot, and their caches (linear-attention states included)
+do not change.
 
 The step is compiled (torch.compile; CUDA graphs on CUDA) when the runners' own steps are
 (`compile_decode`): every input lives in a tensor filled in place and each range of rows keeps its own
@@ -29,6 +32,8 @@ from transformers import Cache
 from transformers.cache_utils import CacheLayerMixin
 
 from cache.batch_pool import BatchPool
+from cache.batch_states import states_ready
+from cache.bounded_cache import is_state_layer
 from cache.decode import COMPILE_ERRORS, compile_decode, decode_forward
 from cache.runner import CachedRunner
 from cache.static_layer import static_address
@@ -86,6 +91,9 @@ class BatchDecoder:
         self.span = max(r.decoder.span for r in runners)
         self.capacity = max(r.decoder.capacity for r in runners)
         self.pool: BatchPool | None = None
+        # the model's layers in order: (is a linear-attention layer, its index among the layers of its kind)
+        kinds = [is_state_layer(layer) for layer in runners[0].cache.layers]
+        self._layout = [(state, kinds[:i].count(state)) for i, state in enumerate(kinds)]
         rows = len(runners)
         self.input_ids = torch.zeros(rows, 1, dtype=torch.long, device=self.device)
         self.positions = torch.zeros(rows, dtype=torch.long, device=self.device)
@@ -101,12 +109,10 @@ class BatchDecoder:
         return self._compiled is not None
 
     def batchable(self, row: int) -> bool:
-        """Whether row `row`'s next token can go through the batched static step. Not on hybrid models: the pool
-        has rows for keys and values only, so their linear-attention states decode one stream at a time."""
+        """Whether row `row`'s next token can go through the batched static step (on a hybrid model, once its
+        linear-attention states continue from a forward)."""
         runner = self.runners[row]
-        if runner.cache.state_layers:
-            return False
-        return runner.decoder.can_step() and runner.cache.kv_layers[0].length < self.span
+        return runner.decoder.can_step() and runner.cache.kv_layers[0].length < self.span and states_ready(runner.cache)
 
     @torch.inference_mode()
     def step(self, tokens: Sequence[int | None]) -> list[torch.Tensor | None]:
@@ -170,7 +176,9 @@ class BatchDecoder:
         self.slots[:count].copy_(torch.tensor(slots))
         seen_slots = torch.tensor(seen, device=self.device)[:, None]
         torch.lt(self._slots[None], seen_slots, out=self.mask[:count].view(count, -1))  # row i: slots [0, seen_i)
+        pool.states.load(rows)  # a hybrid's linear-attention states, into their rows (nothing elsewhere)
         out = self._forward(pool, start, stop)  # [n, vocab]
+        pool.states.store(rows)
         self.batched_steps += 1
         results = []
         for row in rows:
@@ -198,7 +206,12 @@ class BatchDecoder:
         if (start, stop) not in self._ranges:
             heads = pool.layer_tensors["keys"][0].shape[1]
             flat_slots = static_address(torch.zeros((stop - start) * heads, dtype=torch.long, device=self.device))
-            layers = [_RowsLayer(*pool.layer(i, start, stop), flat_slots, self.span) for i in range(pool.num_layers)]
+            layers = [
+                pool.states.layer(i, start, stop)
+                if state
+                else _RowsLayer(*pool.layer(i, start, stop), flat_slots, self.span)
+                for state, i in self._layout
+            ]
             self._ranges[(start, stop)] = Cache(layers=layers), flat_slots
         return self._ranges[(start, stop)]
 

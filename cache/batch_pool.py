@@ -4,7 +4,8 @@ Every stream keeps its own `BoundedCache` (its own length, positions, eviction a
 changes where each `StaticBoundedLayer` keeps its tokens: stream i's layer l uses row i of the pool's
 tensors as its buffers (`StaticBoundedLayer.share`), so prefill, eviction, recall and its own decode steps
 go on writing in place, and a batched step (`cache.batch_decode`) reads layer l of all streams as one
-[N, H_kv, span, D] tensor: no copy of any stream's keys per step.
+[N, H_kv, span, D] tensor: no copy of any stream's keys per step. A hybrid model's linear-attention states are
+not shared but copied into rows of their own around each batched step (`cache.batch_states`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
+from cache.batch_states import StackedStates
 from cache.bounded_cache import BoundedCache
 from cache.static_layer import StaticBoundedLayer, static_address
 
@@ -29,6 +31,7 @@ class BatchPool:
     holds row i of them, its first C slots; the last slot, outside every cache's buffers, is scratch that a row
     sitting out a batched step writes its throwaway key and value to. `like` is a cache whose first layer
     holds tokens: the head count, head size, position components, dtype and device are read from it.
+    `states`: the rows of a hybrid model's linear-attention states (empty on other models).
     """
 
     def __init__(self, caches: Sequence[BoundedCache], capacity: int, like: BoundedCache) -> None:
@@ -56,6 +59,7 @@ class BatchPool:
             "attention": torch.zeros(*lead, dtype=torch.float32, device=device),
         }
         self._views = [[self._row_views(index, row) for index in range(layers)] for row in range(rows)]
+        self.states = StackedStates(self.caches, like)
 
     def _row_views(self, layer: int, row: int) -> dict[str, torch.Tensor]:
         views = {name: t[layer][row : row + 1, :, : self.capacity] for name, t in self.layer_tensors.items()}
@@ -63,7 +67,8 @@ class BatchPool:
         return views
 
     def fits(self, cache: BoundedCache) -> bool:
-        """Whether `cache`'s layers can live in a row: static layers of the pool's shapes, holding tokens."""
+        """Whether `cache`'s layers can live in a row: static layers of the pool's shapes, holding tokens (and,
+        on a hybrid model, linear-attention states of the rows' shapes)."""
         layers = cache.kv_layers
         if len(layers) != self.num_layers or not all(isinstance(layer, StaticBoundedLayer) for layer in layers):
             return False
@@ -76,6 +81,7 @@ class BatchPool:
             and first.keys.dtype == keys.dtype
             and first.keys.device == keys.device
             and first.positions.shape[3] == self.tensors["positions"].shape[4]
+            and self.states.fits(cache)
         )
 
     def adopt(self, row: int) -> None:
@@ -92,6 +98,6 @@ class BatchPool:
         return static_address(keys[start:stop]), static_address(values[start:stop])
 
     def bytes(self) -> int:
-        """Bytes the pool holds (every field, every row, scratch slots included)."""
+        """Bytes the pool holds (every field, every row, scratch slots and linear-attention state rows included)."""
         tensors = [*self.tensors.values(), *self.layer_tensors["keys"], *self.layer_tensors["values"]]
-        return sum(t.numel() * t.element_size() for t in tensors)
+        return sum(t.numel() * t.element_size() for t in tensors) + self.states.bytes()

@@ -19,8 +19,6 @@ from cache.store.recall import recall_for_prompt
 from tests.support.reference_lm import reference_lm
 from tests.support.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
 
-HYBRID = {"qwen3.5"}  # linear-attention layers beside the attention ones
-
 BUDGET = 48
 # per stream: prompt lengths (the last one is the question) and how many tokens it decodes
 STREAMS = [([30, 25], 7), ([60, 41, 12], 2), ([20], 5), ([90, 9], 9)]
@@ -124,12 +122,11 @@ def test_batched_steps_equal_each_stream_alone(arch, policy):
     config = CacheConfig(policy=policy, budget=BUDGET, window=8)
     decoder = _check_together_equals_alone(model, dims, [config] * len(STREAMS))
     static = POLICIES[policy].evicts and POLICIES[policy].capture != "accumulate"
-    # full and h2o decode one after another, and so do the hybrid's streams (their linear-attention states have no
-    # rows in the batch pool): still equal
-    assert (decoder.batched_steps > 0) == (static and arch not in HYBRID)
+    # full and h2o decode one after another (still equal); the others batch, the hybrid's linear states too
+    assert (decoder.batched_steps > 0) == static
 
 
-@pytest.mark.parametrize("arch", [a for a in ARCHITECTURES if a not in HYBRID])  # a hybrid is never batched
+@pytest.mark.parametrize("arch", list(ARCHITECTURES))
 def test_compiled_batched_steps_equal_each_stream_alone(arch):
     """The batched step compiled (one trace per range of rows: the finished middle row shrinks none here, a
     finished last row does) gives what each compiled stream gives alone."""
@@ -139,9 +136,11 @@ def test_compiled_batched_steps_equal_each_stream_alone(arch):
     assert decoder.compiled and decoder.batched_steps > 0  # compiling worked: the comparison is a real one
 
 
-def test_streams_of_different_policies_and_recall_decode_together():
-    """Recall on (budget + recall slots), policies mixed in one batch: static rows batched, h2o alone."""
-    _, model, dims = build_pair("qwen2-vl")
+@pytest.mark.parametrize("arch", ["qwen2-vl", "qwen3.5"])
+def test_streams_of_different_policies_and_recall_decode_together(arch):
+    """Recall on (budget + recall slots), policies mixed in one batch: static rows batched, h2o alone (on the hybrid,
+    its linear states updated by its own steps between the batched steps of the others)."""
+    _, model, dims = build_pair(arch)
     recall = dict(recall=16, block=8, store_bytes=2**22)
     configs = [
         CacheConfig(policy="inf-mllm", budget=BUDGET, window=8, **recall),
