@@ -52,7 +52,8 @@ from scripts.bench_decode import kv_bytes_per_token, weight_bytes  # noqa: E402
 from tests.support.tiny_text_models import VOCAB, build_pair  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parent
-ARCHS = ("llama-gqa", "qwen2-vl", "qwen3-vl")
+ARCHS = ("llama-gqa", "qwen2-vl", "qwen3-vl", "qwen3.5")  # qwen3.5: the hybrid (3 Gated DeltaNet + 1 attention)
+BATCHED_ARCHS = ("qwen2-vl", "qwen3.5")  # the N-streams check's models: attention only, and the hybrid's states
 EOS, PAD = 2, 0  # the tiny models' stop and pad tokens
 MiB = 2**20
 
@@ -268,7 +269,7 @@ def converse(ctx: Context, model, dims: int, compile_decode: bool, rounds: int =
     Returns (the answers as one greedy decoding, the runner, steps that took the static path)."""
     budget = 48
     cache = BoundedCache.for_model(model, CacheConfig(policy="inf-mllm", budget=budget, window=8))
-    runner = CachedRunner(model, cache, position_dims=dims, chunk_size=16, compile_decode=compile_decode)
+    runner = CachedRunner(model, cache, position_dims=dims, chunk_size=16, compile_decode=ctx.compile)
     gen = torch.Generator().manual_seed(3)
     answers, static_steps = Greedy([], []), 0
     with torch.inference_mode():
@@ -364,7 +365,13 @@ def _stream(ctx: Context, model, dims: int, seed: int) -> tuple[CachedRunner, to
 
 
 def check_streams(ctx: Context) -> Result:
-    _, model, dims = tiny_models(ctx, "qwen2-vl")
+    results = [_streams_of(ctx, arch) for arch in BATCHED_ARCHS]
+    ok = all(r.status == "PASS" for r in results)
+    return Result("PASS" if ok else "FAIL", "; ".join(r.detail for r in results))
+
+
+def _streams_of(ctx: Context, arch: str) -> Result:
+    _, model, dims = tiny_models(ctx, arch)
     steps = [s for _, s in STREAMS]
     with torch.inference_mode():
         alone = [_greedy(*_stream(ctx, model, dims, i), steps[i]) for i in range(len(STREAMS))]
@@ -387,7 +394,7 @@ def check_streams(ctx: Context) -> Result:
     failed = [f"stream {i}: {note}" for i, (same, note) in enumerate(notes) if not same]
     return Result(
         "PASS" if ok else "FAIL",
-        f"{len(STREAMS)} streams (Qwen2-VL, inf-mllm), {sum(steps)} tokens: "
+        f"{len(STREAMS)} streams ({arch}, inf-mllm), {sum(steps)} tokens: "
         + ("; ".join(failed) if failed else "each as decoded alone")
         + f"; {batch.batched_steps} batched steps, batch compiled {batch.compiled}, {graphs.describe(ctx)}",
     )
