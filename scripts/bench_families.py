@@ -234,7 +234,7 @@ def cache_bytes_per_token(session: StreamingSession) -> int:
 # -- bandwidth -----------------------------------------------------------------------------------------------
 
 
-def bandwidth(device: torch.device) -> tuple[float, float]:
+def bandwidth(device: torch.device = CPU) -> tuple[float, float]:
     """(copy, read) bytes per second of `device`'s memory: a torch copy of 512 MiB (bytes read + written) and a
     torch sum over 512 MiB (bytes read), median of 7 each after a warm-up."""
     src = torch.ones(PROBE_FLOATS, device=device)
@@ -245,7 +245,7 @@ def bandwidth(device: torch.device) -> tuple[float, float]:
     return 2 * nbytes / copy, nbytes / read
 
 
-def _median_seconds(fn, device: torch.device, repeats: int = 7) -> float:
+def _median_seconds(fn, device: torch.device = CPU, repeats: int = 7) -> float:
     fn()
     times = []
     for _ in range(repeats):
