@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from bus.receipt import Receipt
 from bus.stats import AnswerStats, ClipStats, EvidenceSpan
 
 DEFAULT_STREAM = "main"  # the name of the one stream of a run or page started without a named source
@@ -71,12 +72,14 @@ class AlertState(enum.StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class Event:
-    """Fields every event has."""
+    """Fields every event has. receipt: on a fleet's head, a spooled alert's or answer's (`bus.receipt`): the outputs
+    that take the event hold it until they are done with it; never in a record."""
 
     TYPE: ClassVar[str] = ""
     LOGGED: ClassVar[bool] = True  # written to the event log (answer pieces are not: the answer event is whole)
     stream: str | None = None
     t_wall: float = field(default_factory=now)
+    receipt: Receipt | None = field(default=None, repr=False, compare=False, metadata={"record": False})
 
 
 @dataclass(frozen=True, kw_only=True)

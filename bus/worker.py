@@ -60,6 +60,9 @@ class BackgroundWorker(Generic[T]):
         finish: called once when the worker ends: on its thread after the last `send` (or in `close` when it
             never started). Releases what `send` used (a connection); it should not raise (an exception is
             logged).
+        on_discard: called with each item that never reaches `send`: dropped from a full queue, abandoned at close,
+            discarded by `stop` (an owner that must let go of what an item holds: `bus.receipt`). It should not
+            raise (an exception is logged).
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class BackgroundWorker(Generic[T]):
         idle: Callable[[], None] | None = None,
         finish: Callable[[], None] | None = None,
         block: bool = False,
+        on_discard: Callable[[T], None] | None = None,
     ) -> None:
         if report_every_s < 0:
             raise ValueError(f"report_every_s must be >= 0, got {report_every_s}")
@@ -85,6 +89,7 @@ class BackgroundWorker(Generic[T]):
         self.on_drops = on_error if on_drops is None else on_drops
         self.idle = idle
         self.finish = finish
+        self.on_discard = on_discard
         self.report_every_s = report_every_s
         self.items = items
         self.block = block
@@ -123,9 +128,11 @@ class BackgroundWorker(Generic[T]):
         try:
             if self.block:
                 return self._queue.put_waiting(item, self._abort)
-            self._queue.put(item)
+            dropped = self._queue.put(item)
         except RuntimeError:  # closed
             return False
+        if dropped is not None:
+            self._discard([dropped])
         return True
 
     def start(self) -> None:
@@ -151,7 +158,7 @@ class BackgroundWorker(Generic[T]):
         queued is discarded (neither counted nor reported) and the thread ends after the `send` under way.
         May be called from `send`. `close` still joins the thread."""
         self._queue.close()
-        self._queue.drain()
+        self._discard(self._queue.drain())
 
     def _supervise(self) -> None:
         try:
@@ -187,8 +194,19 @@ class BackgroundWorker(Generic[T]):
         except Exception:
             logger.exception("%s: finishing failed", self.name)
 
+    def _discard(self, items: list[T]) -> None:
+        if self.on_discard is None:
+            return
+        for item in items:
+            try:
+                self.on_discard(item)
+            except Exception:
+                logger.exception("%s: letting go of a discarded item failed", self.name)
+
     def _abandon(self) -> None:
-        left = len(self._queue.drain())
+        items = self._queue.drain()
+        self._discard(items)
+        left = len(items)
         if left:
             self._abandoned += left
             self._reported += left  # reported here, not again as drops

@@ -13,6 +13,11 @@ unreachable or refusing), and once when it ends if messages were dropped meanwhi
 during the outage"); at close if it never ended. paho's network thread is supervised (`SupervisedClient`):
 a crash in it is one report and a restart.
 
+A fleet's spooled alerts and answers (events with a receipt, `bus.receipt`) carry their durable key in the
+payload (`event_key`), and are held until the broker acknowledged their message (QoS 1: its PUBACK, seen in
+paho's `on_publish`; QoS 0: once paho wrote it) or it was dropped: the head acknowledges them to their host only
+then. A head that dies before that sends them again in its next run: at least once, the key to drop a repeat by.
+
 With `--mqtt-commands` it also takes questions and watches from the broker (`outputs.mqtt_commands`): it
 subscribes to the command topics at every connect, announces a Home Assistant `text` entity per stream to ask
 with, and publishes each command's result.
@@ -36,6 +41,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 import outputs.discovery as topics
 from bus import Alert, Answer, Event, Status, StatusKind
+from bus.receipt import Receipt, hold, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
 from outputs.commands import Commands
@@ -90,7 +96,10 @@ class MqttSink:
         self._streams: list[str] = []
         self._pairs: list[tuple[str, str]] = []
         self._retained: dict[str, Payload] = {}  # topic -> latest retained payload (states, snapshots)
-        self._backlog: deque[tuple[str, Payload]] = deque()
+        self._backlog: deque[tuple[str, Payload, bool, Receipt | None]] = deque()
+        self._acks = threading.Lock()  # paho's on_publish and `_track` (never held while calling paho)
+        self._in_flight: dict[int, Receipt | None] = {}  # mid -> the receipt its PUBACK lets go of
+        self._early: set[int] = set()  # mids paho reported published before `_track` saw them
         self._dropped = 0
         self._outage_dropped = 0  # dropped since the last successful connect (reported when the outage ends)
         self._restarts = restarts or RestartPolicy()
@@ -146,7 +155,10 @@ class MqttSink:
                 self._handle_alert(event)
             case Answer(stream=str() as stream) if stream:
                 self._add_stream(stream, announce=True)
-                self._publish(topics.answer_topic(self.config, stream), to_json(answer_payload(event)))
+                hold(event)  # until the broker took it
+                self._publish(
+                    topics.answer_topic(self.config, stream), to_json(answer_payload(event)), receipt=event.receipt
+                )
             case Status(stream=None, kind=StatusKind.READY | StatusKind.STOPPED as kind):
                 with self._lock:
                     self._available = kind is StatusKind.READY
@@ -161,7 +173,8 @@ class MqttSink:
         snapshot = event.snapshot
         if event.began and isinstance(snapshot, (bytes, bytearray)):
             self._publish(topics.snapshot_topic(self.config, stream, alert), bytes(snapshot), retain=True)
-        self._publish(topics.events_topic(self.config, stream), to_json(alert_payload(event)))
+        hold(event)  # until the broker took its message on the events topic
+        self._publish(topics.events_topic(self.config, stream), to_json(alert_payload(event)), receipt=event.receipt)
 
     # --- bookkeeping -------------------------------------------------------------------------------------
 
@@ -183,32 +196,68 @@ class MqttSink:
             if announce and self._connected:
                 self._announce_pair(stream, alert)
 
-    def _publish(self, topic: str, payload: Payload, retain: bool = False) -> None:
+    def _publish(self, topic: str, payload: Payload, retain: bool = False, receipt: Receipt | None = None) -> None:
         """Sends now when connected; otherwise a retained message waits in `_retained` (re-published on
         connect) and any other in the bounded backlog (the oldest dropped when full: counted, reported when the
-        outage ends)."""
+        outage ends). receipt: held for this message (a non-retained one), let go of once the broker took it."""
+        dropped: tuple | None = None
         with self._lock:
             if retain:
                 self._retained[topic] = payload
             if self._connected:
-                self._send(topic, payload, retain)
+                self._send(topic, payload, retain, receipt)
             elif not retain:
                 if len(self._backlog) >= self.config.backlog:
-                    self._backlog.popleft()
+                    dropped = self._backlog.popleft()
                     self._count_drop()
-                self._backlog.append((topic, payload))
+                self._backlog.append((topic, payload, False, receipt))
+        if dropped is not None:
+            release(dropped[3])
 
     def _count_drop(self) -> None:
         """One message dropped (called with `_lock` held)."""
         self._dropped += 1
         self._outage_dropped += 1
 
-    def _send(self, topic: str, payload: Payload, retain: bool) -> paho.MQTTMessageInfo:
-        """Hands one message to paho (called with `_lock` held)."""
+    def _send(self, topic: str, payload: Payload, retain: bool, receipt: Receipt | None = None) -> paho.MQTTMessageInfo:
+        """Hands one message to paho (called with `_lock` held); `receipt` is let go of once the broker took it,
+        or now when paho refused it."""
         info = self._client.publish(topic, payload, qos=self.config.qos, retain=retain)
         if info.rc == paho.MQTT_ERR_QUEUE_SIZE:
             self._count_drop()
+        kept = info.rc == paho.MQTT_ERR_SUCCESS or (info.rc == paho.MQTT_ERR_NO_CONN and self.config.qos > 0)
+        if kept:  # paho sends it (again after a reconnect, QoS 1): its on_publish comes
+            self._track(info.mid, receipt)
+        elif receipt is not None:
+            receipt.release()
         return info
+
+    def _track(self, mid: int, receipt: Receipt | None) -> None:
+        """Every message paho took is tracked until its `on_publish`, which may come before this. A mid paho
+        gives again while an older message still holds it means paho let that one go (QoS 0 at a disconnect): it
+        is given up on."""
+        with self._acks:
+            published = mid in self._early
+            if published:
+                self._early.discard(mid)
+                gone = None
+            else:
+                gone = self._in_flight.pop(mid, None)
+                self._in_flight[mid] = receipt
+        for done in (gone, receipt if published else None):
+            if done is not None:
+                done.release()
+
+    def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
+        """paho's thread: the broker took message `mid` (QoS 1: PUBACK; QoS 0: written); a refusal (MQTT 5's
+        reason) is given up on alike."""
+        with self._acks:
+            if mid not in self._in_flight:
+                self._early.add(mid)
+                return
+            receipt = self._in_flight.pop(mid)
+        if receipt is not None:
+            receipt.release()
 
     def _announce_stream(self, stream: str) -> None:
         if self.config.discovery:
@@ -250,6 +299,7 @@ class MqttSink:
         client.on_connect = self._on_connect
         client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
+        client.on_publish = self._on_publish
         client.on_message = self._on_message
         return client
 
@@ -278,7 +328,7 @@ class MqttSink:
                 if topic != topics.available_topic(self.config):
                     self._send(topic, payload, True)
             while self._backlog:
-                self._send(*self._backlog.popleft(), False)
+                self._send(*self._backlog.popleft())
             if self.commands is not None:  # a clean session: subscribe again at every connect
                 self._client.subscribe([(topic, 1) for topic in self.commands.subscriptions()])
         logger.info("%s: connected", self.name)

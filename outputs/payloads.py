@@ -1,5 +1,6 @@
 """The JSON bodies that leave the box, built from bus events' records (`bus.records.to_record`, the one place
-an event becomes JSON). MQTT and webhooks send the same fields."""
+an event becomes JSON). MQTT and webhooks send the same fields. A fleet's spooled alert or answer adds its durable
+key (`event_key`, `bus.receipt`): the same in every run that sends it, so a receiver can drop a repeat."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import base64
 import json
 from typing import Any
 
-from bus import Alert, Answer, to_record
+from bus import Alert, Answer, Event, to_record
+from bus.receipt import key_of
 
 ANSWER_FIELDS = ("stream", "round", "stream_time", "question", "answer", "auto", "t_wall")
 ALERT_FIELDS = ("stream", "id", "alert", "state", "p_yes", "stream_time", "duration_s", "t_wall")
@@ -15,12 +17,12 @@ ALERT_FIELDS = ("stream", "id", "alert", "state", "p_yes", "stream_time", "durat
 
 def answer_payload(event: Answer) -> dict[str, Any]:
     """{"type": "answer", stream, round, stream_time, question, answer, auto, t_wall} of an answer event, plus
-    `request` when a request asked it (the API's, or an MQTT command's `mqtt-<id>`)."""
+    `request` when a request asked it (the API's, or an MQTT command's `mqtt-<id>`), `event_key` when it has one."""
     record = to_record(event)
     payload = {"type": "answer", **{key: record[key] for key in ANSWER_FIELDS}}
     if event.request:
         payload["request"] = event.request
-    return payload
+    return _keyed(payload, event)
 
 
 def alert_payload(event: Alert, with_snapshot: bool = False) -> dict[str, Any]:
@@ -34,6 +36,13 @@ def alert_payload(event: Alert, with_snapshot: bool = False) -> dict[str, Any]:
     snapshot = event.snapshot
     if with_snapshot and isinstance(snapshot, (bytes, bytearray)):
         payload["snapshot_jpeg_base64"] = base64.b64encode(snapshot).decode("ascii")
+    return _keyed(payload, event)
+
+
+def _keyed(payload: dict[str, Any], event: Event) -> dict[str, Any]:
+    key = key_of(event)
+    if key is not None:
+        payload["event_key"] = key
     return payload
 
 

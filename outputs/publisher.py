@@ -6,6 +6,10 @@ own thread takes events out and hands them to each sink. A sink's `handle` must 
 that talks to the network keeps its own queue and thread (or library loop), so one slow or unreachable
 output never delays another.
 
+An event with a receipt (`bus.receipt`: a fleet's spooled alerts and answers) is held while it waits here, and
+each sink that takes it holds it too until it delivered it or gave up on it (dropped, retries spent): the head
+acknowledges it to its host only then.
+
 Wiring::
 
     publisher = OutputPublisher([MqttSink(...), WebhookSink(...)], on_error=report, wants=(Alert, Answer))
@@ -24,6 +28,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from bus import ErrorEvent, Event
+from bus.receipt import hold, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.worker import BackgroundWorker
 
@@ -72,7 +77,7 @@ class OutputPublisher:
         self.wants = wants
         self.on_error = on_error
         self.worker: BackgroundWorker[Event] = BackgroundWorker(
-            "outputs", self._send, queue_size, on_error, report_every_s, items="events"
+            "outputs", self._send, queue_size, on_error, report_every_s, items="events", on_discard=release
         )
 
     @property
@@ -83,7 +88,9 @@ class OutputPublisher:
     def __call__(self, event: Event) -> None:
         """The bus subscriber: queues the event if a sink may act on it; never blocks."""
         if isinstance(event, self.wants) and not isinstance(event, ErrorEvent):
-            self.worker.put(event)
+            hold(event)  # until every sink took what it wants of it (each holds it on its own then)
+            if not self.worker.put(event):
+                release(event)
 
     def start(self) -> None:
         for sink in self.sinks:
@@ -102,10 +109,13 @@ class OutputPublisher:
                 logger.exception("closing output %s failed", sink.name)
 
     def _send(self, event: Event) -> None:
-        for sink in self.sinks:
-            try:
-                sink.handle(event)
-            except Exception as exc:  # reported by type: an exception's text may hold a payload or a secret
-                logger.debug("output %s failed on a %s event", sink.name, event.TYPE, exc_info=True)
-                message = f"output {sink.name} failed on a {event.TYPE} event ({type(exc).__name__})"
-                call_reporter(self.on_error, message)
+        try:
+            for sink in self.sinks:
+                try:
+                    sink.handle(event)
+                except Exception as exc:  # reported by type: an exception's text may hold a payload or a secret
+                    logger.debug("output %s failed on a %s event", sink.name, event.TYPE, exc_info=True)
+                    message = f"output {sink.name} failed on a {event.TYPE} event ({type(exc).__name__})"
+                    call_reporter(self.on_error, message)
+        finally:
+            release(event)

@@ -11,6 +11,7 @@ import logging
 from typing import Protocol
 
 from bus import Event
+from bus.receipt import hold, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.worker import BackgroundWorker
 
@@ -37,7 +38,7 @@ class QueuedSink:
         self.on_error = on_error
         self.failed = 0
         self.worker: BackgroundWorker[Event] = BackgroundWorker(
-            sink.name, self._send, queue_size, on_error, items="events"
+            sink.name, self._send, queue_size, on_error, items="events", on_discard=release
         )
 
     @property
@@ -49,7 +50,9 @@ class QueuedSink:
 
     def handle(self, event: Event) -> None:
         if self.sink.wants(event):
-            self.worker.put(event)
+            hold(event)  # until it was sent, or given up on (a receipt: `bus.receipt`)
+            if not self.worker.put(event):
+                release(event)
 
     def close(self, timeout: float) -> None:
         self.worker.close(timeout)
@@ -61,3 +64,5 @@ class QueuedSink:
             self.failed += 1
             logger.debug("output %s failed on a %s event", self.name, event.TYPE, exc_info=True)
             call_reporter(self.on_error, f"output {self.name} failed on a {event.TYPE} event ({type(exc).__name__})")
+        finally:
+            release(event)

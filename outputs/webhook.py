@@ -9,6 +9,11 @@ ones are counted until a request gets through again (or the sink closes), then r
 A receiver is not trusted (`outputs.http_post`): only its status line is read (at most 64 KiB), and each
 request has one deadline for all of it. The thread survives anything: an unexpected exception is reported
 once and the worker restarts (`bus.supervisor`).
+
+A fleet's spooled alerts and answers carry a durable key (`bus.receipt`): it goes in the `Idempotency-Key` header,
+the same each time the event is sent (a head that died before its host heard the event was delivered sends it
+again in the next run), so a receiver can drop a repeat. Such an event is held until its request got through or
+was given up on, and only then acknowledged to its host.
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from bus import Alert, Answer, Event
+from bus.receipt import Receipt, hold, receipt_of, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
 from bus.worker import BackgroundWorker
@@ -34,6 +41,18 @@ from outputs.registry import OutputKind, SinkContext, register
 logger = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Edge-Assistant-Signature"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+class Request(NamedTuple):
+    """One queued POST: its body and the receipt of the event it carries (None: the event has none)."""
+
+    body: bytes
+    receipt: Receipt | None = None
+
+    @property
+    def key(self) -> str | None:
+        return None if self.receipt is None else self.receipt.key
 
 
 @dataclass(frozen=True)
@@ -174,7 +193,7 @@ class WebhookSink:
         self.failed = 0
         self._failing = 0  # requests given up in a row (the first reported, the rest counted)
         self._ssl = ssl.create_default_context() if urlsplit(config.url).scheme == "https" else None
-        self.worker: BackgroundWorker[bytes] = BackgroundWorker(
+        self.worker: BackgroundWorker[Request] = BackgroundWorker(
             self.name,
             self._deliver,
             config.queue_size,
@@ -182,6 +201,7 @@ class WebhookSink:
             restarts=restarts,
             items="requests",
             abort_grace_s=config.timeout_s + 1.0,
+            on_discard=release,
         )
 
     @property
@@ -195,7 +215,10 @@ class WebhookSink:
     def handle(self, event: Event) -> None:
         body = webhook_body(event)
         if body is not None:
-            self.worker.put(body)
+            request = Request(body, receipt_of(event))
+            hold(request)  # until the request got through or was given up on
+            if not self.worker.put(request):
+                release(request)
 
     def close(self, timeout: float) -> None:
         """Delivers what is queued for up to `timeout` seconds, then abandons the rest; joins the thread
@@ -212,10 +235,17 @@ class WebhookSink:
         self._failing = 0
         self.delivered += 1
 
-    def _deliver(self, body: bytes) -> None:
-        """POSTs `body`, retrying as configured; reports the first request given up in a row."""
+    def _deliver(self, request: Request) -> None:
+        """POSTs the request, retrying as configured; reports the first request given up in a row; lets go of its
+        event's receipt either way."""
+        try:
+            self._try(request)
+        finally:
+            release(request)
+
+    def _try(self, request: Request) -> None:
         for attempt in range(self.config.retries + 1):
-            retry, why = self._post(body)
+            retry, why = self._post(request.body, request.key)
             if why is None:
                 self._delivered()
                 return
@@ -233,9 +263,11 @@ class WebhookSink:
         else:
             logger.warning("%s: gave up on a request: %s", self.name, why)
 
-    def _post(self, body: bytes) -> tuple[bool, str | None]:
-        """One POST. Returns (retry?, None on success or why it failed)."""
+    def _post(self, body: bytes, key: str | None = None) -> tuple[bool, str | None]:
+        """One POST (`key`: its Idempotency-Key, if any). Returns (retry?, None on success or why it failed)."""
         headers = {"Content-Type": "application/json", "User-Agent": "edge-stream-assistant"}
+        if key is not None:
+            headers[IDEMPOTENCY_HEADER] = key
         if self.config.secret:
             headers[SIGNATURE_HEADER] = signature(body, self.config.secret)
         try:

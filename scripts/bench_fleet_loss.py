@@ -6,6 +6,12 @@
   Made: the alerts and answers in the host's spool (read before the kill); at stake: those the head had not seen
   yet; delivered, duplicated and lost are counted on the head's bus, on the broker and in the timeline after the
   recovery (the spool adopted by the other host or a new one; seconds: kill until the last one arrived).
+- head kill -9 (tests/support/head_kill.py): the head runs as `python -m app --ray ...` on a one-box cluster with
+  mosquitto, a webhook receiver and an SQLite timeline; with the broker frozen (SIGSTOP) and the receiver silent, a
+  burst of alerts and answers fills the head's outputs and the head is killed with SIGKILL; a new head starts on the
+  same box and files. Made: the first run's host's spool (read after the kill); at stake: those it had not seen
+  acknowledged; delivered, duplicated and lost per output (the timeline once, the broker and the webhook at least
+  once; seconds: from the new head's start, model load included, until the last one arrived).
 - event log burst: records published as fast as one thread can into the --log-jsonl writer, on a real file and on
   a slow one (a millisecond per 20 lines: a disk far below the burst), through the never-dropping log queue and,
   for comparison, through the drop-oldest queue the log had before (what the terminal still uses).
@@ -29,6 +35,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"})  # loopback only
+from tests.support.ray_auth import ray_auth_env  # noqa: E402
+
+if "RAY_AUTH_MODE" not in os.environ:  # token authentication, as a fleet runs (`python -m app --ray` needs it)
+    os.environ.update(ray_auth_env())  # before Ray is imported: it reads them once per process
 
 from tqdm import tqdm  # noqa: E402
 
@@ -83,6 +93,30 @@ def counted(part: str, setting: str, sink: str, made: list, seen: list, stake: i
         "duplicated": len(mine) - delivered, "lost": len(wanted) - delivered, "seconds": round(seconds, 2),
         "note": "",
     }  # fmt: skip
+
+
+def head_kill_run(work: Path, run: int) -> list[dict]:
+    """One cluster, one head killed with SIGKILL while its outputs hold a burst, then the next head; a row per sink."""
+    from tests.support.head_kill import head_kill
+
+    share_built_kernels(work / "data")
+    os.environ[DATA_ENV] = str(work / "data")  # the spools; the heads and the cluster's workers inherit it
+    result = head_kill(work)
+    made = list(result.made)
+    alerts = sum(1 for i in made if i[0] == "alert")
+    setting = f"run {run}: {len(made) - alerts} answers + {alerts} alerts"
+    stake = len(result.unacked)
+    queued = len(set(made) - result.webhook_at_kill)
+    rows = []
+    for sink, seen, note in (
+        ("timeline (SQLite)", result.timeline, "exactly once (event_key)"),
+        ("broker (MQTT)", result.broker, "at least once (event_key in the payload)"),
+        ("webhook", result.webhook, f"at least once (Idempotency-Key); {queued} not received at the kill"),
+    ):
+        row = counted("head kill -9", setting, sink, made, seen, stake, result.recovery_s)
+        row["note"] = note
+        rows.append(row)
+    return rows
 
 
 def kill_run(work: Path, questions: int, run: int) -> list[dict]:
@@ -215,8 +249,8 @@ def plot(rows: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-    for ax, part in zip(axes, ("host kill -9", "event log burst"), strict=True):
+    fig, axes = plt.subplots(1, 3, figsize=(19, 4.5))
+    for ax, part in zip(axes, ("host kill -9", "head kill -9", "event log burst"), strict=True):
         mine = [r for r in rows if r["part"] == part]
         labels = [f"{r['setting']}\n{r['sink']}" for r in mine]
         y = range(len(mine))
@@ -226,7 +260,7 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.set_yticks([i + 0.3 for i in y], labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_title(part)
-        ax.set_xlabel("events" if part == "host kill -9" else "records")
+        ax.set_xlabel("records" if part == "event log burst" else "events")
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -234,7 +268,7 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--runs", type=int, default=3, help="kill -9 runs (a fresh cluster each)")
+    p.add_argument("--runs", type=int, default=3, help="kill -9 runs of a host, and of the head (a fresh cluster each)")
     p.add_argument("--questions", type=int, default=12, help="answers asked for in each burst")
     p.add_argument("--records", type=int, default=100_000, help="records in the event log burst")
     p.add_argument("--quick", action="store_true", help="a short run (for the test): 1 run, 4 answers, 10k records")
@@ -250,7 +284,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows: list[dict] = []
     with (
         tempfile.TemporaryDirectory(prefix="bench-fleet-loss-") as tmp,
-        tqdm(total=args.runs + len(bursts), desc="bench_fleet_loss", unit="step") as bar,
+        tqdm(total=2 * args.runs + len(bursts), desc="bench_fleet_loss", unit="step") as bar,
     ):
         for slow, never_drop in bursts:
             rows.append(log_burst(Path(tmp), args.records, slow, never_drop))
@@ -260,12 +294,17 @@ def main(argv: list[str] | None = None) -> list[dict]:
             work.mkdir(mode=0o700)
             rows += kill_run(work, args.questions, run)
             bar.update()
+        for run in range(1, args.runs + 1):
+            work = Path(tmp) / f"head{run}"
+            work.mkdir(mode=0o700)
+            rows += head_kill_run(work, run)
+            bar.update()
     args.out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, args.out / "fleet_loss.csv")
     plot(rows, args.out / "fleet_loss.png")
     for r in rows:
         counts = " ".join(f"{name} {r[name]:>6}" for name in ("made", "at_stake", "delivered", "duplicated", "lost"))
-        print(f"{r['part']:16} {r['setting']:48} {r['sink']:18} {counts} {r['seconds']:>7} s")
+        print(f"{r['part']:16} {r['setting']:48} {r['sink']:18} {counts} {r['seconds']:>7} s  {r['note']}")
     print(f"wrote {args.out / 'fleet_loss.csv'} and {args.out / 'fleet_loss.png'}")
     return rows
 

@@ -1,10 +1,11 @@
 """The timeline's SQLite file: its schema, and opening it for writing (created when missing) or reading.
 
-One table `moments` holds every row (an answer, an alert's begin or end, a stream's start/stop/error); the
-thumbnail of a row sits in `thumbnails` (deleted with its row by a trigger) and `moments_fts` (FTS5, external
-content, kept in step by triggers) indexes the question, the text and the alert name. WAL mode: readers never
-block the writer, and a killed writer leaves the file consistent (each batch is one transaction).
-`auto_vacuum=INCREMENTAL`, so pages freed by retention can be given back to the file system.
+One table `moments` holds every row (an answer, an alert's begin or end, a stream's start/stop/error; a fleet's
+spooled alert or answer with its `event_key`, kept once: a timeline from before the key gets the column when it is
+next opened for writing); the thumbnail of a row sits in `thumbnails` (deleted with its row by a trigger) and
+`moments_fts` (FTS5, external content, kept in step by triggers) indexes the question, the text and the alert name.
+WAL mode: readers never block the writer, and a killed writer leaves the file consistent (each batch is one
+transaction). `auto_vacuum=INCREMENTAL`, so pages freed by retention can be given back to the file system.
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ ALERT_ONCE = (
     "CREATE UNIQUE INDEX IF NOT EXISTS moments_alert_once ON moments (alert_id, state) "
     "WHERE kind = 'alert' AND alert_id IS NOT NULL;"
 )
+# a fleet's spooled alert or answer is kept once, whichever run of the head delivers it (key: "<spool id>:<seq>")
+EVENT_KEY_ONCE = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS moments_event_key ON moments (event_key) WHERE event_key IS NOT NULL;"
+)
 SCHEMA = f"""
 CREATE TABLE moments (
     id INTEGER PRIMARY KEY,
@@ -46,11 +51,13 @@ CREATE TABLE moments (
     state TEXT,                        -- alerts: begin|end; streams: start|stop|status|error|end|<capture kind>
     duration_s REAL,                   -- alerts at end
     round INTEGER,                     -- answers
-    evidence TEXT                      -- answers: JSON list of {{stream, start, end, source, ...}}
+    evidence TEXT,                     -- answers: JSON list of {{stream, start, end, source, ...}}
+    event_key TEXT                     -- the spooled alert or answer of a fleet: "<spool id>:<seq>"
 );
 CREATE INDEX moments_t_wall ON moments (t_wall);
 CREATE INDEX moments_stream_t_wall ON moments (stream, t_wall);
 {ALERT_ONCE}
+{EVENT_KEY_ONCE}
 CREATE TABLE thumbnails (moment_id INTEGER PRIMARY KEY, jpeg BLOB NOT NULL);
 CREATE VIRTUAL TABLE moments_fts USING fts5 (
     question, text, alert, content='moments', content_rowid='id', tokenize='porter unicode61'
@@ -85,6 +92,7 @@ def open_for_writing(path: Path, busy_timeout_s: float, wal_bytes: int) -> sqlit
         if _table_count(conn) == 0:
             _create_schema(conn)
         _add_alert_once(conn, path)
+        _add_event_key(conn)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # safe against a killed process in WAL mode
         conn.execute(f"PRAGMA journal_size_limit = {int(wal_bytes)}")
@@ -182,6 +190,23 @@ def _add_alert_once(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute(ALERT_ONCE)
     except sqlite3.IntegrityError:
         logger.warning("timeline %s holds repeated alerts: repeats are not refused in it", path)
+
+
+def _add_event_key(conn: sqlite3.Connection) -> None:
+    """The `event_key` column and its unique index on a timeline written before they existed (its rows keep no key;
+    the schema's version stays: a program that knows nothing of the column still reads and writes the file)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(moments)")}
+    if "event_key" in columns:
+        conn.execute(EVENT_KEY_ONCE)
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE moments ADD COLUMN event_key TEXT")
+        conn.execute(EVENT_KEY_ONCE)
+        conn.execute("COMMIT")
+    except sqlite3.Error:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _create_schema(conn: sqlite3.Connection) -> None:

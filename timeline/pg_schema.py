@@ -3,7 +3,9 @@
 The same rows as the SQLite file (`moments`, `thumbnails`), with PostgreSQL's own full-text search: a generated
 `tsvector` column (`english`: stemmed, stopwords dropped; the alert name weighted A, the question and text B)
 under a GIN index. Thumbnails are `bytea` and go with their row (ON DELETE CASCADE). `uid` (unique) refuses a
-row written twice, `moments_alert_once` an alert's begin or end written twice, whichever box writes it.
+row written twice, `moments_alert_once` an alert's begin or end written twice, whichever box writes it, and
+`moments_event_key` a fleet's spooled alert or answer written again by a later run (a timeline from before the
+key gets the column when it is next opened for writing).
 `timeline_meta` names the schema and its version: a database holding other tables called `moments` is never
 changed. psycopg is imported here only (the app without it works on SQLite).
 """
@@ -42,6 +44,7 @@ CREATE TABLE moments (
     duration_s double precision,
     round integer,
     evidence text,
+    event_key text,
     search tsvector GENERATED ALWAYS AS (
         setweight(to_tsvector('{TEXT_CONFIG}', coalesce(alert, '')), 'A')
         || setweight(to_tsvector('{TEXT_CONFIG}', coalesce(question, '')), 'B')
@@ -52,6 +55,7 @@ CREATE INDEX moments_t_wall ON moments (t_wall);
 CREATE INDEX moments_stream_t_wall ON moments (stream, t_wall);
 CREATE INDEX moments_search ON moments USING GIN (search);
 CREATE UNIQUE INDEX moments_alert_once ON moments (alert_id, state) WHERE kind = 'alert' AND alert_id IS NOT NULL;
+CREATE UNIQUE INDEX moments_event_key ON moments (event_key) WHERE event_key IS NOT NULL;
 CREATE TABLE thumbnails (
     moment_id bigint PRIMARY KEY REFERENCES moments (id) ON DELETE CASCADE,
     jpeg bytea NOT NULL
@@ -59,6 +63,12 @@ CREATE TABLE thumbnails (
 ALTER TABLE thumbnails ALTER COLUMN jpeg SET STORAGE EXTERNAL;
 """
 SETUP = "see docs/timeline-postgres.md for createuser/createdb"
+# a timeline made before `event_key` existed gets it (its rows keep none; the version stays: older programs name
+# their columns and go on working with it)
+ADD_EVENT_KEY = (
+    "ALTER TABLE moments ADD COLUMN event_key text;"
+    " CREATE UNIQUE INDEX moments_event_key ON moments (event_key) WHERE event_key IS NOT NULL;"
+)
 
 
 def connect(target: PostgresTarget, read_only: bool = False) -> Any:
@@ -100,6 +110,8 @@ def open_for_writing(target: PostgresTarget) -> Any:
                     "INSERT INTO timeline_meta VALUES ('application', %s), ('version', %s)",
                     (APPLICATION, SCHEMA_VERSION),
                 )
+            elif not _has_column(conn, "moments", "event_key"):
+                conn.execute(ADD_EVENT_KEY)
     except psycopg.Error as err:
         conn.close()
         raise TimelineError(f"cannot create the timeline's tables in {target}: {one_line(err)}; {SETUP}") from None
@@ -123,6 +135,11 @@ def open_for_reading(target: PostgresTarget) -> Any:
         conn.close()
         raise
     return conn
+
+
+def _has_column(conn: Any, table: str, column: str) -> bool:
+    sql = "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s AND NOT attisdropped"
+    return conn.execute(sql, (table, column)).fetchone() is not None
 
 
 def _version(conn: Any, target: PostgresTarget, allow_empty: bool) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from bus import Alert, Answer, CaptureChange, End, ErrorEvent, Event, Status, StatusKind
+from bus.receipt import key_of
 from bus.records import evidence_record
 from timeline.store import Row
 
@@ -36,6 +37,7 @@ def answer_row(event: Answer, previous_end: float, thumbnail: bytes | None) -> R
         who="standing" if event.auto else "person",
         round=event.round,
         evidence=json.dumps([evidence_record(span) for span in event.evidence]) if event.evidence else None,
+        event_key=key_of(event),
         thumbnail=thumbnail,
     )
 
@@ -58,6 +60,7 @@ def alert_row(event: Alert, thumbnail: bytes | None) -> Row:
         alert_id=event.id,
         state=event.state,
         duration_s=duration,
+        event_key=key_of(event),
         thumbnail=thumbnail,
     )
 

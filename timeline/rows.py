@@ -14,7 +14,9 @@ def new_uid() -> str:
 class Row:
     """One row of `moments` and its thumbnail (JPEG), if any. `uid` is made once per row: writing the same
     row again (a retry after the database went away mid-commit) is refused by the backends that keep it
-    (PostgreSQL); an alert's begin and end are refused twice by every backend (their `alert_id`)."""
+    (PostgreSQL); an alert's begin and end are refused twice by every backend (their `alert_id`), and so is an
+    event with an `event_key` (a fleet's spooled alert or answer, `bus.receipt`: `<spool id>:<seq>`) whichever
+    run delivers it again."""
 
     kind: str
     t_wall: float
@@ -31,6 +33,7 @@ class Row:
     duration_s: float | None = None
     round: int | None = None
     evidence: str | None = None
+    event_key: str | None = None
     thumbnail: bytes | None = None
     uid: str = field(default_factory=new_uid, compare=False)
 

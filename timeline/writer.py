@@ -10,6 +10,11 @@ When a database server goes away (PostgreSQL), `on_error` is called once, the ro
 are kept (the oldest dropped and counted when full), and the writer reconnects with a growing delay; once it
 writes again, `on_recover` is called. A row written twice around a lost commit is refused by its `uid`.
 
+A fleet's spooled alerts and answers carry a receipt (`bus.receipt`): each is held from the moment it is queued
+until its transaction committed (or the writer gave up on it: dropped, stopped, abandoned at close), so the head
+acknowledges it to its host only once it is in the timeline; its durable key goes in the row (`event_key`,
+unique), so the same event delivered again by a later run is not written twice.
+
 Wiring::
 
     writer = TimelineWriter(TimelineConfig(path), on_error=report)   # TimelineError: exit 2
@@ -28,6 +33,7 @@ import threading
 import numpy as np
 
 from bus import Alert, Answer, ClipEvent, DropOldestQueue, Event
+from bus.receipt import hold, release
 from bus.redact import redact_source
 from bus.reporting import ErrorCallback, log_only
 from bus.worker import BatchWorker
@@ -79,6 +85,7 @@ class TimelineWriter:
             on_drops=log_only,
             idle=self._take_previews,
             finish=self._close_store,
+            on_discard=release,
         )
         self._previews: DropOldestQueue[tuple[str, float, np.ndarray]] = DropOldestQueue(PREVIEW_QUEUE)
         self._failed = threading.Event()
@@ -104,7 +111,9 @@ class TimelineWriter:
             if stream is not None and event.preview is not None:
                 self._previews.put((stream, float(event.stream_time or 0.0), event.preview))
         elif isinstance(event, (Answer, Alert)) or (isinstance(event, STREAM_EVENT_TYPES) and stream is not None):
-            self.worker.put(event)
+            hold(event)  # until its row was committed, or given up on
+            if not self.worker.put(event):
+                release(event)
 
     def start(self) -> None:
         self.worker.start()
@@ -115,7 +124,8 @@ class TimelineWriter:
         self.worker.close(timeout)
 
     def _send(self, events: list[Event]) -> None:
-        """The worker's `send_batch`: up to `BATCH` events become rows in one transaction."""
+        """The worker's `send_batch`: up to `BATCH` events become rows in one transaction; their receipts are let
+        go of once it committed (or was given up on)."""
         try:
             self._take_previews()
             rows = [row for row in map(self._row, events) if row is not None]
@@ -124,6 +134,9 @@ class TimelineWriter:
                                self.config.where, len(rows))  # fmt: skip
         except (*self.store.errors, TimelineError, OSError) as err:
             self._fail(str(err))
+        finally:
+            for event in events:
+                release(event)
 
     def _write(self, rows: list[Row]) -> bool:
         """Writes `rows`; while the database is away, keeps them and reconnects (see the module). False: the

@@ -8,8 +8,9 @@ seconds; and it places the streams that wait. Nothing in the loop waits on a hos
 the others nothing. A host is lost when Ray says its actor died (its process, or its machine: Ray's health checks
 decide how fast); its streams then wait, their open alerts end once (reason: host lost), and they are placed
 again (their caches are rebuilt from the live feed; the timeline keeps the past). A host's alerts and answers are
-spooled on its box before they are drained (app/fleet/spool.py): the head delivers each once (app/fleet/delivery.py)
-and acknowledges it with the next drain; what a lost host had not seen acknowledged is delivered by the host that
+spooled on its box before they are drained (app/fleet/spool.py): the head publishes each once with a receipt
+(app/fleet/delivery.py, bus/receipt.py) and acknowledges it with a later drain, once every output that took it is
+done with it; what a lost host (or a dead head) had not seen acknowledged is delivered again by the host that
 adopts its spool (docs/fleet.md, "Nothing lost").
 
 Questions come from other threads (the terminal, the page): `ask` routes under a lock and waits at most
@@ -41,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 ASK_TIMEOUT_S = 10.0
 DRAIN_WAIT_S = 0.5  # how long a host holds a drain open for its next event (the long poll)
+SETTLE_S = 10.0  # at a stop: how long the outputs may take to finish the last spooled events before the final acks
 
 
 class Coordinator:
@@ -100,14 +102,17 @@ class Coordinator:
         self._publish(Status(kind=StatusKind.READY, message=f"fleet ready: {self.describe()}"))
         self._loop.start()
 
-    def stop(self, timeout: float = 15.0) -> None:
-        """Stops the loop, then every host (their last events are published), and says the fleet stopped."""
+    def stop(self, timeout: float = 15.0, settle_s: float = SETTLE_S) -> None:
+        """Stops the loop, then every host (their last events are published); waits up to `settle_s` for the
+        outputs to finish with the spooled events, acknowledges what they finished (a host keeps the rest in its
+        spool for the next run) and says the fleet stopped."""
         self._stop.set()
         if self._loop.is_alive():
             self._loop.join(timeout)
         with self._lock:
             hosts = list(self.hosts.values())
         stops = {h.name: h.actor.stop.remote(h.key) for h in hosts}
+        stopped = []
         for host in hosts:
             try:
                 self.ray.get(stops[host.name], timeout=timeout)
@@ -115,9 +120,17 @@ class Coordinator:
                     host.actor.drain.remote(host.key, 0.0, self.delivery.acks_for(host.name)), timeout=timeout
                 )
                 self._publish_items(host, items)
-                self.ray.get(host.actor.finish.remote(host.key, self.delivery.acks_for(host.name)), timeout=timeout)
+                stopped.append(host)
             except Exception as err:  # a host lost or stuck at the end: the rest still stop
                 logger.warning("host %s did not stop cleanly: %s", host.name, remote_cause(err))
+        if left := self.delivery.settle(settle_s):
+            logger.warning("%d spooled events not yet delivered at the stop: their hosts' spools keep them", left)
+        for host in stopped:
+            try:
+                self.ray.get(host.actor.finish.remote(host.key, self.delivery.acks_for(host.name)), timeout=timeout)
+            except Exception as err:
+                logger.warning("host %s did not stop cleanly: %s", host.name, remote_cause(err))
+        for host in hosts:
             self.ray.kill(host.actor)
         self._publish(Status(kind=StatusKind.STOPPED, message="fleet stopped"))
 
@@ -266,6 +279,7 @@ class Coordinator:
                 event = from_wire(item)
             except ValueError as err:
                 logger.warning("host %s sent an event that is not one: %s", host.name, err)
+                self.delivery.delivered(item)  # given up on
                 continue
             if isinstance(event, Alert) and self.delivery.replayed(host.name, item):
                 if not event.began and not self.tracking.is_open(event.stream, event.id):
@@ -274,8 +288,7 @@ class Coordinator:
                 if event.began:
                     begun.append(event)
             self.tracking.saw(event)
-            self.bus.publish(event)
-            self.delivery.delivered(item)
+            self.delivery.publish(self.bus, item, event)
         for begin in begun:  # a replay arrives whole (one drain): what it left on ends now, once
             end = self.tracking.end_alert(begin.stream or "", begin.id)
             if end is not None:

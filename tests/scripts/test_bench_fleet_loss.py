@@ -1,6 +1,7 @@
-"""scripts/bench_fleet_loss.py --quick: a host killed with SIGKILL after a burst on a real Ray cluster, and an event
-log burst; the CSV has its columns, nothing is lost or delivered twice where the project promises it (every sink
-of the kill, the never-dropping log), and the plot is written. No time is checked."""
+"""scripts/bench_fleet_loss.py --quick: a host killed with SIGKILL after a burst on a real Ray cluster, the head killed
+with a burst in its outputs, and an event log burst; the CSV has its columns, nothing is lost or delivered twice
+where the project promises it (every sink of the host's kill, the timeline after the head's, the never-dropping log),
+and the plot is written. No time is checked."""
 
 from __future__ import annotations
 
@@ -42,6 +43,11 @@ def test_quick_run_counts_zero_lost_and_zero_duplicated(tmp_path, monkeypatch):
     for r in kills:
         assert int(r["made"]) >= 4 + bench.WATCHES and int(r["at_stake"]) > 0, r
         assert int(r["delivered"]) == int(r["made"]) and r["lost"] == "0" and r["duplicated"] == "0", r
+    heads = {r["sink"]: r for r in rows if r["part"] == "head kill -9"}
+    assert set(heads) == {"timeline (SQLite)", "broker (MQTT)", "webhook"}
+    for r in heads.values():
+        assert int(r["made"]) > 0 and int(r["at_stake"]) > 0 and r["lost"] == "0", r
+    assert heads["timeline (SQLite)"]["duplicated"] == "0"  # the broker and the webhook: at least once
     logs = {r["setting"]: r for r in rows if r["part"] == "event log burst"}
     for setting, r in logs.items():
         assert r["made"] == "10000" and r["duplicated"] == "0", r

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -119,6 +120,7 @@ class MosquittoBroker:
         if self._proc is None:
             return
         proc, self._proc = self._proc, None
+        proc.send_signal(signal.SIGCONT)  # a paused broker could not end
         proc.terminate()
         try:
             proc.wait(5)
@@ -129,6 +131,15 @@ class MosquittoBroker:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def pause(self) -> None:
+        """Freezes the broker (SIGSTOP): connections stay open, nothing is read or acknowledged until `resume`."""
+        assert self._proc is not None, "not running"
+        self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._proc is not None:
+            self._proc.send_signal(signal.SIGCONT)
 
     def __enter__(self) -> MosquittoBroker:
         self.start()
