@@ -101,9 +101,10 @@ class Delivery:
         return self.handed.get(spool_id, 0)
 
     def replayed(self, host: str, item: dict[str, Any]) -> bool:
-        """Whether `item` comes from a spool `host` adopted (its writer died): the replay of a lost host."""
+        """Whether `item` comes from a spool `host` adopted (its writer died): the replay of a lost host. The
+        adopting host marks it (`_replay`): after the head's death the new host on a box has the dead one's name."""
         key = item.get("_spool")
-        return key is not None and writer_of(key[0]) != host
+        return key is not None and (item.get("_replay") is True or writer_of(key[0]) != host)
 
     def acks_for(self, host: str) -> dict[str, int]:
         """spool id -> seq acknowledged, for the spools `host` sent (those with something acknowledged)."""

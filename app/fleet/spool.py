@@ -57,6 +57,7 @@ class Spool:
         self.id = path.name.removesuffix(SUFFIX)
         self.pending, self.last_seq, self.acked = pending, last_seq, acked
         self.sent = acked  # the highest seq handed to the head in this process
+        self.replay = False  # an orphan's (adopted): its events are marked `_replay` for the head
         self._dirty = False
         self._lock = threading.Lock()  # appends come from the model worker's thread, drains from the actor's
 
@@ -99,7 +100,9 @@ class Spool:
                 last_seq = line["seq"]
                 pending[line["seq"]] = from_line(line["event"])
         pending = {seq: wire for seq, wire in pending.items() if seq > acked}
-        return cls(path, fd, pending, max(last_seq, acked), acked)
+        spool = cls(path, fd, pending, max(last_seq, acked), acked)
+        spool.replay = True
+        return spool
 
     def append(self, wire: dict[str, Any]) -> int:
         """Writes the event (one line, one write) and returns its seq."""
@@ -117,9 +120,11 @@ class Spool:
                 self._dirty = False
 
     def unsent(self) -> list[dict[str, Any]]:
-        """The pending events not yet handed to the head, each with `_spool: [id, seq]`; marked sent."""
+        """The pending events not yet handed to the head, each with `_spool: [id, seq]` (and `_replay: True` from an
+        adopted orphan); marked sent."""
+        mark = {"_replay": True} if self.replay else {}
         with self._lock:
-            fresh = [{**wire, "_spool": [self.id, seq]} for seq, wire in self.pending.items() if seq > self.sent]
+            fresh = [{**w, "_spool": [self.id, seq], **mark} for seq, w in self.pending.items() if seq > self.sent]
             self.sent = max(self.sent, self.last_seq)
             return fresh
 

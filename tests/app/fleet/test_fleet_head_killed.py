@@ -24,4 +24,7 @@ def test_a_head_killed_with_events_in_its_outputs_loses_none_and_the_timeline_ke
     assert not repeated, f"the timeline kept {len(repeated)} of {len(run.made)} events other than once: {repeated[:5]}"
     keys = [key for key in run.keys if key is not None]
     assert set(run.made.values()) <= set(keys) and len(keys) == len(set(keys)), "a spooled event's key missing or twice"
+    begun = {i[1] for i in run.made if i[0] == "alert" and i[2] == "begin"}
+    ended = {i[1] for i in run.timeline if i[0] == "alert" and i[2] == "end"}
+    assert begun <= ended, f"alerts the dead run began and nothing ended: {sorted(begun - ended)}"  # "host lost"
     assert run.exit_code == 0 and "Traceback" not in run.output, run.output[-3000:]

@@ -57,7 +57,9 @@ def test_a_killed_writers_tail_is_delivered_once_by_the_host_that_adopts_it(tmp_
     replay = host.unsent()
     assert [item["_spool"] for item in replay] == [[spool_id, seq] for seq in range(21, 51)]
     assert replay[0]["_snapshot"] == b"\xff\x00"  # bytes survive the file
-    assert head.replayed("heir", replay[0]) and not head.replayed("dying", replay[0])  # its writer is dead
+    assert head.replayed("heir", replay[0])  # its writer is dead
+    # after the head's death a new host on the box has the dead one's name: the adopter's mark still tells
+    assert head.replayed("dying", replay[0]) and not head.replayed("dying", {**replay[0], "_replay": None})
     delivered = []
     for item in replay:
         if head.fresh("heir", item):
@@ -89,3 +91,17 @@ def test_a_torn_last_line_is_cut_and_a_live_hosts_spool_is_never_adopted(tmp_pat
     assert [item["answer"] for item in again.unsent()] == ["2"]
     again.close(delivered=False)
     live.close(delivered=False)
+
+
+def test_a_hosts_own_events_are_not_a_replay_and_an_orphan_of_its_own_name_is(tmp_path) -> None:
+    # a head restart: the box's new host "gate" adopts the spool the killed run's "gate" left behind
+    folder = tmp_path / "fleet-spool"
+    spool_id = spool_of_a_killed_writer(folder, 3)
+    host = HostSpools(folder, "dying")  # the writer's own name
+    host.append({"type": "answer", "answer": "new"})
+    items = host.unsent()
+    head = Delivery()
+    replays = [item for item in items if head.replayed("dying", item)]
+    assert [item["_spool"][0] for item in replays] == [spool_id] * 3
+    assert [item["answer"] for item in items if not head.replayed("dying", item)] == ["new"]
+    host.close(delivered=False)
