@@ -80,6 +80,10 @@ CHECKPOINTS = {
     "qwen3.5-0.8b": "Qwen/Qwen3.5-0.8B",
 }
 DEFAULT_FAMILIES = ["qwen2-vl", "qwen2.5-vl", "qwen3-vl", "smolvlm2", "qwen3.5"]
+# Both Qwen3.5 checkpoints' head counts (8 / 2 attention heads of 256, 16 Gated DeltaNet heads for QK and V)
+QWEN35_HEADS = dict(
+    num_attention_heads=8, num_key_value_heads=2, head_dim=256, linear_num_key_heads=16, linear_num_value_heads=16
+)
 # The published sizes the hub fixtures shrink (tests/fixtures/hub/FIXTURE-SOURCES.md); every other key is the
 # fixture's. head_dim is given because a config computes it from the shrunk sizes when it is not published.
 PUBLISHED = {
@@ -108,30 +112,14 @@ PUBLISHED = {
         vision=dict(hidden_size=1152, intermediate_size=4304, num_attention_heads=16),
     ),
     "Qwen/Qwen3.5-2B": dict(  # the hybrid: its Gated DeltaNet layers' head counts are put back too
-        text=dict(
-            hidden_size=2048,
-            intermediate_size=6144,
-            num_attention_heads=8,
-            num_key_value_heads=2,
-            head_dim=256,
-            linear_num_key_heads=16,
-            linear_num_value_heads=16,
-        ),  # fmt: skip
+        text=dict(hidden_size=2048, intermediate_size=6144, **QWEN35_HEADS),
         vision=dict(hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2048),
     ),
     # The 0.8B: the fixture's config.json is the published one shrunk; these are its published values (the same
     # file's values as public parsers of it assert them: hidden 1024, intermediate 3584, 8 / 2 heads of 256,
     # 16 linear heads; vision 12 blocks of 768, 12 heads, 3072 intermediate, out 1024).
     "Qwen/Qwen3.5-0.8B": dict(
-        text=dict(
-            hidden_size=1024,
-            intermediate_size=3584,
-            num_attention_heads=8,
-            num_key_value_heads=2,
-            head_dim=256,
-            linear_num_key_heads=16,
-            linear_num_value_heads=16,
-        ),  # fmt: skip
+        text=dict(hidden_size=1024, intermediate_size=3584, **QWEN35_HEADS),
         vision=dict(hidden_size=768, intermediate_size=3072, num_heads=12, out_hidden_size=1024),
     ),
 }
