@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from app.answering import Answerer, Notes, Question
 from app.capture_events import CaptureEvents
 from app.clip_publisher import ClipPublisher
-from app.input_limits import AssistantBusy, InputLimits
 from app.run_limits import RunLimits
 from app.runtime_watch_apply import apply_runtime_watches
 from app.stream import Stream, open_capture
@@ -29,6 +28,7 @@ from app.stream_events import StreamEvents
 from app.streams import check_name
 from app.watch_checks import run_checks
 from bus import End, EventBus, Status, StatusKind, StreamState
+from bus.input_limits import AssistantBusy, InputLimits
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
 from watches.gate import clip_changed
@@ -51,7 +51,7 @@ class Assistant:
     called, capture. The first is the default target of `watch`, `stop_stream`, `reset` and of the page's
     standing-question box (`schedule`). memory_sample: optional callable returning extra fields for answer
     events (the memory monitor). factory: builds the streams `add_stream` adds (None: none can be added).
-    input_limits: how long a question may be and how many may wait (app/input_limits.py). first_stays: the first
+    input_limits: how long a question may be and how many may wait (bus/input_limits.py). first_stays: the first
     stream cannot be removed (the page's buttons act on it); False (a fleet host, which has no page): removing it
     makes the next stream the default, and only the last stream stays.
 

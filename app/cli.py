@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.config_file import ConfigFileError, read_config_toml
 from app.config_flags import add_config_flags
 from app.config_types import check_value
 from app.flags import FLAG_GROUPS, OUTPUTS, RecallFlags
 from outputs.registry import output_kinds
+
+if TYPE_CHECKING:
+    from app.config import AppConfig
 
 DEFAULT_RECALL = RecallFlags.recall  # the app's --recall (the library's CacheConfig keeps recall=0)
 
@@ -72,7 +76,9 @@ def _read_config_file(parser: argparse.ArgumentParser, path: Path) -> dict:
     return settings
 
 
-def main(argv: list[str] | None = None) -> int:
+def load_config(argv: list[str] | None = None) -> AppConfig:
+    """The flags and the --config file as one checked `AppConfig`, with logging set up. Bad input exits with code 2
+    and a message (secrets redacted)."""
     args = parse_args(argv)
     from app.config import AppConfig  # heavy imports (torch, transformers) after --help
     from bus.redact import RedactingFormatter, redact_source
@@ -86,18 +92,14 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     for noisy in ("httpx", "httpcore", "urllib3", "gradio"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    if config.fleet is not None and config.api.headless:
-        from app.fleet.serve_api import serve_fleet_api
+    return config
 
-        return serve_fleet_api(config)
-    if config.fleet is not None and config.ui is not None:
-        from app.fleet.web import serve_fleet
 
-        return serve_fleet(config)
+def run_one_box(config: AppConfig) -> int:
+    """One box: the headless API, the page or the terminal, as the config says. The fleet (`--ray`) is the
+    program root's to start (app/__main__.py): it stands on this room, not in it."""
     if config.fleet is not None:
-        from app.fleet.terminal import run_fleet
-
-        return run_fleet(config)
+        raise ValueError("--ray runs the fleet: start it with `python -m app`, not app.cli.run_one_box")
     if config.api.headless:
         from app.serve_api import serve_api
 
@@ -109,3 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     from app.terminal import run_terminal
 
     return run_terminal(config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One box from the command line (the tests' way in; `python -m app` also starts the fleet)."""
+    return run_one_box(load_config(argv))

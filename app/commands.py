@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from app.input_limits import AssistantBusy
 from bus import Answer, ErrorEvent, Event
+from bus.input_limits import AssistantBusy
 from outputs.commands import BUSY, CONFLICT, INVALID, NOT_FOUND, TOO_MANY, CommandError
 from watches.runtime import Conflict, NotFound, RuntimeWatch, RuntimeWatches, TooMany
 from watches.spec import TABLE_KEYS, WatchSpec

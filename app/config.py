@@ -14,7 +14,6 @@ from api.config import ApiConfig, given_tokens
 from app.config_flags import dest_of, flag_fields, flag_of, values_from
 from app.flags import ApiFlags, PageFlags, RecallFlags, RunFlags, SourceFlags, TimelineFlags, WatchFlags
 from app.fleet_config import FleetConfig
-from app.input_limits import InputLimits
 from app.run_limits import RunLimits
 from app.sizes import check_sizes
 from app.source_credentials import stream_credentials
@@ -27,6 +26,7 @@ from app.streams import (
     with_credentials_files,
 )
 from bus import DEFAULT_STREAM
+from bus.input_limits import InputLimits
 from cache.config import CacheConfig
 from cache.policies import POLICIES, PolicySettings, settings_classes, settings_for, unused_settings
 from capture import CaptureConfig
@@ -81,7 +81,7 @@ class AppConfig:
     input_limits: InputLimits = field(default_factory=InputLimits)  # --max-question-chars, --max-pending-questions
     max_streams: int = SourceFlags.max_streams  # configured and added streams together
     allow_source_nets: tuple[IPNetwork, ...] = ()  # where sources chosen while running may reach non-public hosts
-    fleet: FleetConfig | None = None  # --ray: the streams run on the hosts of a Ray cluster (app/fleet)
+    fleet: FleetConfig | None = None  # --ray: the streams run on the hosts of a Ray cluster (fleet/)
     api: ApiConfig = field(default_factory=ApiConfig)  # the HTTP API (with --ui, or alone with --api)
 
     def source_policy(self, upload_dirs: tuple[Path, ...] = ()) -> SourcePolicy:

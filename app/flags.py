@@ -12,8 +12,8 @@ from pathlib import Path
 
 from api.config import ApiConfig
 from app.fleet_config import FleetConfig
-from app.input_limits import InputLimits
 from app.run_limits import RunLimits
+from bus.input_limits import InputLimits
 from cache.config import CacheConfig
 from cache.policies import settings_classes
 from capture.config import CaptureConfig

@@ -1,11 +1,11 @@
 """The fleet's settings (--ray and its neighbours), in the config layer: `app.config` builds them and the fleet
-(app/fleet/) reads them, so nothing here imports the fleet."""
+(fleet/) reads them, so nothing here imports the fleet."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-RESOURCE = "edge_host"  # the custom Ray resource a box offers hosts by (app/fleet/nodes.py)
+RESOURCE = "edge_host"  # the custom Ray resource a box offers hosts by (fleet/nodes.py)
 
 
 def split_address(address: str) -> tuple[str, int]:

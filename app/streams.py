@@ -22,7 +22,7 @@ TABLE_KEYS = ("source", "question", "every", "credentials_file", "node")
 class StreamSpec:
     """One stream as configured. question/every: its own standing question and interval (None: the run's).
     credentials_file: a file holding the source's `user:password` (see app/source_credentials.py).
-    node: the fleet's node it must run on (--ray; app/fleet/nodes.py says how a node is named)."""
+    node: the fleet's node it must run on (--ray; fleet/nodes.py says how a node is named)."""
 
     name: str
     source: str | int

@@ -10,14 +10,14 @@ from app.assistant import Assistant
 from app.config import AppConfig
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
-from app.stdin_questions import StdinQuestions
 from app.streams import parse_stream_flag
-from app.terminal_watches import TerminalWatches
 from bus.text_safety import printable
 from capture import SourceError
 from capture.options import CaptureOptions
 from monitor.memory_monitor import MemoryMonitor
-from ui.terminal_printer import TerminalPrinter
+from terminal.printer import TerminalPrinter
+from terminal.stdin_questions import StdinQuestions
+from terminal.watch_commands import TerminalWatches
 
 
 class StreamRemover(Protocol):

@@ -8,7 +8,7 @@ What reads the registry, so that nothing else names an output:
 - `configured_outputs` (`app/config.py`): the settings of every output turned on, `AppConfig.outputs`;
 - the start (`app/startup.py` `start_publisher`): no publisher when nothing is configured, else one sink per
   settings and a publisher that queues only the event types the configured outputs want (`wanted_types`);
-- the fleet (`app/fleet/hosts.py`): head-only outputs are left out of the hosts' config (`per_host`).
+- the fleet (`fleet/hosts.py`): head-only outputs are left out of the hosts' config (`per_host`).
 
 A kind registered outside `outputs/` (a test's) exists in the process that registered it only: a fleet's hosts
 (other processes, other boxes) know the kinds that `outputs/__init__.py` imports.

@@ -37,11 +37,11 @@ from tqdm import tqdm  # noqa: E402
 
 from app.cli import parse_args as app_args  # noqa: E402
 from app.config import AppConfig  # noqa: E402
-from app.fleet.coordinator import Coordinator  # noqa: E402
-from app.fleet.host import FleetHost  # noqa: E402
-from app.fleet.wire import from_wire, to_wire  # noqa: E402
 from bus import Answer, AnswerStart, AnswerStats, ClipEvent, Event, EventBus, Status, StatusKind  # noqa: E402
 from capture.synth import write_video  # noqa: E402
+from fleet.coordinator import Coordinator  # noqa: E402
+from fleet.host import FleetHost  # noqa: E402
+from fleet.wire import from_wire, to_wire  # noqa: E402
 from scripts.bench_streams import write_csv  # noqa: E402
 from timeline import TimelineConfig, TimelineWriter  # noqa: E402
 

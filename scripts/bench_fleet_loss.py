@@ -44,14 +44,14 @@ from tqdm import tqdm  # noqa: E402
 
 from app.cli import parse_args as app_args  # noqa: E402
 from app.config import AppConfig  # noqa: E402
-from app.fleet.coordinator import Coordinator  # noqa: E402
-from app.fleet.spools import spool_folder  # noqa: E402
 from app.startup import start_publisher, start_timeline_writer  # noqa: E402
 from bus import Alert, Answer, ErrorEvent, EventBus  # noqa: E402
 from bus.records import to_record  # noqa: E402
 from bus.worker import QueuedSubscriber  # noqa: E402
 from cache.cpu.kernels import share_built_kernels  # noqa: E402
 from capture.synth import write_video  # noqa: E402
+from fleet.coordinator import Coordinator  # noqa: E402
+from fleet.spools import spool_folder  # noqa: E402
 from outputs.event_log import JsonlLog, queued_log  # noqa: E402
 from timeline.config import DATA_ENV  # noqa: E402
 from timeline.reader import TimelineReader  # noqa: E402

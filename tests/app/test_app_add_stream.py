@@ -16,17 +16,17 @@ from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.cli import parse_args
 from app.config import AppConfig
-from app.stdin_questions import StdinQuestions
 from app.stream_factory import FreeMemory, StreamFactory
 from app.terminal import stream_adder, stream_remover
 from bus import EventBus, StatusKind
 from cache.config import CacheConfig
 from capture import CaptureConfig, SourceError
 from model.session import SessionConfig
+from terminal.printer import TerminalPrinter
+from terminal.stdin_questions import StdinQuestions
 from tests.support.app_helpers import of_type, read_log, run_app, video
 from tests.support.session_helpers import loaded
 from tests.support.source_servers import FolderServer
-from ui.terminal_printer import TerminalPrinter
 from watches.spec import WatchSpec
 
 HANG_S = 300  # a guard against a hang, not a time the test expects

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from app.commands import RunCommands
-from app.input_limits import AssistantBusy, InputLimits
 from bus import Answer, ErrorEvent
+from bus.input_limits import AssistantBusy, InputLimits
 from bus.stats import AnswerStats
 from outputs.commands import CommandError
 from watches.runtime import RuntimeWatches, WatchLimits

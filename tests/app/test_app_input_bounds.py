@@ -4,7 +4,7 @@ video fed a megabyte question and a flood of 10,000 questions."""
 import os
 import threading
 
-from app.stdin_questions import StdinQuestions
+from terminal.stdin_questions import StdinQuestions
 from tests.support.app_helpers import of_type, read_log, run_app, video
 
 MEGABYTE = "why " * 262_144  # 1 MiB, one line

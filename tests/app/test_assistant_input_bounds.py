@@ -7,9 +7,9 @@ import time
 import pytest
 
 from app.assistant import Assistant, RunLimits
-from app.input_limits import AssistantBusy, InputLimits
 from app.stream import Stream
 from bus import EventBus
+from bus.input_limits import AssistantBusy, InputLimits
 from cache.config import CacheConfig
 from capture import CaptureConfig
 from model.session import SessionConfig, StreamingSession

@@ -15,8 +15,8 @@ from app.cli import build_parser, parse_args
 from app.config import AppConfig
 from app.config_flags import add_config_flags, default_of, dest_of, flag_fields, flag_of, help_of, type_of, values_from
 from app.fleet_config import FleetConfig
-from app.input_limits import InputLimits
 from app.run_limits import RunLimits
+from bus.input_limits import InputLimits
 from cache.config import POSITION_MODES, CacheConfig
 from cache.policies import POLICIES, InfMllmSettings, StreamingLlmSettings, settings_classes
 from capture.config import CaptureConfig

@@ -19,9 +19,9 @@ from app.admission import (
 )
 from app.cli import parse_args
 from app.config import AppConfig
-from app.stdin_questions import route
 from app.streams import StreamSpec, derived_name, parse_stream_flag, specs_from_table
 from cache.config import CacheConfig
+from terminal.stdin_questions import route
 from tests.support.app_helpers import run_app, video
 
 

@@ -35,9 +35,9 @@ from bus import (
 )
 from bus.clock import clock, merge_evidence, span
 from bus.records import evidence_from_records
+from terminal.printer import TerminalPrinter
 from tests.support.app_helpers import run_app, video
 from ui.state import LiveState
-from ui.terminal_printer import TerminalPrinter
 
 ONE_OF_EACH = [
     Status(kind=StatusKind.READY, message="assistant ready"),

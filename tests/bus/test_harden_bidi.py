@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from app.history import format_moment, json_line
 from bus.text_safety import printable
+from terminal.history import format_moment, json_line
 from timeline.reader import Moment
 
 BIDI = [

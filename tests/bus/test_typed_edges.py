@@ -9,7 +9,6 @@ import logging
 from types import SimpleNamespace
 
 from app.capture_events import CaptureEvents
-from app.fleet.coordinator import Coordinator
 from app.stream_events import StreamEvents
 from bus import (
     Answer,
@@ -28,6 +27,7 @@ from bus import (
 )
 from bus.redact import redacted
 from capture.types import CaptureEvent
+from fleet.coordinator import Coordinator
 
 CLIP_RECORD_KEYS = {
     "type", "v", "stream", "t_wall", "index", "stream_time", "t_start", "frames", "visual_tokens",

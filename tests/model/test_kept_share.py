@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import io
 
+from terminal.printer import TerminalPrinter, kept_share
 from tests.support.event_helpers import make_event
 from ui import render, stream_slots
 from ui.state import LiveState
-from ui.terminal_printer import TerminalPrinter, kept_share
 
 
 def clip(index, t, kept=None, full=512, keyframe=None, stream=None, cache_tokens=600):

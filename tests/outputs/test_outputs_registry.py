@@ -15,9 +15,9 @@ import pytest
 
 from app.cli import build_parser, main, parse_args
 from app.config import AppConfig
-from app.fleet.hosts import host_config
 from app.startup import start_publisher
 from bus import Alert, Answer, ErrorEvent, Event, EventBus, Status
+from fleet.hosts import host_config
 from outputs import OUTPUTS, MqttConfig, NtfyConfig, OutputKind, QueuedSink, SinkContext, WebhookConfig, register
 from outputs.registry import build_sinks, per_host, wanted_types
 from tests.support.app_helpers import read_log, video
@@ -215,7 +215,7 @@ def test_a_head_only_output_runs_on_the_head_of_a_fleet_once(csv_alerts, tmp_pat
     `python -m app --ray` runs it): the host's alerts reach the CSV once each, written on the head; the host's config
     carries no CSV output (its process does not even know the kind: were it sent there, the host would not start)."""
     pytest.importorskip("ray")
-    from app.fleet.head import start_head
+    from fleet.head import start_head
     from tests.support.ray_cluster import ray_cluster
 
     table = tmp_path / "alerts.csv"

@@ -1,7 +1,9 @@
-"""Imports point one way: `app -> api -> watches, ui, outputs, timeline, capture, model -> cache`; every room but
-cache/ may stand on `bus/` (the typed events, their records, the event bus, the drop-oldest queue, stream-time
-clocks), which stands on nothing; inside `cache/` the two rooms below tier 1
-(`cache/store/`, `cache/cpu/`) never reach back up into the cache, its layers, the runner or the decode step.
+"""Imports point one way: `fleet -> app -> api, terminal -> watches, ui, outputs, timeline, capture, model -> cache`.
+The fleet is the top room (many one-box assistants, coordinated); only the program's root, `app/__main__.py`,
+imports it (it picks one box or the fleet from the command line). Every room but cache/ may stand on `bus/` (the
+typed events, their records, the event bus, the drop-oldest queue, stream-time clocks), which stands on nothing;
+inside `cache/` the two rooms below tier 1 (`cache/store/`, `cache/cpu/`) never reach back up into the cache, its
+layers, the runner or the decode step.
 
 Read from the source with `ast`, so a late import inside a function counts as much as one at the top. Imports
 under `if TYPE_CHECKING:` are left out: they name a type for the reader and never run.
@@ -12,11 +14,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = (
-    "app", "api", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus", "monitor",
+    "fleet", "app", "terminal", "api", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality",
+    "bus", "monitor",
 )  # fmt: skip
 ALLOWED = {  # package -> the project's packages it may import
-    "app": {"api", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus", "monitor"},
+    "fleet": {"app", "api", "terminal", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "bus",
+              "monitor"},  # fmt: skip
+    "app": {"api", "terminal", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus",
+            "monitor"},  # fmt: skip
     "api": {"watches", "ui", "capture", "timeline", "bus"},  # the HTTP API: routes over the assistant's protocol
+    "terminal": {"ui", "watches", "timeline", "bus"},  # the terminal's parts: stdin, watch commands, printer, history
     "watches": {"timeline", "bus"},  # yes/no watches, the standing question, runtime watches and their state file
     "outputs": {"bus"},  # every sink and the publisher
     "timeline": {"bus"},  # tier 3: SQLite or PostgreSQL
@@ -28,6 +35,7 @@ ALLOWED = {  # package -> the project's packages it may import
     "bus": set(),  # the bottom floor
     "monitor": set(),  # memory readings: a room of their own
 }
+PROGRAM_ROOT = "app.__main__"  # `python -m app`: stands above every room, the fleet included
 TIER_ONE = {"cache.bounded_cache", "cache.static_layer", "cache.runner", "cache.decode"}  # the cache and its driving
 
 
@@ -80,6 +88,7 @@ def test_packages_import_only_the_layers_below_them():
         for module, targets in IMPORTS.items()
         for target in targets
         if (home := module.split(".")[0]) != (other := target.split(".")[0]) and other not in ALLOWED[home]
+        and module != PROGRAM_ROOT
     ]
     assert not wrong, "imports against the layer order:\n" + "\n".join(sorted(wrong))
 
@@ -100,11 +109,11 @@ def test_outputs_and_timeline_take_nothing_from_capture():
 
 
 def test_memory_readings_live_in_monitor_only():
-    """The memory monitor left ui/ (only app/, jetson/ and scripts/ use it): nothing is left of it there."""
+    """The memory monitor left ui/ (only app/, fleet/, jetson/ and scripts/ use it): nothing is left of it there."""
     assert "monitor.memory_monitor" in MODULES and "monitor.backends.nvml" in MODULES
     assert not [name for name in MODULES if name.startswith(("ui.memory_monitor", "ui.memory_backends"))]
     users = [module for module, targets in IMPORTS.items() if "monitor.memory_monitor" in targets]
-    assert users and all(module.split(".")[0] in ("app", "monitor") for module in users), users
+    assert users and all(module.split(".")[0] in ("app", "fleet", "monitor") for module in users), users
 
 
 def test_the_terminal_takes_capture_options_from_capture_not_from_the_page():
@@ -203,17 +212,23 @@ def _third_party(path: Path) -> set[str]:
 
 
 def test_only_the_fleet_imports_ray_and_only_when_it_runs():
-    """Ray is the fleet's (app/fleet/); without --ray it is never imported: not by the CLI, the config, the
+    """Ray is the fleet's (fleet/); without --ray it is never imported: not by the CLI, the config, the
     terminal, the page, nor by the fleet's modules themselves until they join a cluster."""
     users = sorted(module for module, path in MODULES.items() if "ray" in _third_party(path))
-    assert users and all(module.startswith("app.fleet") for module in users), users
+    assert users and all(module.startswith("fleet.") for module in users), users
     import subprocess
     import sys
 
     code = (
-        "import sys, app.cli, app.config, app.terminal, app.web, app.startup, app.fleet.coordinator, "
-        "app.fleet.terminal, app.fleet.host; print('ray' in sys.modules)"
+        "import sys, app.__main__, app.cli, app.config, app.terminal, app.web, app.startup, fleet.coordinator, "
+        "fleet.terminal, fleet.host; print('ray' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
+
+
+def test_only_the_program_root_imports_the_fleet():
+    """The fleet stands on app/: no room below it reaches up to it, and `python -m app` (the root) is the one way in."""
+    users = sorted(module for module, targets in IMPORTS.items() if any(t.split(".")[0] == "fleet" for t in targets))
+    assert [m for m in users if not m.startswith("fleet")] == [PROGRAM_ROOT], users

@@ -1,5 +1,5 @@
 """The tests mirror the rooms: every test file sits in the folder of the room it tests (tests/cache/ for cache/,
-tests/app/fleet/ for app/fleet/, ...), helpers in tests/support/, whole-tree checks in tests/project/; no test is
+tests/fleet/ for fleet/, ...), helpers in tests/support/, whole-tree checks in tests/project/; no test is
 left at the top of tests/, where a maintainer would not look for it."""
 
 from pathlib import Path

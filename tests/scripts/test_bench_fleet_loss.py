@@ -34,7 +34,7 @@ def test_quick_run_counts_zero_lost_and_zero_duplicated(tmp_path, monkeypatch):
     share_built_kernels(tmp_path / "data")  # the CPU kernels already built, not a build for this test
     monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path / "data"))  # the script points it at its own folder
     bench.main(["--quick", "--no-head-kill", "--out", str(tmp_path)])  # the head's kill: the test below, and
-    # tests/app/fleet/test_fleet_head_killed.py runs the scenario itself
+    # tests/fleet/test_fleet_head_killed.py runs the scenario itself
     with (tmp_path / "fleet_loss.csv").open() as f:
         reader = csv.DictReader(f)
         assert reader.fieldnames == bench.COLUMNS

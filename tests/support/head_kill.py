@@ -1,5 +1,5 @@
 """The head of a fleet killed with SIGKILL while a burst of alerts and answers sits in its outputs, then a new head on
-the same box and files (issue 39, "Nothing lost"): the scenario of tests/app/fleet/test_fleet_head_killed.py and of
+the same box and files (issue 39, "Nothing lost"): the scenario of tests/fleet/test_fleet_head_killed.py and of
 scripts/bench_fleet_loss.py's head-kill rows, which check and count its `HeadKill` outcome.
 
 On a Ray test cluster of one box (tests/support/ray_cluster.py), the head runs as the command line does (`python -m
@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.fleet.spools import spool_folder
+from fleet.spools import spool_folder
 from tests.support.app_helpers import REPO, video
 from tests.support.mqtt_broker import MosquittoBroker
 from tests.support.mqtt_watcher import Watcher

@@ -1,5 +1,5 @@
 """Ray's token authentication for every Ray test cluster and driver of a test session, as the fleet runs on real
-boxes (app/fleet/ray_token.py): one private token in a temporary folder, named by `RAY_AUTH_TOKEN_PATH`, with
+boxes (fleet/ray_token.py): one private token in a temporary folder, named by `RAY_AUTH_TOKEN_PATH`, with
 `RAY_AUTH_MODE=token`. Set by conftest before Ray is imported (Ray reads them once per process)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from app.fleet.ray_token import MODE_ENV, PATH_ENV, ensure_token
+from fleet.ray_token import MODE_ENV, PATH_ENV, ensure_token
 
 
 def ray_auth_env() -> dict[str, str]:

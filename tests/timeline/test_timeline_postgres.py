@@ -201,7 +201,7 @@ def test_schema_and_foreign_tables(postgres_target):
 
 def test_psycopg_is_imported_only_for_a_postgresql_timeline(tmp_path):
     code = (
-        "import sys; from pathlib import Path; import app.history;"
+        "import sys; from pathlib import Path; import terminal.history;"
         "from timeline import TimelineConfig, TimelineReader; from timeline.store import Row, TimelineStore;"
         f"s = TimelineStore(TimelineConfig(Path({str(tmp_path / 't.sqlite')!r}))); s.write([Row('answer', 1.0, 'd')]);"
         "s.close(); assert 'psycopg' not in sys.modules, 'psycopg imported'"

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from app.input_limits import AssistantBusy, InputLimits
+from bus.input_limits import AssistantBusy, InputLimits
 from capture import CaptureConfig, SourceError
 from capture.options import CaptureOptions
 from ui.controls import Controls, check_upload, parse_camera

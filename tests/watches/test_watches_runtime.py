@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from app.input_limits import AssistantBusy, InputLimits
 from app.runtime_watch_apply import apply_runtime_watches
 from app.stream_events import StreamEvents
 from bus import Alert, EventBus
+from bus.input_limits import AssistantBusy, InputLimits
 from watches.runtime import Conflict, NotFound, RuntimeWatches, TooMany, WatchLimits, state_path
 from watches.spec import WatchSpec
 from watches.watch import Watch

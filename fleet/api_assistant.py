@@ -1,0 +1,143 @@
+"""The fleet as the HTTP API (api/) sees an assistant: what `api.context.ApiContext` and `watches.runtime` use of
+`assistant`, done on the head by the coordinator, as fleet/page_commands.py does for the page. Questions go to
+the stream's host with the API request's id (the answer's events carry it back through the head's bus, where the
+API's feed and its questions in flight listen); streams are added (network sources only) and removed; the runtime
+watches are held on the head (one registry and state file for the fleet) and sent to every host, which runs those
+of its streams. A stream's view (state, clips, answers, lag) is what its host's events said, with the host."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bus import Answer, CaptureChange, ClipEvent, End, Event, EventBus, StreamState
+from capture import CaptureConfig
+from fleet.coordinator import Coordinator
+from fleet.page_commands import FleetCommands
+from watches.spec import WatchSpec
+
+WAITING = "waiting"  # a stream's state while it has no host (being placed, or its host was lost)
+
+
+@dataclass(frozen=True)
+class SourceView:
+    description: str  # redacted by the API
+
+
+@dataclass(frozen=True)
+class NamedWatch:
+    spec: WatchSpec
+
+
+@dataclass
+class Seen:
+    """A stream as its host's events told it (the head's bus thread writes, request threads read)."""
+
+    state: str = StreamState.WATCHING.value
+    stream_time: float = 0.0
+    clips: int = 0
+    answers: int = 0
+    lag_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class FleetStream:
+    """One stream of the fleet with the fields `api.streams.view` reads, and the host it runs on (None: waiting)."""
+
+    name: str
+    state: str
+    capture: SourceView
+    stream_time: float
+    clips: int
+    answers: int
+    lag_s: float
+    watches: list[NamedWatch] = field(default_factory=list)
+    host: str | None = None
+
+
+class StreamsSeen:
+    """Head bus subscriber: each stream's state, time, clips, answers and lag from its hosts' events."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str, Seen] = {}
+
+    def __call__(self, event: Event) -> None:
+        if event.stream is None:
+            return
+        seen = self.streams.setdefault(event.stream, Seen())
+        if isinstance(event, ClipEvent):
+            seen.clips += 1
+            seen.stream_time, seen.lag_s = event.stream_time, event.lag_s
+            seen.state = StreamState.WATCHING.value
+        elif isinstance(event, Answer):
+            seen.answers += 1
+        elif isinstance(event, CaptureChange) and event.state:
+            seen.state = str(event.state)
+        elif isinstance(event, End):
+            seen.state = StreamState.ENDED.value
+
+    def forget(self, name: str) -> None:
+        self.streams.pop(name, None)
+
+
+class FleetAssistant:
+    """What the API needs of an assistant, for a fleet. `default` is None: no stream of a fleet is the first one
+    (any may be removed)."""
+
+    default = None
+
+    def __init__(self, coordinator: Coordinator, bus: EventBus) -> None:
+        self.coordinator = coordinator
+        self.commands = FleetCommands(coordinator)
+        self.bus = bus
+        self.input_limits = coordinator.config.input_limits
+        self.seen = StreamsSeen()
+        bus.subscribe(self.seen)
+
+    def close(self) -> None:
+        self.bus.unsubscribe(self.seen)
+
+    @property
+    def rounds(self) -> int:
+        return self.coordinator.tracking.rounds
+
+    @property
+    def streams(self) -> dict[str, FleetStream]:
+        """Every stream of the fleet, placed or waiting, in the order they were added."""
+        coordinator = self.coordinator  # copies: the coordinator's loop changes these meanwhile
+        configs, owner, waiting = dict(coordinator.streams), dict(coordinator.owner), set(coordinator.waiting)
+        specs = [*coordinator.config.watches, *coordinator.runtime_watches]
+        views = {}
+        for name, config in configs.items():
+            seen = self.seen.streams.get(name) or Seen()
+            views[name] = FleetStream(
+                name=name,
+                state=WAITING if name in waiting else seen.state,
+                capture=SourceView(config.capture.spec.describe()),
+                stream_time=seen.stream_time,
+                clips=seen.clips,
+                answers=seen.answers,
+                lag_s=seen.lag_s,
+                watches=[NamedWatch(spec) for spec in specs if spec.watches(name)],
+                host=owner.get(name),
+            )
+        return views
+
+    def check_question(self, question: str) -> str:
+        return self.input_limits.check(question)
+
+    def ask(self, question: str, stream: str | None = None, request: str | None = None) -> list[str]:
+        """Routed to the stream's host (None: every stream running on a host now); the streams asked."""
+        return self.coordinator.ask(question, stream, request=request)
+
+    def add_stream(self, name: str, capture_config: CaptureConfig) -> str:
+        """As the fleet's page adds one: network sources only, placed by the coordinator where there is room."""
+        admission = self.commands.add_stream(name, capture_config)
+        self.seen.forget(name)  # a name used before starts its counts again
+        return admission
+
+    def remove_stream(self, name: str) -> None:
+        self.coordinator.remove_stream(name)
+
+    def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str] | None = None) -> None:
+        self.coordinator.set_runtime_watches(specs, reasons)

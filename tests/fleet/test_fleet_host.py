@@ -1,0 +1,41 @@
+"""A fleet host in this process (fleet/host.py; the coordinator makes it a Ray actor): the coordinator may
+remove any of its streams, its first and its last too, and the host takes new streams after that."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.cli import parse_args
+from app.config import AppConfig, StreamConfig
+from bus import Status, StatusKind
+from fleet.host import FleetHost
+from fleet.hosts import host_config
+from fleet.wire import from_wire
+from tests.support.app_helpers import video
+
+
+def removed(host: FleetHost) -> list[str]:
+    events = [from_wire(item) for item in host.drain()[0]]
+    return [e.stream for e in events if isinstance(e, Status) and e.kind is StatusKind.STREAM_REMOVED]
+
+
+def test_a_host_removes_its_first_and_its_last_stream_and_takes_new_ones_after():
+    clip = str(video(8))
+    args = ["--ray", "auto", "--model", "tiny", "--timeline", "", "--every", "0", "--loop"]
+    config = AppConfig.from_args(parse_args([*args, "--stream", f"a={clip}", "--stream", f"b={clip}"]))
+    host = FleetHost(host_config(config), "box-0")
+    try:
+        for stream in config.streams:
+            host.start_stream(stream)
+        assert host.streams() == ["a", "b"]
+        host.remove_stream("a")  # its first stream: b takes its place as the assistant's default
+        assert host.streams() == ["b"] and removed(host) == ["a"]
+        host.ask("what is there?")  # every stream of the host: b
+        host.remove_stream("b")  # its last: the assistant goes with it
+        assert host.streams() == [] and removed(host) == ["b"]
+        with pytest.raises(ValueError, match="runs no stream named 'b'"):
+            host.remove_stream("b")
+        host.start_stream(StreamConfig("c", config.streams[0].capture, config.schedule))
+        assert host.streams() == ["c"]
+    finally:
+        host.stop()
