@@ -14,9 +14,9 @@ import uvicorn
 
 from api.server import ApiRefused, RunningApi, headless_app, start_api
 from app.config import AppConfig
+from app.front_door import capture_options, timeline_history
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, build_assistant, fail, start_session
-from app.web import capture_options, timeline_history
 from capture import SourceError
 from monitor.memory_monitor import MemoryMonitor
 from ui.access import url_host

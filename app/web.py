@@ -9,7 +9,6 @@ Host and Origin checked, failed logins throttled), bounded session state, upload
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -22,6 +21,8 @@ from api.body_limit import API_PREFIXES
 from api.server import ApiRefused, RunningApi, start_api
 from api.server import middleware as api_middleware
 from app.config import AppConfig, UIConfig
+from app.front_door import capture_options as front_door_options
+from app.front_door import timeline_history
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import Running, StartupError, build_assistant, fail, start_session
 from bus.redact import redact_source
@@ -29,14 +30,11 @@ from capture import SourceError
 from capture.options import CaptureOptions
 from model.loading import LoadedModel
 from monitor.memory_monitor import MemoryMonitor
-from timeline import Moment, PostgresTarget, TimelineError, TimelineReader
-from timeline.config import Location
 from ui.access import PageLogin, open_warning, page_login, ready_lines, url_host
 from ui.connection_limit import AnonymousRequestLimit, ConnectionLimits, raise_fd_limit
 from ui.connection_limit import install as install_connection_limit
 from ui.controls import Controls
 from ui.guard import HostRule, PageGuard
-from ui.history import HistoryUnavailable
 from ui.login_throttle import LoginThrottle
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
@@ -46,39 +44,6 @@ from ui.served_files import private_upload_folder
 from ui.state import LiveState, MemoryPoint
 from ui.upload_limits import UploadGuard, UploadLimits
 from ui.watch_form import WatchForm
-
-
-class TimelineHistory:
-    """The History tab's `HistorySource`: each call opens the timeline (a file or a `PostgresTarget`) read-only
-    (it never blocks the writer) on the calling thread (a Gradio handler's), and closes it."""
-
-    def __init__(self, path: Location) -> None:
-        self.path = path if isinstance(path, PostgresTarget) else Path(path)
-
-    def search(self, text: str | None, since_s: float | None, stream: str | None, limit: int) -> Sequence[Moment]:
-        try:
-            with TimelineReader(self.path) as reader:
-                return reader.search(text, since_s=since_s, stream=stream, limit=limit)
-        except TimelineError as err:
-            raise HistoryUnavailable(str(err)) from err
-
-    def thumbnail(self, row_id: int) -> bytes | None:
-        return self.thumbnails([row_id]).get(row_id)
-
-    def thumbnails(self, row_ids: Sequence[int]) -> Mapping[int, bytes]:
-        """The JPEG thumbnails of those of `row_ids` that have one, read through one connection."""
-        try:
-            with TimelineReader(self.path) as reader:
-                jpegs = {row_id: reader.thumbnail(row_id) for row_id in row_ids}
-        except TimelineError as err:
-            raise HistoryUnavailable(str(err)) from err
-        return {row_id: jpeg for row_id, jpeg in jpegs.items() if jpeg is not None}
-
-
-def timeline_history(config: AppConfig) -> TimelineHistory | None:
-    """The timeline to search from the page; None when it is off (`--timeline ""`)."""
-    timeline = getattr(config, "timeline", None)
-    return None if timeline is None else TimelineHistory(timeline.path)
 
 
 def memory_point(monitor: MemoryMonitor):
@@ -93,10 +58,8 @@ def memory_point(monitor: MemoryMonitor):
 
 
 def capture_options(config: AppConfig, max_size: tuple[int, int] | None) -> CaptureOptions:
-    """--fps, --clip-seconds, --realtime, --loop for sources picked in the page, and which it may pick
-    (capture.policy: rtsp/http(s) URLs, cameras configured at start, files uploaded into Gradio's upload folder)."""
-    policy = config.source_policy(upload_dirs=(Path(get_upload_folder()),))
-    return CaptureOptions(max_size=max_size, policy=policy, **config.capture_settings)
+    """The page's options: those of every front door, plus the files uploaded into Gradio's upload folder."""
+    return front_door_options(config, max_size, upload_dirs=(Path(get_upload_folder()),))
 
 
 def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) -> PageInfo:

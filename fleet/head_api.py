@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from api.server import RunningApi, start_api
 from app.config import AppConfig
+from app.front_door import capture_options, timeline_history
 from app.startup import runtime_watches
-from app.web import capture_options, timeline_history
 from bus import EventBus
 from fleet.api_assistant import FleetAssistant
 from fleet.coordinator import Coordinator

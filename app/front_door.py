@@ -1,0 +1,57 @@
+"""What every front door (the page, the headless API, the fleet's head) hands its routes: the timeline to search
+and the capture options for sources picked at run time. Nothing here loads Gradio: the headless API starts
+without it (about 3 s less)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from app.config import AppConfig
+from capture.options import CaptureOptions
+from timeline import Moment, PostgresTarget, TimelineError, TimelineReader
+from timeline.config import Location
+from ui.history import HistoryUnavailable
+
+
+class TimelineHistory:
+    """The History tab's `HistorySource`: each call opens the timeline (a file or a `PostgresTarget`) read-only
+    (it never blocks the writer) on the calling thread (a Gradio handler's), and closes it."""
+
+    def __init__(self, path: Location) -> None:
+        self.path = path if isinstance(path, PostgresTarget) else Path(path)
+
+    def search(self, text: str | None, since_s: float | None, stream: str | None, limit: int) -> Sequence[Moment]:
+        try:
+            with TimelineReader(self.path) as reader:
+                return reader.search(text, since_s=since_s, stream=stream, limit=limit)
+        except TimelineError as err:
+            raise HistoryUnavailable(str(err)) from err
+
+    def thumbnail(self, row_id: int) -> bytes | None:
+        return self.thumbnails([row_id]).get(row_id)
+
+    def thumbnails(self, row_ids: Sequence[int]) -> Mapping[int, bytes]:
+        """The JPEG thumbnails of those of `row_ids` that have one, read through one connection."""
+        try:
+            with TimelineReader(self.path) as reader:
+                jpegs = {row_id: reader.thumbnail(row_id) for row_id in row_ids}
+        except TimelineError as err:
+            raise HistoryUnavailable(str(err)) from err
+        return {row_id: jpeg for row_id, jpeg in jpegs.items() if jpeg is not None}
+
+
+def timeline_history(config: AppConfig) -> TimelineHistory | None:
+    """The timeline to search from the page; None when it is off (`--timeline ""`)."""
+    timeline = getattr(config, "timeline", None)
+    return None if timeline is None else TimelineHistory(timeline.path)
+
+
+def capture_options(
+    config: AppConfig, max_size: tuple[int, int] | None, upload_dirs: Sequence[Path] = ()
+) -> CaptureOptions:
+    """--fps, --clip-seconds, --realtime, --loop for sources picked at run time, and which may be picked
+    (capture.policy: rtsp/http(s) URLs, cameras configured at start, files inside `upload_dirs`: none without the
+    page)."""
+    policy = config.source_policy(upload_dirs=tuple(upload_dirs))
+    return CaptureOptions(max_size=max_size, policy=policy, **config.capture_settings)
