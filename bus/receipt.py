@@ -13,8 +13,12 @@ publisher's thread while the publisher holds it), so the count never reaches zer
 event for good (the same in every run that delivers it: `<spool id>:<seq>`): the timeline keeps it once, the broker
 and webhooks carry it so a receiver can drop a repeat.
 
-Events without a receipt (every event of a one-box run, a fleet's clips and statuses) need nothing: `hold` and
-`release` take the event and do nothing when it has none.
+An output that delivered an event (the broker's PUBACK, a 2xx answer) marks it (`mark_delivered`) before it
+releases it, and skips a replayed event it finds marked (`delivered_before`): with the head's `DeliveryMarks`
+(bus/delivery_marks.py) a new head does not send again what an output delivered before the old one died.
+
+Events without a receipt (every event of a one-box run, a fleet's clips and statuses) need nothing: `hold`,
+`release`, `mark_delivered` and `delivered_before` take the event and do nothing when it has none.
 """
 
 from __future__ import annotations
@@ -22,17 +26,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bus.delivery_marks import DeliveryMarks
 
 logger = logging.getLogger(__name__)
 
 
 class Receipt:
     """key: the event's durable name; on_done: called once when the last hold is released (it should not raise:
-    an exception is logged)."""
+    an exception is logged); marks: where the outputs mark what they delivered (None: nowhere)."""
 
-    def __init__(self, key: str, on_done: Callable[[], None]) -> None:
+    def __init__(self, key: str, on_done: Callable[[], None], marks: DeliveryMarks | None = None) -> None:
         self.key = key
+        self.marks = marks
         self._on_done: Callable[[], None] | None = on_done
         self._holds = 1  # the publisher's own
         self._lock = threading.Lock()
@@ -63,6 +71,15 @@ class Receipt:
         except Exception:
             logger.exception("receipt %s: its completion failed", self.key)
 
+    def delivered_before(self, output: str) -> bool:
+        """Whether `output` delivered this event already (in an earlier run of the head)."""
+        return self.marks is not None and self.marks.has(output, self.key)
+
+    def mark_delivered(self, output: str) -> None:
+        """`output` delivered this event: a later run does not send it there again."""
+        if self.marks is not None:
+            self.marks.add(output, self.key)
+
     def __repr__(self) -> str:
         return f"Receipt({self.key!r}, holds={self._holds})"
 
@@ -91,3 +108,16 @@ def key_of(item: Any) -> str | None:
     """The durable key of an event's receipt (None without one)."""
     receipt = receipt_of(item)
     return None if receipt is None else receipt.key
+
+
+def delivered_before(item: Any, output: str) -> bool:
+    """Whether `output` delivered `item` before (False for an event without a receipt)."""
+    receipt = receipt_of(item)
+    return receipt is not None and receipt.delivered_before(output)
+
+
+def mark_delivered(item: Any, output: str) -> None:
+    """`output` delivered `item` (nothing for an event without a receipt)."""
+    receipt = receipt_of(item)
+    if receipt is not None:
+        receipt.mark_delivered(output)

@@ -48,7 +48,9 @@ SETTLE_S = 10.0  # at a stop: how long the outputs may take to finish the last s
 class Coordinator:
     """The fleet's head. bus: the head's bus (terminal, page, log, MQTT, timeline subscribe to it)."""
 
-    def __init__(self, config: AppConfig, fleet: FleetConfig, bus: EventBus, ray: ModuleType) -> None:
+    def __init__(
+        self, config: AppConfig, fleet: FleetConfig, bus: EventBus, ray: ModuleType, delivery: Delivery | None = None
+    ) -> None:
         self.config, self.fleet, self.bus, self.ray = config, fleet, bus, ray
         self.streams: dict[str, StreamConfig] = {s.name: s for s in config.streams}
         self._lock = threading.RLock()
@@ -56,7 +58,7 @@ class Coordinator:
         self.owner: dict[str, str] = {}  # stream -> host running it
         self.waiting: dict[str, tuple[str, float]] = {}  # stream -> (why, since when)
         self.tracking = FleetTracking()
-        self.delivery = Delivery()
+        self.delivery = delivery or Delivery()  # the head's passes the outputs' delivery marks
         self._dropped: dict[str, int] = {}  # host -> events its outbox dropped, as last reported
         self.done = threading.Event()  # the run ended (--max-rounds, every stream ended)
         self._late: set[str] = set()  # streams past the failover deadline (reported once)

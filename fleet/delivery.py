@@ -10,7 +10,9 @@ that writes it, or after its death from the one host that adopted it). Per spool
   retries), so it is the seq below the oldest event still held (or `handed` when none is).
 The acknowledged marks go back to the host that sent the spool with its next drain (`acks_for`), and the host
 forgets what they cover. So a head that dies with events in its outputs' queues has not acknowledged them: their
-hosts' spools keep them, and the next run delivers them (docs/fleet.md, "Nothing lost").
+hosts' spools keep them, and the next run delivers them (docs/fleet.md, "Nothing lost"). Each output marks on
+disk what it delivered (`bus.delivery_marks`, given here as `marks`), so such a replay goes only to the outputs
+that had not delivered it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import threading
 from typing import Any
 
 from bus import Event, EventBus
+from bus.delivery_marks import DeliveryMarks
 from bus.receipt import Receipt
 from fleet.spool import writer_of
 
@@ -32,7 +35,8 @@ def event_key(spool_id: str, seq: int) -> str:
 class Delivery:
     """The head's marks. `receipt` is called on the coordinator's thread; receipts complete on the outputs' threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, marks: DeliveryMarks | None = None) -> None:
+        self.marks = marks  # what each output delivered, kept across runs of the head (None: not kept)
         self.handed: dict[str, int] = {}  # spool id -> highest seq published
         self._held: dict[str, dict[int, None]] = {}  # spool id -> seqs published, not yet done (in seq order)
         self._via: dict[str, set[str]] = {}  # host -> the spools it sent
@@ -64,7 +68,7 @@ class Delivery:
         with self._lock:
             self.handed[spool_id] = max(seq, self.handed.get(spool_id, 0))
             self._held.setdefault(spool_id, {})[seq] = None
-        return Receipt(event_key(spool_id, seq), lambda: self._done(spool_id, seq))
+        return Receipt(event_key(spool_id, seq), lambda: self._done(spool_id, seq), self.marks)
 
     def publish(self, bus: EventBus, item: dict[str, Any], event: Event) -> None:
         """Publishes `event` (made of the fresh `item`) on `bus`; a spooled one with its receipt, which each output

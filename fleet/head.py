@@ -12,9 +12,12 @@ from types import ModuleType
 from app.config import AppConfig
 from app.startup import StartupError, start_publisher, start_timeline_writer
 from bus import EventBus, Subscriber
+from bus.delivery_marks import DeliveryMarks
 from bus.worker import QueuedSubscriber
 from fleet.cluster import FleetError, connect
 from fleet.coordinator import Coordinator
+from fleet.delivery import Delivery
+from fleet.spools import head_folder
 from outputs import OutputPublisher
 from outputs.event_log import JsonlLog, queued_log
 from timeline import TimelineError, TimelineWriter
@@ -31,6 +34,7 @@ class Head:
     timeline: TimelineWriter | None = None
     writers: list[QueuedSubscriber] = field(default_factory=list)
     log: JsonlLog | None = None
+    marks: DeliveryMarks | None = None
 
     def close(self) -> None:
         """Stops the hosts (their last events reach the outputs), then the outputs, the writers, and leaves Ray."""
@@ -45,6 +49,8 @@ class Head:
             writer.close(timeout=5.0)
         if self.log is not None:
             self.log.close()
+        if self.marks is not None:
+            self.marks.close()
         self.ray.shutdown()
 
 
@@ -78,7 +84,8 @@ def start_head(config: AppConfig, displays: Sequence[Subscriber] = (), writers: 
         alerts = {s.name: [w.name for w in config.watches if w.watches(s.name)] for s in config.streams}
         head.publisher = start_publisher(config, alerts, head.bus)
         head.timeline = start_timeline_writer(config, head.bus, None)
-        head.coordinator = Coordinator(config, config.fleet, head.bus, ray)
+        head.marks = DeliveryMarks(head_folder())
+        head.coordinator = Coordinator(config, config.fleet, head.bus, ray, Delivery(head.marks))
         print(f"starting a host on every box that offers one (model {config.model.model}) ...", file=sys.stderr)
         head.coordinator.start()
     except FleetError as err:

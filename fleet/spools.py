@@ -23,6 +23,12 @@ def spool_folder() -> Path:
     return default_timeline_path().parent / "fleet-spool"
 
 
+def head_folder() -> Path:
+    """The head's folder on its box: `fleet-head` in the data folder (what each output delivered:
+    bus/delivery_marks.py)."""
+    return default_timeline_path().parent / "fleet-head"
+
+
 class HostSpools:
     """The spools one host holds. `append` writes to its own; `unsent` offers every held spool's unsent events
     (the orphans' first); `ack` applies the head's acknowledgements (spool id -> seq) and lets a fully delivered

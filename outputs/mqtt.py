@@ -41,7 +41,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 import outputs.discovery as topics
 from bus import Alert, Answer, Event, Status, StatusKind
-from bus.receipt import Receipt, hold, release
+from bus.receipt import Receipt, delivered_before, hold, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
 from outputs.commands import Commands
@@ -84,6 +84,8 @@ class MqttSink:
     ) -> None:
         self.config = config
         self.name = f"mqtt {config.broker}"
+        self.mark_name = f"mqtt {config.broker} {config.prefix}"  # what its delivery marks name (bus.delivery_marks)
+        self.repeats_skipped = 0  # replayed events it had delivered before a fleet's head restarted
         self.on_error = on_error
         self.commands = MqttCommands(config, commands, on_error) if config.commands and commands else None
         if config.commands and commands is None:
@@ -99,7 +101,7 @@ class MqttSink:
         self._backlog: deque[tuple[str, Payload, bool, Receipt | None]] = deque()
         self._acks = threading.Lock()  # paho's on_publish and `_track` (never held while calling paho)
         self._in_flight: dict[int, Receipt | None] = {}  # mid -> the receipt its PUBACK lets go of
-        self._early: set[int] = set()  # mids paho reported published before `_track` saw them
+        self._early: dict[int, bool] = {}  # mids paho reported before `_track` saw them -> whether the broker took it
         self._dropped = 0
         self._outage_dropped = 0  # dropped since the last successful connect (reported when the outage ends)
         self._restarts = restarts or RestartPolicy()
@@ -155,6 +157,8 @@ class MqttSink:
                 self._handle_alert(event)
             case Answer(stream=str() as stream) if stream:
                 self._add_stream(stream, announce=True)
+                if self._repeat(event):
+                    return
                 hold(event)  # until the broker took it
                 self._publish(
                     topics.answer_topic(self.config, stream), to_json(answer_payload(event)), receipt=event.receipt
@@ -173,8 +177,17 @@ class MqttSink:
         snapshot = event.snapshot
         if event.began and isinstance(snapshot, (bytes, bytearray)):
             self._publish(topics.snapshot_topic(self.config, stream, alert), bytes(snapshot), retain=True)
+        if self._repeat(event):
+            return
         hold(event)  # until the broker took its message on the events topic
         self._publish(topics.events_topic(self.config, stream), to_json(alert_payload(event)), receipt=event.receipt)
+
+    def _repeat(self, event: Event) -> bool:
+        """A replayed event the broker took before the fleet's head restarted: its message is not sent again."""
+        if delivered_before(event, self.mark_name):
+            self.repeats_skipped += 1
+            return True
+        return False
 
     # --- bookkeeping -------------------------------------------------------------------------------------
 
@@ -239,25 +252,33 @@ class MqttSink:
         with self._acks:
             published = mid in self._early
             if published:
-                self._early.discard(mid)
+                taken = self._early.pop(mid)
                 gone = None
             else:
                 gone = self._in_flight.pop(mid, None)
                 self._in_flight[mid] = receipt
-        for done in (gone, receipt if published else None):
-            if done is not None:
-                done.release()
+        if gone is not None:
+            gone.release()
+        if published and receipt is not None:
+            self._let_go(receipt, taken)
 
     def _on_publish(self, client, userdata, mid, reason_code, properties) -> None:
         """paho's thread: the broker took message `mid` (QoS 1: PUBACK; QoS 0: written); a refusal (MQTT 5's
         reason) is given up on alike."""
+        taken = not getattr(reason_code, "is_failure", False)
         with self._acks:
             if mid not in self._in_flight:
-                self._early.add(mid)
+                self._early[mid] = taken
                 return
             receipt = self._in_flight.pop(mid)
         if receipt is not None:
-            receipt.release()
+            self._let_go(receipt, taken)
+
+    def _let_go(self, receipt: Receipt, taken: bool) -> None:
+        """The broker answered a message that carried `receipt`: marked delivered if it took it, released."""
+        if taken:
+            receipt.mark_delivered(self.mark_name)
+        receipt.release()
 
     def _announce_stream(self, stream: str) -> None:
         if self.config.discovery:

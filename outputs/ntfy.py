@@ -61,6 +61,7 @@ class NtfySink:
     def __init__(self, config: NtfyConfig) -> None:
         self.config = config
         self.name = f"ntfy {config.display}"
+        self.mark_name = f"ntfy {config.url}"  # hashed in the delivery marks (bus.delivery_marks): the topic is secret
         self._ssl = ssl.create_default_context() if urlsplit(config.url).scheme == "https" else None
 
     def wants(self, event: Event) -> bool:

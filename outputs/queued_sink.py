@@ -11,7 +11,7 @@ import logging
 from typing import Protocol
 
 from bus import Event
-from bus.receipt import hold, release
+from bus.receipt import delivered_before, hold, mark_delivered, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.worker import BackgroundWorker
 
@@ -20,7 +20,8 @@ logger = logging.getLogger(__name__)
 
 class SendSink(Protocol):
     """What a new output writes: a `name` for messages, `wants(event)` (which events it takes) and `send(event)`
-    (called on its own thread; it may wait on the network, within its own timeout)."""
+    (called on its own thread; it may wait on the network, within its own timeout). Optionally a `mark_name`, when
+    `name` does not tell two such outputs apart (it is hashed in the delivery marks: bus/delivery_marks.py)."""
 
     name: str
 
@@ -35,6 +36,8 @@ class QueuedSink:
     def __init__(self, sink: SendSink, on_error: ErrorCallback | None = None, queue_size: int = 64) -> None:
         self.sink = sink
         self.name = sink.name
+        self.mark_name = getattr(sink, "mark_name", sink.name)  # what its delivery marks name (bus.delivery_marks)
+        self.repeats_skipped = 0  # replayed events it had delivered before a fleet's head restarted
         self.on_error = on_error
         self.failed = 0
         self.worker: BackgroundWorker[Event] = BackgroundWorker(
@@ -49,7 +52,9 @@ class QueuedSink:
         self.worker.start()
 
     def handle(self, event: Event) -> None:
-        if self.sink.wants(event):
+        if self.sink.wants(event) and delivered_before(event, self.mark_name):
+            self.repeats_skipped += 1
+        elif self.sink.wants(event):
             hold(event)  # until it was sent, or given up on (a receipt: `bus.receipt`)
             if not self.worker.put(event):
                 release(event)
@@ -60,6 +65,7 @@ class QueuedSink:
     def _send(self, event: Event) -> None:
         try:
             self.sink.send(event)
+            mark_delivered(event, self.mark_name)
         except Exception as exc:  # reported by type: an exception's text may hold a URL with a token
             self.failed += 1
             logger.debug("output %s failed on a %s event", self.name, event.TYPE, exc_info=True)

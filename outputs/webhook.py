@@ -29,7 +29,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from bus import Alert, Answer, Event
-from bus.receipt import Receipt, hold, receipt_of, release
+from bus.receipt import Receipt, delivered_before, hold, mark_delivered, receipt_of, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
 from bus.worker import BackgroundWorker
@@ -188,6 +188,8 @@ class WebhookSink:
     ) -> None:
         self.config = config
         self.name = f"webhook {config.display}"
+        self.mark_name = f"webhook {config.url}"  # hashed in the delivery marks (bus.delivery_marks): may hold a token
+        self.repeats_skipped = 0  # replayed events it had delivered before a fleet's head restarted
         self.on_error = on_error
         self.delivered = 0
         self.failed = 0
@@ -213,6 +215,9 @@ class WebhookSink:
         self.worker.start()
 
     def handle(self, event: Event) -> None:
+        if delivered_before(event, self.mark_name):
+            self.repeats_skipped += 1
+            return
         body = webhook_body(event)
         if body is not None:
             request = Request(body, receipt_of(event))
@@ -247,6 +252,7 @@ class WebhookSink:
         for attempt in range(self.config.retries + 1):
             retry, why = self._post(request.body, request.key)
             if why is None:
+                mark_delivered(request, self.mark_name)
                 self._delivered()
                 return
             if not retry or attempt == self.config.retries:
