@@ -110,8 +110,8 @@ def head_kill_run(work: Path, run: int) -> list[dict]:
     rows = []
     for sink, seen, note in (
         ("timeline (SQLite)", result.timeline, "exactly once (event_key)"),
-        ("broker (MQTT)", result.broker, "at least once (event_key in the payload)"),
-        ("webhook", result.webhook, f"at least once (Idempotency-Key); {queued} not received at the kill"),
+        ("broker (MQTT)", result.broker, "once but what was in flight at the kill (event_key in the payload)"),
+        ("webhook", result.webhook, f"once but what was in flight (Idempotency-Key); {queued} unanswered at the kill"),
     ):
         row = counted("head kill -9", setting, sink, made, seen, stake, result.recovery_s)
         row["note"] = note
