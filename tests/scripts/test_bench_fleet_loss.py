@@ -75,4 +75,4 @@ def test_a_head_kill_is_counted_per_sink(tmp_path, monkeypatch):
         (3, 2, 3, 1, 0),
         (3, 2, 2, 0, 1),
     ]
-    assert "2 not received at the kill" in rows["webhook"]["note"]
+    assert "2 unanswered at the kill" in rows["webhook"]["note"]
