@@ -7,10 +7,18 @@ entering the decoder) and 1024 rows (a 4-frame clip's patches in the vision towe
 - `fp32 one-row kernel`: the project's AVX2 kernel (cache.cpu.kernels), decode rows only, where built;
 - `int8 dynamic`: `torch.ao.quantization.quantize_dynamic`, int8 weights per output channel, each input row
   quantized as it comes (FBGEMM; the API PyTorch marks deprecated);
-- `torchao int8 weight-only` and `torchao int8 dynamic`: torchao's `quantize_` configs, when torchao is installed.
+- `torchao int8 weight-only` and `torchao int8 dynamic`: torchao's `quantize_` configs, when torchao is installed;
+- `int8 per token (torch._int_mm)`: each row quantized with its own scale, int8 x int8 -> int32 in PyTorch's one
+  CPU int8 product (what a per-token path would run on today), at most 3 passes.
 Quality: perplexity of the reference LM (SmolLM2-135M-Instruct, quality/reference.py) over the first `--tokens`
-tokens of Paradise Lost, full attention, fp32 against int8 dynamic on every linear layer, and sparing the MLP's
-down projections (where activation outliers live) and the LM head.
+tokens of Paradise Lost, full attention, fp32 against:
+- int8 dynamic (FBGEMM) on every linear layer, sparing the MLP's down projections (where activation outliers live)
+  and the LM head, and after SmoothQuant's rescaling (each input channel divided by `s = a^0.65 / w^0.35`, the
+  weight's column multiplied by it; `a` the channel's largest |input| over 1,024 tokens of Hamlet, `w` the
+  column's largest |weight|);
+- int8 per token, emulated: each input row quantized to [-127, 127] with its own scale, weights per output
+  channel, the integer product done exactly in fp32; with and without the rescaling. What a per-token int8
+  kernel would give, which FBGEMM's dynamic path (one scale per input tensor, 7-bit) does not.
 
     python scripts/bench_int8.py                      # docs/int8_bench.csv and .png
     python scripts/bench_int8.py --quick --out /tmp/x # what the test runs
@@ -45,6 +53,8 @@ DECODER = [("q", 1536, 1536), ("k", 256, 1536), ("v", 256, 1536), ("o", 1536, 15
            ("gate", 8960, 1536), ("up", 8960, 1536), ("down", 1536, 8960)]  # fmt: skip
 VISION = [("qkv", 3840, 1280), ("proj", 1280, 1280), ("fc1", 5120, 1280), ("fc2", 1280, 5120)]
 SPARED = ("down_proj", "lm_head")
+SMOOTH_ALPHA = 0.65  # SmoothQuant's migration strength (0.5-0.8 usual; 0.65 was best of 0.5, 0.65, 0.8 here)
+CALIBRATION = ("hamlet", 1024)  # (text, tokens) the inputs' ranges are read from: not the evaluated text
 FULL_ROWS = {"decoder layer": [1, 256], "vision block": [1024]}
 
 
@@ -63,6 +73,108 @@ def int8_dynamic(module: torch.nn.Module, skip: tuple[str, ...] = ()) -> torch.n
         warnings.simplefilter("ignore")  # the API's deprecation notices, one per layer
         quantize_dynamic(quantized, dict.fromkeys(names, per_channel_dynamic_qconfig), torch.qint8, inplace=True)
     return quantized
+
+
+def input_ranges(model: torch.nn.Module, ids: list[int]) -> dict[str, torch.Tensor]:
+    """Every linear layer's largest |input| per channel over one pass of `ids` (SmoothQuant's calibration)."""
+    ranges: dict[str, torch.Tensor] = {}
+
+    def hook(name):
+        def record(module, inputs):
+            peak = inputs[0].detach().reshape(-1, inputs[0].shape[-1]).abs().amax(0)
+            ranges[name] = torch.maximum(ranges[name], peak) if name in ranges else peak
+
+        return record
+
+    linears = [(n, m) for n, m in model.named_modules() if type(m) is torch.nn.Linear]
+    handles = [m.register_forward_pre_hook(hook(n)) for n, m in linears]
+    try:
+        with torch.inference_mode():
+            model(torch.tensor([ids]))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return ranges
+
+
+def smoothing(weight: torch.Tensor, peak: torch.Tensor | None, alpha: float = SMOOTH_ALPHA) -> torch.Tensor:
+    """SmoothQuant's per-input-channel factor s: inputs are divided by it, the weight's columns multiplied."""
+    if peak is None:
+        return torch.ones(weight.shape[1])
+    columns = weight.abs().amax(0).clamp(min=1e-5)
+    return (peak.clamp(min=1e-5).pow(alpha) / columns.pow(1 - alpha)).clamp(min=1e-5)
+
+
+class Rescaled(torch.nn.Module):
+    """`inner` (made from the weight times s) fed the input divided by s."""
+
+    def __init__(self, inner: torch.nn.Module, factor: torch.Tensor) -> None:
+        super().__init__()
+        self.inner = inner
+        self.register_buffer("inverse", 1.0 / factor)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x * self.inverse)
+
+
+class PerTokenInt8(torch.nn.Module):
+    """int8 per token, emulated: each input row scaled to [-127, 127] and rounded, int8 weights per output channel;
+    the integer product is exact in fp32 here (|sums| < 2^24 for these widths)."""
+
+    def __init__(self, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        weight = linear.weight.detach()
+        self.register_buffer("weight_scale", weight.abs().amax(1).clamp(min=1e-8) / 127)
+        self.register_buffer("weight_q", torch.round(weight / self.weight_scale[:, None]).clamp(-127, 127))
+        self.bias = linear.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = x.abs().amax(-1, keepdim=True).clamp(min=1e-8) / 127
+        y = (torch.round(x / scale).clamp(-127, 127) @ self.weight_q.t()) * scale * self.weight_scale
+        return y if self.bias is None else y + self.bias
+
+
+def replace_linears(model: torch.nn.Module, make, ranges: dict[str, torch.Tensor] | None) -> torch.nn.Module:
+    """A copy of `model` with each linear layer made by `make(linear)`, rescaled first where `ranges` are given."""
+    model = copy.deepcopy(model)
+    for name in [n for n, m in model.named_modules() if type(m) is torch.nn.Linear]:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        linear = getattr(parent, child)
+        factor = smoothing(linear.weight.detach(), None if ranges is None else ranges[name])
+        scaled = torch.nn.Linear(linear.in_features, linear.out_features, bias=linear.bias is not None)
+        scaled.weight.data = linear.weight.detach() * factor
+        if linear.bias is not None:
+            scaled.bias.data = linear.bias.detach().clone()
+        setattr(parent, child, Rescaled(make(scaled), factor) if ranges is not None else make(scaled))
+    return model
+
+
+def fbgemm_linear(linear: torch.nn.Linear) -> torch.nn.Module:
+    return int8_dynamic(torch.nn.Sequential(linear))[0]
+
+
+class IntMmStack:
+    """A stack's layers as int8 per token through `torch._int_mm` (each row its own scale)."""
+
+    def __init__(self, stack: torch.nn.ModuleDict) -> None:
+        self.layers = {}
+        for name, linear in stack.items():
+            weight = linear.weight.detach()
+            scale = weight.abs().amax(1).clamp(min=1e-8) / 127
+            self.layers[name] = (torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8).t(), scale)
+
+    def __getitem__(self, name: str):
+        weight_t, weight_scale = self.layers[name]
+
+        def run(x: torch.Tensor) -> torch.Tensor:
+            scale = x.abs().amax(-1, keepdim=True).clamp(min=1e-8) / 127
+            rows = torch.round(x / scale).clamp(-127, 127).to(torch.int8)
+            if rows.shape[0] <= 16:  # torch._int_mm takes more than 16 rows: pad (the cost of a few rows)
+                rows = torch.cat([rows, rows.new_zeros(17 - rows.shape[0], rows.shape[1])])
+            return torch._int_mm(rows, weight_t)[: x.shape[0]].float() * scale * weight_scale
+
+        return run
 
 
 def torchao_variants(module: torch.nn.Module) -> dict[str, torch.nn.Module]:
@@ -119,7 +231,7 @@ def max_error(variant, reference: torch.nn.ModuleDict, shapes) -> float:
     return worst
 
 
-def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, with_torchao: bool, bar: tqdm) -> list[dict]:
+def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, slow_variants: bool, bar: tqdm) -> list[dict]:
     _, read = bandwidth()  # bytes/s a torch sum reads: a decode step cannot read its weights faster
     out = [_row("bound", "read bandwidth", 0, "read_gb_per_s", read / 1e9, "GB/s", "torch sum over 512 MiB")]
     weights = sum(o * i for _, o, i in DECODER)
@@ -131,15 +243,16 @@ def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, with_torchao
         variants: dict[str, object] = {"fp32": stack, "int8 dynamic": int8_dynamic(stack)}
         if kernels_ready():
             variants["fp32 one-row kernel"] = OneRowKernel(stack)
-        if with_torchao:
+        if slow_variants:
             variants.update(torchao_variants(stack))
+            variants["int8 per token (torch._int_mm)"] = IntMmStack(stack)
         weights = sum(o * i for _, o, i in shapes)
         for label, variant in variants.items():
             error = max_error(variant, stack, shapes)
             for rows in rows_by_part[part]:
                 if isinstance(variant, OneRowKernel) and rows > 16:
                     continue
-                slow = label.startswith("torchao")  # seconds per pass on this CPU: 3 passes are enough to tell
+                slow = label.startswith(("torchao", "int8 per token"))  # seconds per pass here: 3 passes tell
                 ms = time_stack(variant, shapes, rows, min(repeats, 3) if slow else repeats)
                 note = f"{weights / 1e6:.1f}M weights; max relative error {error:.4f}"
                 out.append(_row(f"speed: {part}", label, rows, "ms", ms, "ms", note))
@@ -155,8 +268,12 @@ def measure_quality(tokens: int, bar: tqdm) -> list[dict]:
     lm = load_text_lm()
     ids = lm.encode(load_text("paradise-lost"))[:tokens]
     config = CacheConfig(policy="full", budget=tokens + 1)
+    ranges = input_ranges(lm.model, lm.encode(load_text(CALIBRATION[0]))[: CALIBRATION[1]])
     models = {"fp32": lm.model, "int8 dynamic": int8_dynamic(lm.model),
-              "int8 dynamic, sparing down_proj and lm_head": int8_dynamic(lm.model, SPARED)}  # fmt: skip
+              "int8 dynamic, sparing down_proj and lm_head": int8_dynamic(lm.model, SPARED),
+              "int8 dynamic + SmoothQuant": replace_linears(lm.model, fbgemm_linear, ranges),
+              "int8 per token (emulated)": replace_linears(lm.model, PerTokenInt8, None),
+              "int8 per token (emulated) + SmoothQuant": replace_linears(lm.model, PerTokenInt8, ranges)}  # fmt: skip
     out, base = [], None
     for label, model in models.items():
         lm.model = model
@@ -221,7 +338,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tokens", type=int, default=2048, help="tokens of the perplexity text (default: 2048)")
     p.add_argument("--repeats", type=int, default=20, help="timed passes per setting, median kept (default: 20)")
     p.add_argument("--quick", action="store_true", help="a short run (for the test): 384 tokens, 1 pass, fewer "
-                   "rows, no torchao")  # fmt: skip
+                   "rows, neither torchao nor torch._int_mm")  # fmt: skip
     p.add_argument("--out", type=Path, default=REPO / "docs", help="folder of int8_bench.csv and .png")
     args = p.parse_args(argv)
     if args.tokens < 16 or args.repeats < 1:
@@ -236,8 +353,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args.out.mkdir(parents=True, exist_ok=True)
     kernels_ready()  # builds them the first time (once per machine)
     rows_by_part = {"decoder layer": [1, 64], "vision block": [256]} if args.quick else FULL_ROWS
-    speed_steps = sum(len(v) for v in rows_by_part.values()) * (3 if args.quick else 5)
-    with tqdm(total=speed_steps + 3, desc="bench_int8", unit="setting") as bar:
+    speed_steps = sum(len(v) for v in rows_by_part.values()) * (3 if args.quick else 6)
+    with tqdm(total=speed_steps + 6, desc="bench_int8", unit="setting") as bar:
         rows = measure_speed(rows_by_part, args.repeats, not args.quick, bar) + measure_quality(args.tokens, bar)
     with (args.out / "int8_bench.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)

@@ -1,6 +1,8 @@
 """scripts/bench_int8.py --quick: every variant timed at every row count it takes, the CSV has its columns, and the
-quality rows relate as they must on the real reference LM: int8 changes the perplexity, and sparing the MLP's down
-projections and the LM head (where activation outliers are) brings it closer to fp32's. No time is checked."""
+quality rows relate as they must on the real reference LM: int8 changes the perplexity; sparing the MLP's down
+projections and the LM head (where activation outliers are) brings it closer to fp32's, as does SmoothQuant's
+rescaling; a scale per input row (per token) beats FBGEMM's one per input, and the rescaling brings it closer still.
+No time is checked."""
 
 from __future__ import annotations
 
@@ -48,4 +50,7 @@ def test_quick_run_measures_each_variant_and_relates_the_quality_rows(tmp_path):
     spared = ppl["int8 dynamic, sparing down_proj and lm_head"]
     assert ppl["fp32"] != ppl["int8 dynamic"]
     assert abs(spared - ppl["fp32"]) < abs(ppl["int8 dynamic"] - ppl["fp32"])
+    off = {variant: abs(value - ppl["fp32"]) for variant, value in ppl.items()}
+    assert off["int8 dynamic + SmoothQuant"] < off["int8 dynamic"]
+    assert off["int8 per token (emulated) + SmoothQuant"] < off["int8 per token (emulated)"] < off["int8 dynamic"]
     assert (tmp_path / "int8_bench.png").stat().st_size > 10_000
