@@ -258,6 +258,16 @@ def device_bytes(session: StreamingSession) -> int:
     return torch.cuda.memory_allocated(device) if device.type == "cuda" else session.cache.kv_bytes()
 
 
+def process_rss() -> int:
+    """The process's resident memory now (bytes; 0 where /proc is missing): everything it holds, the host store and
+    the allocator's slack included, which a leak anywhere would grow."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
 # -- the measurement -----------------------------------------------------------------------------------------
 
 
@@ -288,7 +298,7 @@ def measure(name: str, loaded: LoadedModel, args, bar: tqdm) -> tuple[dict, list
                           tokens=m.prefill_tokens, vision_ms=round(m.vision_s * 1000, 2),
                           prefill_ms=round((m.prefill_s - m.vision_s) * 1000, 2), ms=round(total_ms, 2),
                           cpu_ms=round(cpu_ms, 2), cache_tokens=m.cache_tokens,
-                          device_bytes=device_bytes(session)))  # fmt: skip
+                          device_bytes=device_bytes(session), rss_bytes=process_rss()))  # fmt: skip
         bar.update(1)
     started = time.perf_counter()
     turn = session.open_turn(QUESTION, session.question_segment(QUESTION))
@@ -434,29 +444,35 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
 
 
 def plot_memory(steps: list[dict], path: Path, title: str) -> None:
-    """What each stream holds on its device after every clip (device_bytes), one line per family."""
+    """What each stream holds on its device after every clip (device_bytes), one line per family; beside it the
+    process's resident memory (rss_bytes) where the steps have it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    top = 0.0
-    for family in dict.fromkeys(s["family"] for s in steps):
-        clips = [s for s in steps if s["family"] == family and s["kind"] == "clip"]
-        minutes = [(s["index"] + 1) * 4 / 60 for s in clips]
-        held = [int(s["device_bytes"]) / 2**20 for s in clips]
-        top = max(top, *held)
-        spread = max(held[len(held) // 10 :]) - min(held[len(held) // 10 :])
-        ax.plot(minutes, held, label=f"{family}: {held[-1]:,.1f} MiB at the end, spread {spread * 1024:,.0f} KiB "
-                f"after the first tenth")  # fmt: skip
-    ax.set_ylim(0, top * 1.2)  # from zero: what is flat looks flat
-    ax.ticklabel_format(axis="y", useOffset=False, style="plain")
-    ax.set_xlabel("minutes of stream (4-s clips)")
-    ax.set_ylabel("MiB held on the device after the clip")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(title, fontsize=7)
+    clip_steps = [s for s in steps if s["kind"] == "clip"]
+    panels = [("device_bytes", "MiB held on the device after the clip (a CPU: the cache's keys and values)")]
+    if clip_steps and all(int(s.get("rss_bytes") or 0) > 0 for s in clip_steps):
+        panels.append(("rss_bytes", "the process's resident MiB after the clip"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(9 * len(panels), 4.5), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels, strict=True):
+        top = 0.0
+        for family in dict.fromkeys(s["family"] for s in clip_steps):
+            clips = [s for s in clip_steps if s["family"] == family]
+            minutes = [(s["index"] + 1) * 4 / 60 for s in clips]
+            held = [int(s[key]) / 2**20 for s in clips]
+            top = max(top, *held)
+            spread = max(held[len(held) // 10 :]) - min(held[len(held) // 10 :])
+            ax.plot(minutes, held, label=f"{family}: {held[-1]:,.1f} MiB at the end, spread {spread * 1024:,.0f} KiB "
+                    f"after the first tenth")  # fmt: skip
+        ax.set_ylim(0, top * 1.2)  # from zero: what is flat looks flat
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+        ax.set_xlabel("minutes of stream (4-s clips)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        ax.set_title(title, fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
