@@ -61,8 +61,9 @@ class DeliveryMarks:
             return key in self._marks.get(output_id(output), ())
 
     def add(self, output: str, key: str) -> None:
-        """Marks `key` delivered by `output`, on disk before it returns (an OSError is logged: the event may then
-        be sent again after a restart, which is what happened without marks)."""
+        """Marks `key` delivered by `output`, on disk before it returns. A write that fails (a full disk, or a late
+        acknowledgement after `close`) is logged: the event may then be sent again after a restart, as without
+        marks."""
         ident = output_id(output)
         with self._lock:
             self._remember(ident, key)
@@ -73,8 +74,8 @@ class DeliveryMarks:
                 self._lines += 1
                 if self._lines > 2 * self.keep * len(self._marks):
                     self._rewrite()
-            except OSError:
-                logger.exception("%s: a delivery mark was not written", self.path)
+            except (OSError, ValueError):  # ValueError: the file was closed
+                logger.warning("%s: a delivery mark was not written", self.path, exc_info=True)
 
     def close(self) -> None:
         with self._lock:

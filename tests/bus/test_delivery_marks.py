@@ -59,3 +59,11 @@ def test_only_the_newest_keys_are_kept_and_the_file_stays_bounded(tmp_path):
     again.close()
     with pytest.raises(ValueError, match="keep must be at least 1"):
         DeliveryMarks(tmp_path / "other", keep=0)
+
+
+def test_a_mark_after_close_is_logged_not_raised(tmp_path, caplog):
+    """A broker's late PUBACK may come on paho's thread after the head closed its marks: no exception there."""
+    marks = DeliveryMarks(tmp_path / "head")
+    marks.close()
+    marks.add(SECRET_HOOK, "late:1")
+    assert "a delivery mark was not written" in caplog.text
