@@ -455,9 +455,9 @@ def plot_memory(steps: list[dict], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     clip_steps = [s for s in steps if s["kind"] == "clip"]
-    panels = [("device_bytes", "MiB held on the device after the clip (a CPU: the cache's keys and values)")]
+    panels = [("device_bytes", "MiB the stream holds (CPU: its KV cache)")]
     if clip_steps and all(int(s.get("rss_bytes") or 0) > 0 for s in clip_steps):
-        panels.append(("rss_bytes", "the process's resident MiB after the clip"))
+        panels.append(("rss_bytes", "the process's resident MiB"))
     fig, axes = plt.subplots(1, len(panels), figsize=(9 * len(panels), 4.5), squeeze=False)
     for ax, (key, label) in zip(axes[0], panels, strict=True):
         top = 0.0
