@@ -230,7 +230,7 @@ def test_closing_while_the_server_is_away_ends_within_its_timeout(postgres_serve
 
 
 def test_the_page_searches_it_and_shows_its_thumbnails(postgres_target):
-    from app.web import TimelineHistory
+    from app.front_door import TimelineHistory
 
     store = TimelineStore(TimelineConfig(postgres_target))
     store.write([Row("answer", time.time(), "door", 0, 4, "truck?", "a truck", "person", thumbnail=b"\xff\xd8jpeg")])

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.web import TimelineHistory
+from app.front_door import TimelineHistory
 from bus import ClipEvent
 from bus.stats import EvidenceSpan
 from tests.support.event_helpers import make_event
