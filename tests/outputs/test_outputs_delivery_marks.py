@@ -126,26 +126,24 @@ class Recorder:
         self.sent.append(event.receipt.key)
 
 
+def send_once(recorder: Recorder, marks: DeliveryMarks) -> None:
+    """One run of a queued sink over `recorder`: the spooled answer spool-c:1, until its receipt is done."""
+    sink = _started(QueuedSink(recorder))
+    event, done = answer(1, "spool-c:1", marks)
+    sink.handle(event)
+    event.receipt.release()
+    assert done.wait(WAIT_S)
+    sink.close(timeout=2.0)
+
+
 def test_a_queued_sink_marks_what_it_sent_by_its_mark_name(tmp_path):
     marks = DeliveryMarks(tmp_path / "fleet-head")
     sent_before, failed_before = Recorder("ntfy a/…", "ntfy a/topic-1"), Recorder("ntfy a/…", "ntfy a/topic-2", True)
-    events = []
-    for recorder in (sent_before, failed_before):
-        sink = _started(QueuedSink(recorder))
-        event, done = answer(1, "spool-c:1", marks)
-        sink.handle(event)
-        event.receipt.release()
-        assert done.wait(WAIT_S)
-        sink.close(timeout=2.0)
-        events.append(event)
+    send_once(sent_before, marks)
+    send_once(failed_before, marks)
     # the next run: the one that sent it skips the replay; the other (same display name, another topic) sends it
     again = [Recorder("ntfy a/…", "ntfy a/topic-1"), Recorder("ntfy a/…", "ntfy a/topic-2")]
     for recorder in again:
-        sink = _started(QueuedSink(recorder))
-        event, done = answer(1, "spool-c:1", marks)
-        sink.handle(event)
-        event.receipt.release()
-        assert done.wait(WAIT_S)
-        sink.close(timeout=2.0)
+        send_once(recorder, marks)
     marks.close()
     assert sent_before.sent == ["spool-c:1"] and again[0].sent == [] and again[1].sent == ["spool-c:1"]
