@@ -32,7 +32,7 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-SOURCES = [Path(__file__).parent / "csrc" / n for n in ("bindings.cpp", "decode_attention.cpp", "one_row_linear.cpp")]
+SOURCES = [Path(__file__).parent / "csrc" / n for n in ("bindings.cpp", "decode_attention.cpp", "one_row_linear.cpp", "int8_linear.cpp")]
 DISABLE_VARIABLE = "EDGE_ASSISTANT_CPU_KERNELS"
 STALE_LOCK_SECONDS = 600  # a build takes about a minute; a lock this old was left by a killed build
 _state: dict[str, bool] = {"enabled": True}  # "built": whether the ops are loaded, once tried
@@ -165,3 +165,7 @@ def _register_fakes() -> None:
     @torch.library.register_fake("edge_assistant::one_row_linear")
     def _(x, weight, bias):  # x [..., in] -> [..., out]
         return x.new_empty(*x.shape[:-1], weight.shape[0])
+
+    @torch.library.register_fake("edge_assistant::int8_linear")
+    def _(x, packed, weight_scale, inverse_smoothing, bias, out_features):  # x [..., in] -> [..., out]
+        return x.new_empty(*x.shape[:-1], out_features)
