@@ -7,8 +7,10 @@ kernels (`csrc/`) do the hot parts of a step:
   the query heads that share it (the reference model's attention over a 2K-token span: about 15 -> 7.4 ms
   a step);
 - `edge_assistant::one_row_linear`: a one-row product with a row-major weight (`cache.cpu.layouts` times it
-  against MKL per weight shape and keeps the faster).
-Both read four rows a quarter of the matrix (or span) apart at a time: four memory streams at once read
+  against MKL per weight shape and keeps the faster);
+- `edge_assistant::int8_linear`: a product with int8 weights, any number of rows (`cache.cpu.int8_linear`,
+  `--quantize int8`).
+The first two read four rows a quarter of the matrix (or span) apart at a time: four memory streams at once read
 faster than one on that CPU.
 
 They are compiled with torch's C++ extension builder (g++ and ninja) once per machine and torch version
@@ -32,7 +34,10 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-SOURCES = [Path(__file__).parent / "csrc" / n for n in ("bindings.cpp", "decode_attention.cpp", "one_row_linear.cpp", "int8_linear.cpp")]
+SOURCES = [
+    Path(__file__).parent / "csrc" / n
+    for n in ("bindings.cpp", "decode_attention.cpp", "one_row_linear.cpp", "int8_linear.cpp")
+]
 DISABLE_VARIABLE = "EDGE_ASSISTANT_CPU_KERNELS"
 STALE_LOCK_SECONDS = 600  # a build takes about a minute; a lock this old was left by a killed build
 _state: dict[str, bool] = {"enabled": True}  # "built": whether the ops are loaded, once tried
