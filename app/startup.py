@@ -28,6 +28,7 @@ from cache.store.host_store import default_store_bytes
 from capture import SourceError, open_source
 from model.config import resolve_device, resolve_dtype
 from model.loading import LoadedModel, ModelLoadError, load_model
+from model.quantize import quantize_model
 from monitor.memory_monitor import MemoryMonitor
 from outputs import OutputPublisher
 from outputs.commands import CommandsSlot
@@ -74,6 +75,8 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream], StreamF
     print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
     try:
         device = resolve_device(config.model.device)
+        if config.model.quantize == "int8" and device.type != "cpu":
+            raise StartupError(f"--quantize int8 runs on the CPU; this run would use {device}: add --device cpu")
         if device.type == "cpu" and resolve_dtype(config.model.dtype, device) == torch.float32:
             print("preparing the CPU decode kernels meanwhile (built once per machine) ...", file=sys.stderr)
             build_in_background()  # a first build (20-60 s) overlaps the model's loading
@@ -82,6 +85,10 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream], StreamF
         if loaded.device.type == "cpu":
             used = loaded.dtype == torch.float32 and kernels_ready()  # the kernels are fp32 only; waits for the build
             kernels_note = f", CPU kernels {'on' if used else 'off'}"
+            if config.model.quantize == "int8":
+                if not used:
+                    print("int8 without the CPU kernels runs slower than fp32 (see the log)", file=sys.stderr)
+                print(quantize_model(loaded.model).describe(), file=sys.stderr, flush=True)
             tune_linear_layouts(loaded.model)  # the fastest one-row product per weight shape (README, decode)
         factory = stream_factory(config, loaded)
         try:

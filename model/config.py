@@ -14,6 +14,7 @@ DTYPES = {
     "float16": torch.float16,
     "float32": torch.float32,
 }
+QUANTIZE_CHOICES = ("none", "int8")
 _DEVICE_RE = re.compile(r"^(auto|cpu|cuda|cuda:\d+)$")
 
 
@@ -27,6 +28,8 @@ class ModelConfig:
     dtype: "auto" (bf16 on GPU, fp16 where bf16 is unsupported, fp32 on CPU), "bfloat16", "float16" or
         "float32".
     trust_remote_code: passed to transformers; only needed for families outside the supported ones.
+    quantize: "none" or "int8" (CPU, fp32: every linear layer with int8 weights and per-token int8 products,
+        model/quantize.py).
 
     A field with `metadata={"help": ...}` is a command-line flag and a --config key (app/config_flags.py).
     """
@@ -40,6 +43,14 @@ class ModelConfig:
         default="auto", metadata={"help": "auto (bf16/fp16 on GPU, fp32 on CPU), bfloat16, float16, float32"}
     )
     trust_remote_code: bool = field(default=False, metadata={"help": "allow code shipped with the model"})
+    quantize: str = field(
+        default="none",
+        metadata={
+            "help": "int8: every linear layer with int8 weights and products (CPU only; 4x smaller weights, "
+            "about 2x faster clips; quality in docs/benchmarks.md)",
+            "choices": QUANTIZE_CHOICES,
+        },
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
@@ -48,6 +59,13 @@ class ModelConfig:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}; got {self.device!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
+        if self.quantize not in QUANTIZE_CHOICES:
+            raise ValueError(f"quantize must be one of {', '.join(QUANTIZE_CHOICES)}; got {self.quantize!r}")
+        if self.quantize == "int8" and (self.device.startswith("cuda") or self.dtype not in ("auto", "float32")):
+            raise ValueError(
+                "quantize int8 runs on the CPU in float32 (its kernel is AVX2); use it with --device cpu or auto "
+                f"and --dtype auto or float32, not --device {self.device} --dtype {self.dtype}"
+            )
 
 
 def resolve_device(name: str) -> torch.device:

@@ -8,17 +8,19 @@ entering the decoder) and 1024 rows (a 4-frame clip's patches in the vision towe
 - `int8 dynamic`: `torch.ao.quantization.quantize_dynamic`, int8 weights per output channel, each input row
   quantized as it comes (FBGEMM; the API PyTorch marks deprecated);
 - `torchao int8 weight-only` and `torchao int8 dynamic`: torchao's `quantize_` configs, when torchao is installed;
-- `int8 per token (torch._int_mm)`: each row quantized with its own scale, int8 x int8 -> int32 in PyTorch's one
-  CPU int8 product (what a per-token path would run on today), at most 3 passes.
-Quality: perplexity of the reference LM (SmolLM2-135M-Instruct, quality/reference.py) over the first `--tokens`
-tokens of Paradise Lost, full attention, fp32 against:
+- `--quantize int8 (kernel)`: what `--quantize int8` runs: `cache.cpu.int8_linear.Int8Linear`, each row quantized
+  with a scale per 64 inputs, int8 x int8 -> int32 in the project's AVX2 kernel;
+- `int8 per token (torch._int_mm)`: the same integers in PyTorch's one CPU int8 product, at most 3 passes.
+Quality: perplexity of the reference LM (SmolLM2-135M-Instruct, quality/reference.py) over `--tokens` tokens of
+three passages (Paradise Lost from its start and from token 20,000, Hamlet from token 30,000; a quick run takes the
+first), full attention, fp32 against:
 - int8 dynamic (FBGEMM) on every linear layer, sparing the MLP's down projections (where activation outliers live)
   and the LM head, and after SmoothQuant's rescaling (each input channel divided by `s = a^0.65 / w^0.35`, the
-  weight's column multiplied by it; `a` the channel's largest |input| over 1,024 tokens of Hamlet, `w` the
-  column's largest |weight|);
-- int8 per token, emulated: each input row quantized to [-127, 127] with its own scale, weights per output
-  channel, the integer product done exactly in fp32; with and without the rescaling. What a per-token int8
-  kernel would give, which FBGEMM's dynamic path (one scale per input tensor, 7-bit) does not.
+  weight's column multiplied by it; `a` the channel's largest |input| over 1,024 tokens of Hamlet's start, `w`
+  the column's largest |weight|);
+- int8 with one scale per input row, emulated (the integers multiplied exactly in fp32), with and without the
+  rescaling: where a per-row kernel would have been;
+- `--quantize int8`: the project's kernel, a scale per 64 inputs of a row, no calibration.
 
     python scripts/bench_int8.py                      # docs/int8_bench.csv and .png
     python scripts/bench_int8.py --quick --out /tmp/x # what the test runs
@@ -42,7 +44,9 @@ from tqdm import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cache.config import CacheConfig  # noqa: E402
+from cache.cpu.int8_linear import Int8Linear, quantize_weight  # noqa: E402
 from cache.cpu.kernels import kernels_ready  # noqa: E402
+from model.quantize import quantize_model  # noqa: E402
 from scripts.bench_families import bandwidth  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,6 +58,9 @@ DECODER = [("q", 1536, 1536), ("k", 256, 1536), ("v", 256, 1536), ("o", 1536, 15
 VISION = [("qkv", 3840, 1280), ("proj", 1280, 1280), ("fc1", 5120, 1280), ("fc2", 1280, 5120)]
 SPARED = ("down_proj", "lm_head")
 SMOOTH_ALPHA = 0.65  # SmoothQuant's migration strength (0.5-0.8 usual; 0.65 was best of 0.5, 0.65, 0.8 here)
+KERNEL = "--quantize int8 (kernel)"  # per token, a scale per 64 inputs: cache.cpu.int8_linear
+# (text, first token) of each perplexity passage: three in a full run, the first in a quick one
+PASSAGES = [("paradise-lost", 0), ("paradise-lost", 20000), ("hamlet", 30000)]
 CALIBRATION = ("hamlet", 1024)  # (text, tokens) the inputs' ranges are read from: not the evaluated text
 FULL_ROWS = {"decoder layer": [1, 256], "vision block": [1024]}
 
@@ -75,30 +82,29 @@ def int8_dynamic(module: torch.nn.Module, skip: tuple[str, ...] = ()) -> torch.n
     return quantized
 
 
-def input_ranges(model: torch.nn.Module, ids: list[int]) -> dict[str, torch.Tensor]:
-    """Every linear layer's largest |input| per channel over one pass of `ids` (SmoothQuant's calibration)."""
-    ranges: dict[str, torch.Tensor] = {}
+def input_peaks(model: torch.nn.Module, input_ids: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every linear layer's largest |input| per channel over one pass of `input_ids` (SmoothQuant's calibration)."""
+    peaks: dict[str, torch.Tensor] = {}
 
-    def hook(name):
+    def recorder(name: str):
         def record(module, inputs):
             peak = inputs[0].detach().reshape(-1, inputs[0].shape[-1]).abs().amax(0)
-            ranges[name] = torch.maximum(ranges[name], peak) if name in ranges else peak
+            peaks[name] = torch.maximum(peaks[name], peak) if name in peaks else peak
 
         return record
 
-    linears = [(n, m) for n, m in model.named_modules() if type(m) is torch.nn.Linear]
-    handles = [m.register_forward_pre_hook(hook(n)) for n, m in linears]
+    handles = [m.register_forward_pre_hook(recorder(n)) for n, m in model.named_modules() if type(m) is torch.nn.Linear]
     try:
         with torch.inference_mode():
-            model(torch.tensor([ids]))
+            model(input_ids)
     finally:
         for handle in handles:
             handle.remove()
-    return ranges
+    return peaks
 
 
 def smoothing(weight: torch.Tensor, peak: torch.Tensor | None, alpha: float = SMOOTH_ALPHA) -> torch.Tensor:
-    """SmoothQuant's per-input-channel factor s: inputs are divided by it, the weight's columns multiplied."""
+    """SmoothQuant's factor per input channel: inputs are divided by it, the weight's columns multiplied."""
     if peak is None:
         return torch.ones(weight.shape[1])
     columns = weight.abs().amax(0).clamp(min=1e-5)
@@ -117,23 +123,6 @@ class Rescaled(torch.nn.Module):
         return self.inner(x * self.inverse)
 
 
-class PerTokenInt8(torch.nn.Module):
-    """int8 per token, emulated: each input row scaled to [-127, 127] and rounded, int8 weights per output channel;
-    the integer product is exact in fp32 here (|sums| < 2^24 for these widths)."""
-
-    def __init__(self, linear: torch.nn.Linear) -> None:
-        super().__init__()
-        weight = linear.weight.detach()
-        self.register_buffer("weight_scale", weight.abs().amax(1).clamp(min=1e-8) / 127)
-        self.register_buffer("weight_q", torch.round(weight / self.weight_scale[:, None]).clamp(-127, 127))
-        self.bias = linear.bias
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        scale = x.abs().amax(-1, keepdim=True).clamp(min=1e-8) / 127
-        y = (torch.round(x / scale).clamp(-127, 127) @ self.weight_q.t()) * scale * self.weight_scale
-        return y if self.bias is None else y + self.bias
-
-
 def replace_linears(model: torch.nn.Module, make, ranges: dict[str, torch.Tensor] | None) -> torch.nn.Module:
     """A copy of `model` with each linear layer made by `make(linear)`, rescaled first where `ranges` are given."""
     model = copy.deepcopy(model)
@@ -147,6 +136,27 @@ def replace_linears(model: torch.nn.Module, make, ranges: dict[str, torch.Tensor
         if linear.bias is not None:
             scaled.bias.data = linear.bias.detach().clone()
         setattr(parent, child, Rescaled(make(scaled), factor) if ranges is not None else make(scaled))
+    return model
+
+
+class PerRowInt8(torch.nn.Module):
+    """int8 with one scale per input row (not per group), emulated: the integers multiplied exactly in fp32."""
+
+    def __init__(self, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        self.weight_q, self.weight_scale = quantize_weight(linear.weight.detach())
+        self.bias = linear.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = x.abs().amax(-1, keepdim=True).clamp(min=1e-12) / 127
+        y = (torch.round(x / scale).clamp(-127, 127) @ self.weight_q.float().t()) * scale * self.weight_scale
+        return y if self.bias is None else y + self.bias
+
+
+def shipped(model: torch.nn.Module) -> torch.nn.Module:
+    """What `--quantize int8` does: every linear layer an `Int8Linear` (the project's kernel)."""
+    model = copy.deepcopy(model)
+    quantize_model(model)
     return model
 
 
@@ -189,6 +199,10 @@ def torchao_variants(module: torch.nn.Module) -> dict[str, torch.nn.Module]:
         quantize_(copied, config)
         found[label] = copied
     return found
+
+
+def per_token_stack(stack: torch.nn.ModuleDict) -> torch.nn.ModuleDict:
+    return torch.nn.ModuleDict({name: Int8Linear.from_linear(linear) for name, linear in stack.items()})
 
 
 class OneRowKernel(torch.nn.Module):
@@ -235,12 +249,13 @@ def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, slow_variant
     _, read = bandwidth()  # bytes/s a torch sum reads: a decode step cannot read its weights faster
     out = [_row("bound", "read bandwidth", 0, "read_gb_per_s", read / 1e9, "GB/s", "torch sum over 512 MiB")]
     weights = sum(o * i for _, o, i in DECODER)
-    for label, size in (("fp32", 4), ("int8 dynamic", 1)):  # the decoder layer's weights read once: 1 row's bound
+    for label, size in (("fp32", 4), ("int8", 1)):  # the decoder layer's weights read once: 1 row's bound
         note = f"{weights / 1e6:.1f}M weights x {size} B at the read bandwidth"
         out.append(_row("bound: decoder layer", label, 1, "bound_ms", 1000 * weights * size / read, "ms", note))
     for part, shapes in (("decoder layer", DECODER), ("vision block", VISION)):
         stack = layer_stack(shapes)
-        variants: dict[str, object] = {"fp32": stack, "int8 dynamic": int8_dynamic(stack)}
+        variants: dict[str, object] = {"fp32": stack, "int8 dynamic": int8_dynamic(stack),
+                                       KERNEL: per_token_stack(stack)}  # fmt: skip
         if kernels_ready():
             variants["fp32 one-row kernel"] = OneRowKernel(stack)
         if slow_variants:
@@ -252,7 +267,7 @@ def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, slow_variant
             for rows in rows_by_part[part]:
                 if isinstance(variant, OneRowKernel) and rows > 16:
                     continue
-                slow = label.startswith(("torchao", "int8 per token"))  # seconds per pass here: 3 passes tell
+                slow = label.startswith(("torchao", "int8 per token (torch"))  # seconds per pass here: 3 passes tell
                 ms = time_stack(variant, shapes, rows, min(repeats, 3) if slow else repeats)
                 note = f"{weights / 1e6:.1f}M weights; max relative error {error:.4f}"
                 out.append(_row(f"speed: {part}", label, rows, "ms", ms, "ms", note))
@@ -260,31 +275,35 @@ def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, slow_variant
     return out
 
 
-def measure_quality(tokens: int, bar: tqdm) -> list[dict]:
+def measure_quality(tokens: int, passages: list[tuple[str, int]], bar: tqdm) -> list[dict]:
     from quality.lm import load_text_lm
     from quality.perplexity import stream_perplexity
     from quality.reference import load_text
 
     lm = load_text_lm()
-    ids = lm.encode(load_text("paradise-lost"))[:tokens]
     config = CacheConfig(policy="full", budget=tokens + 1)
-    ranges = input_ranges(lm.model, lm.encode(load_text(CALIBRATION[0]))[: CALIBRATION[1]])
+    ranges = input_peaks(lm.model, torch.tensor([lm.encode(load_text(CALIBRATION[0]))[: CALIBRATION[1]]]))
     models = {"fp32": lm.model, "int8 dynamic": int8_dynamic(lm.model),
               "int8 dynamic, sparing down_proj and lm_head": int8_dynamic(lm.model, SPARED),
               "int8 dynamic + SmoothQuant": replace_linears(lm.model, fbgemm_linear, ranges),
-              "int8 per token (emulated)": replace_linears(lm.model, PerTokenInt8, None),
-              "int8 per token (emulated) + SmoothQuant": replace_linears(lm.model, PerTokenInt8, ranges)}  # fmt: skip
-    out, base = [], None
-    for label, model in models.items():
-        lm.model = model
-        start = time.perf_counter()
-        ppl = stream_perplexity(lm, ids, config, chunk=256, segment=tokens)[0]
-        seconds = time.perf_counter() - start
-        base = base or ppl
-        note = f"{tokens} tokens of Paradise Lost, full attention; {seconds:.1f} s"
-        out.append(_row("quality", label, tokens, "perplexity", ppl, "ppl", note))
-        out.append(_row("quality", label, tokens, "perplexity_vs_fp32", ppl / base, "x", "tolerance: 1.03"))
-        bar.update()
+              "int8 one scale per row (emulated)": replace_linears(lm.model, PerRowInt8, None),
+              "int8 one scale per row + SmoothQuant (emulated)": replace_linears(lm.model, PerRowInt8, ranges),
+              KERNEL: shipped(lm.model)}  # fmt: skip
+    out = []
+    for text, start in passages:
+        ids = lm.encode(load_text(text))[start : start + tokens]
+        base = None
+        for label, model in models.items():
+            lm.model = model
+            began = time.perf_counter()
+            ppl = stream_perplexity(lm, ids, config, chunk=256, segment=tokens)[0]
+            seconds = time.perf_counter() - began
+            base = base or ppl
+            part = f"quality: {text} from token {start}"
+            note = f"{tokens} tokens, full attention; {seconds:.1f} s"
+            out.append(_row(part, label, tokens, "perplexity", ppl, "ppl", note))
+            out.append(_row(part, label, tokens, "perplexity_vs_fp32", ppl / base, "x", "tolerance: 1.03"))
+            bar.update()
     return out
 
 
@@ -353,9 +372,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args.out.mkdir(parents=True, exist_ok=True)
     kernels_ready()  # builds them the first time (once per machine)
     rows_by_part = {"decoder layer": [1, 64], "vision block": [256]} if args.quick else FULL_ROWS
-    speed_steps = sum(len(v) for v in rows_by_part.values()) * (3 if args.quick else 6)
-    with tqdm(total=speed_steps + 6, desc="bench_int8", unit="setting") as bar:
-        rows = measure_speed(rows_by_part, args.repeats, not args.quick, bar) + measure_quality(args.tokens, bar)
+    speed_steps = sum(len(v) for v in rows_by_part.values()) * (4 if args.quick else 7)
+    passages = PASSAGES[:1] if args.quick else PASSAGES
+    with tqdm(total=speed_steps + 7 * len(passages), desc="bench_int8", unit="setting") as bar:
+        rows = measure_speed(rows_by_part, args.repeats, not args.quick, bar)
+        rows += measure_quality(args.tokens, passages, bar)
     with (args.out / "int8_bench.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()

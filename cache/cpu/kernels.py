@@ -172,5 +172,5 @@ def _register_fakes() -> None:
         return x.new_empty(*x.shape[:-1], weight.shape[0])
 
     @torch.library.register_fake("edge_assistant::int8_linear")
-    def _(x, packed, weight_scale, inverse_smoothing, bias, out_features):  # x [..., in] -> [..., out]
+    def _(x, packed, weight_scale, bias, out_features):  # x [..., in] -> [..., out]
         return x.new_empty(*x.shape[:-1], out_features)

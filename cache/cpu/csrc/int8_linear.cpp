@@ -1,14 +1,16 @@
-// y = x W^T + b with int8 weights (one scale per output channel) and each row of x quantized to int8 with its
-// own scale (per token), on an AVX2 CPU. cache/cpu/int8_linear.py packs the weight and says why per token.
+// y = x W^T + b with int8 weights (one scale per output channel) and each row of x quantized to int8 with a scale
+// per 64 inputs (per token and group), on an AVX2 CPU. cache/cpu/int8_linear.py packs the weight and says why.
 //
 // AVX2 has one int8 product: vpmaddubsw, unsigned 8-bit x signed 8-bit, pairs summed into saturating int16.
 // Signed x signed goes through it exactly as |x| x (w with x's sign) (vpsignb): |x| <= 127 and |w| <= 127 keep a
 // pair's sum within int16. vpmaddwd by ones then sums the pairs into int32. On the README's AMD CPU this runs at
 // about 94 G multiply-adds a second per core against 49 for fp32 FMAs (and 31-38 for MKL's fp32 products).
 //
-// The packed weight: out_features padded to 16, in_features to 4, laid out as [out/16][in/4][16 outputs][4
+// The packed weight: out_features padded to 16, in_features to 64, laid out as [out/16][in/4][16 outputs][4
 // inputs], so that one 32-byte load holds 4 inputs of 8 outputs, the order vpmaddubsw + vpmaddwd sum them in.
 // A block of 16 outputs (16 x in bytes: 24 KiB for in = 1536) stays in the L1/L2 cache while every row passes.
+// The int32 sums of a group of 64 inputs are exact; each group's sum is scaled (its row's group scale) and
+// added in fp32.
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -22,82 +24,91 @@
 namespace {
 
 constexpr int64_t kBlockOutputs = 16;
-constexpr int kRowsAtOnce = 4;  // 4 rows x 2 vectors of 8 outputs: 8 accumulators, the rest of the 16 registers free
+constexpr int64_t kGroup = 64;  // inputs per activation scale
+constexpr int kRowsAtOnce = 4;  // 4 rows x 2 vectors of 8 outputs: 8 int32 accumulators in registers
 
-// One row -> int8 (round half to even, as torch.round) and its scale: max |x / s| / 127 (1 for a zero row).
-float quantize_row(const float* x, const float* inverse_smoothing, int64_t in, int64_t padded, int8_t* q,
-                   float* scratch) {
-  float peak = 0.f;
-  for (int64_t k = 0; k < in; ++k) {
-    scratch[k] = inverse_smoothing ? x[k] * inverse_smoothing[k] : x[k];
-    peak = std::max(peak, std::fabs(scratch[k]));
+// One row -> int8 (round half to even, as torch.round) and a scale per group of 64 inputs: max |x| / 127 over
+// the group (1 for a group of zeros). The padding past `in` is zeros.
+void quantize_row(const float* x, int64_t in, int64_t padded, int8_t* q, float* scales) {
+  for (int64_t start = 0; start < padded; start += kGroup) {
+    const int64_t stop = std::min(start + kGroup, in);
+    float peak = 0.f;
+    for (int64_t k = start; k < stop; ++k) peak = std::max(peak, std::fabs(x[k]));
+    const float scale = peak > 0.f ? peak / 127.f : 1.f;
+    const float inverse = 1.f / scale;
+    for (int64_t k = start; k < stop; ++k) {
+      const float v = std::nearbyint(x[k] * inverse);
+      q[k] = static_cast<int8_t>(std::min(127.f, std::max(-127.f, v)));
+    }
+    for (int64_t k = std::max(start, stop); k < start + kGroup; ++k) q[k] = 0;
+    scales[start / kGroup] = scale;
   }
-  const float scale = peak > 0.f ? peak / 127.f : 1.f;
-  const float inverse = 1.f / scale;
-  for (int64_t k = 0; k < in; ++k) {
-    const float v = std::nearbyint(scratch[k] * inverse);
-    q[k] = static_cast<int8_t>(std::min(127.f, std::max(-127.f, v)));
-  }
-  std::memset(q + in, 0, padded - in);
-  return scale;
 }
 
-// rows R of q (int8, `padded` apart) x one block of 16 packed outputs -> int32 sums [R][16].
+// rows R of q (int8, `padded` apart; group scales `groups` apart) x one block of 16 packed outputs -> fp32 sums
+// [R][16]: each group's exact int32 sum times its scale, added in group order.
 template <int R>
-inline void multiply_block(const int8_t* q, int64_t padded, const int8_t* panel, int32_t* sums) {
+inline void multiply_block(const int8_t* q, const float* scales, int64_t padded, const int8_t* panel, float* sums) {
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-  for (int64_t k = 0; k < padded; k += 4) {
-    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * kBlockOutputs));
-    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * kBlockOutputs + 32));
+  const int64_t groups = padded / kGroup;
+  __m256 total[R][2];
+  for (int r = 0; r < R; ++r) total[r][0] = total[r][1] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < groups; ++g) {
+    __m256i acc[R][2];
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+    for (int64_t k = g * kGroup; k < (g + 1) * kGroup; k += 4) {
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * kBlockOutputs));
+      const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * kBlockOutputs + 32));
+      for (int r = 0; r < R; ++r) {
+        int32_t four;
+        std::memcpy(&four, q + r * padded + k, 4);
+        const __m256i signs = _mm256_set1_epi32(four);
+        const __m256i magnitudes = _mm256_abs_epi8(signs);
+        acc[r][0] = _mm256_add_epi32(
+            acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(w0, signs)), ones));
+        acc[r][1] = _mm256_add_epi32(
+            acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(w1, signs)), ones));
+      }
+    }
     for (int r = 0; r < R; ++r) {
-      int32_t four;
-      std::memcpy(&four, q + r * padded + k, 4);
-      const __m256i signs = _mm256_set1_epi32(four);
-      const __m256i magnitudes = _mm256_abs_epi8(signs);
-      acc[r][0] = _mm256_add_epi32(
-          acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(w0, signs)), ones));
-      acc[r][1] = _mm256_add_epi32(
-          acc[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(w1, signs)), ones));
+      const __m256 scale = _mm256_set1_ps(scales[r * groups + g]);
+      total[r][0] = _mm256_add_ps(total[r][0], _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][0]), scale));
+      total[r][1] = _mm256_add_ps(total[r][1], _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][1]), scale));
     }
   }
   for (int r = 0; r < R; ++r) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums + r * kBlockOutputs), acc[r][0]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums + r * kBlockOutputs + 8), acc[r][1]);
+    _mm256_storeu_ps(sums + r * kBlockOutputs, total[r][0]);
+    _mm256_storeu_ps(sums + r * kBlockOutputs + 8, total[r][1]);
   }
 }
 
-void multiply_rows(int rows, const int8_t* q, int64_t padded, const int8_t* panel, int32_t* sums) {
+void multiply_rows(int rows, const int8_t* q, const float* scales, int64_t padded, const int8_t* panel,
+                   float* sums) {
   switch (rows) {
-    case 4: multiply_block<4>(q, padded, panel, sums); break;
-    case 3: multiply_block<3>(q, padded, panel, sums); break;
-    case 2: multiply_block<2>(q, padded, panel, sums); break;
-    default: multiply_block<1>(q, padded, panel, sums); break;
+    case 4: multiply_block<4>(q, scales, padded, panel, sums); break;
+    case 3: multiply_block<3>(q, scales, padded, panel, sums); break;
+    case 2: multiply_block<2>(q, scales, padded, panel, sums); break;
+    default: multiply_block<1>(q, scales, padded, panel, sums); break;
   }
 }
 
 }  // namespace
 
-// x [..., in] fp32; packed int8 (see above) for `out_features` outputs; weight_scale [out] fp32; inverse_smoothing
-// [in] fp32 or none (SmoothQuant: x is divided by its factor before quantization); bias [out] or none.
+// x [..., in] fp32; packed int8 (see above) for `out_features` outputs; weight_scale [out] fp32; bias [out] or
+// none.
 at::Tensor int8_linear(const at::Tensor& x, const at::Tensor& packed, const at::Tensor& weight_scale,
-                       const c10::optional<at::Tensor>& inverse_smoothing, const c10::optional<at::Tensor>& bias,
-                       int64_t out_features) {
+                       const c10::optional<at::Tensor>& bias, int64_t out_features) {
   TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == at::kFloat, "int8_linear: fp32 CPU input expected");
   TORCH_CHECK(packed.scalar_type() == at::kChar && packed.is_contiguous() && packed.dim() == 1,
               "int8_linear: a packed int8 weight expected");
   const int64_t in = x.size(-1);
-  const int64_t padded = (in + 3) / 4 * 4;
+  const int64_t padded = (in + kGroup - 1) / kGroup * kGroup;
+  const int64_t groups = padded / kGroup;
   const int64_t blocks = (out_features + kBlockOutputs - 1) / kBlockOutputs;
   TORCH_CHECK(packed.numel() == blocks * kBlockOutputs * padded, "int8_linear: packed weight of another shape");
   TORCH_CHECK(weight_scale.scalar_type() == at::kFloat && weight_scale.is_contiguous() &&
                   weight_scale.numel() == out_features,
               "int8_linear: one fp32 weight scale per output expected");
-  const bool smoothed = inverse_smoothing.has_value() && inverse_smoothing->defined();
-  TORCH_CHECK(!smoothed || (inverse_smoothing->scalar_type() == at::kFloat && inverse_smoothing->is_contiguous() &&
-                            inverse_smoothing->numel() == in),
-              "int8_linear: one fp32 smoothing factor per input expected");
   const bool has_bias = bias.has_value() && bias->defined();
   TORCH_CHECK(!has_bias || (bias->scalar_type() == at::kFloat && bias->is_contiguous() && bias->numel() == out_features),
               "int8_linear: one fp32 bias per output expected");
@@ -109,13 +120,11 @@ at::Tensor int8_linear(const at::Tensor& x, const at::Tensor& packed, const at::
   if (rows == 0) return y;
 
   std::vector<int8_t> q(rows * padded);
-  std::vector<float> row_scale(rows);
+  std::vector<float> scales(rows * groups);
   const float* xp = xs.data_ptr<float>();
-  const float* smooth = smoothed ? inverse_smoothing->data_ptr<float>() : nullptr;
   at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(in, 1)), [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(in);
     for (int64_t r = begin; r < end; ++r)
-      row_scale[r] = quantize_row(xp + r * in, smooth, in, padded, q.data() + r * padded, scratch.data());
+      quantize_row(xp + r * in, in, padded, q.data() + r * padded, scales.data() + r * groups);
   });
 
   const int8_t* wp = packed.data_ptr<int8_t>();
@@ -124,18 +133,18 @@ at::Tensor int8_linear(const at::Tensor& x, const at::Tensor& packed, const at::
   float* yp = y.data_ptr<float>();
   // threads split the output blocks; each block is read once from memory and multiplied by every row
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    int32_t sums[kRowsAtOnce * kBlockOutputs];
+    float sums[kRowsAtOnce * kBlockOutputs];
     for (int64_t block = begin; block < end; ++block) {
       const int8_t* panel = wp + block * kBlockOutputs * padded;
       const int64_t first = block * kBlockOutputs;
       const int64_t count = std::min<int64_t>(kBlockOutputs, out_features - first);
       for (int64_t r = 0; r < rows; r += kRowsAtOnce) {
         const int n = static_cast<int>(std::min<int64_t>(kRowsAtOnce, rows - r));
-        multiply_rows(n, q.data() + r * padded, padded, panel, sums);
+        multiply_rows(n, q.data() + r * padded, scales.data() + r * groups, padded, panel, sums);
         for (int i = 0; i < n; ++i) {
           float* out = yp + (r + i) * out_features + first;
           for (int64_t o = 0; o < count; ++o) {
-            const float value = static_cast<float>(sums[i * kBlockOutputs + o]) * row_scale[r + i] * ws[first + o];
+            const float value = sums[i * kBlockOutputs + o] * ws[first + o];
             out[o] = bp ? value + bp[first + o] : value;
           }
         }
