@@ -112,3 +112,18 @@ def test_compiled_decoding_with_and_without_cpu_kernels_gives_the_eager_answers(
         answers[name] = [a.answer for a in events]
     assert len(answers["eager"]) == 3
     assert answers["compiled"] == answers["eager"] and answers["compiled, kernels off"] == answers["eager"]
+
+
+def test_quantize_int8_runs_the_stream_with_int8_layers(tmp_path):
+    """`--quantize int8` end to end: the tiny model's 25 linear layers become int8 before the first clip, and
+    the stream is watched and answered as in fp32."""
+    log = tmp_path / "events.jsonl"
+    done = run_app(
+        "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "20", "--budget", str(BUDGET),
+        "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--quantize", "int8",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "int8: 25 linear layers, their weights 0.6 -> 0.2 MiB" in done.stderr
+    assert done.stderr.index("int8: 25 linear layers") < done.stderr.index("model ready")
+    events = read_log(log)
+    assert len(of_type(events, "answer")) == 3 and of_type(events, "clip")
