@@ -60,6 +60,7 @@ from capture.synth_camera import CameraVideoConfig, box_at, load_boxes, write_bo
 from model.change import ChangeConfig, ChangeTracker  # noqa: E402
 from model.config import ModelConfig  # noqa: E402
 from model.loading import LoadedModel, load_model  # noqa: E402
+from model.quantize import quantize_model  # noqa: E402
 from model.session import SessionConfig, StreamingSession  # noqa: E402
 from model.sized import build_sized_qwen2_vl  # noqa: E402
 
@@ -93,6 +94,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also print each video's steady state with a key frame every N clips, from the same measured clips "
         "(e.g. 8 16 32 64 128; add --report-only to measure nothing)",
     )
+    p.add_argument("--quantize", choices=("none", "int8"), default="none",
+                   help="int8: the model's linear layers as --quantize int8 makes them (model/quantize.py); its rows "
+                   "are the shape's name + ' int8' (with --append, next to the fp32 rows)")  # fmt: skip
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default, every core)")
     p.add_argument("--quick", action="store_true", help="smoke test: 3 clips of small, short videos")
     p.add_argument("--videos-dir", type=Path, default=Path("out/bench_ingest"), help="rendered videos")
@@ -219,11 +223,19 @@ def score_selection(keep: np.ndarray, per_group: list[list], previous: list, vid
 # -- the measurement ------------------------------------------------------------------------------------------
 
 
-def build(shape: str) -> LoadedModel:
+def build(shape: str, quantize: str = "none") -> LoadedModel:
     attention = register_attention()
     if shape == "tiny":
-        return load_model(ModelConfig(model="tiny", device="cpu", dtype="float32"), attention)
-    return build_sized_qwen2_vl(shape, attention)
+        loaded = load_model(ModelConfig(model="tiny", device="cpu", dtype="float32"), attention)
+    else:
+        loaded = build_sized_qwen2_vl(shape, attention)
+    if quantize == "int8":
+        print(quantize_model(loaded.model).describe(), file=sys.stderr)
+    return loaded
+
+
+def label(shape: str, args) -> str:
+    return f"{shape} int8" if args.quantize == "int8" else shape
 
 
 def measure(loaded: LoadedModel, shape: str, video: str, path: Path, args, bar: tqdm) -> list[dict]:
@@ -452,15 +464,15 @@ def main(argv: list[str] | None = None) -> str:
     if args.report_only:
         return report(read_rows(args.out / "bench_ingest.csv", []), args, f"{machine_before} (when reported)")
     paths = make_videos(args)
-    measured = [(shape, video) for shape in args.shapes for video in args.videos]
+    measured = [(label(shape, args), video) for shape in args.shapes for video in args.videos]
     rows: list[dict] = read_rows(args.out / "bench_ingest.csv", measured) if args.append else []
     with tqdm(total=len(args.shapes) * len(paths) * args.clips, desc="bench_ingest", unit="clip") as bar:
         for shape in args.shapes:
             bar.set_postfix(shape=shape, stage="building")
-            loaded = build(shape)
+            loaded = build(shape, args.quantize)
             for video, path in paths.items():
                 bar.set_postfix(shape=shape, video=video)
-                rows += measure(loaded, shape, video, path, args, bar)
+                rows += measure(loaded, label(shape, args), video, path, args, bar)
                 write_csv(args.out / "bench_ingest.csv", rows)  # what is done survives an interrupted run
             del loaded
             gc.collect()

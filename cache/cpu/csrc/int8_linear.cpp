@@ -25,11 +25,12 @@ namespace {
 
 constexpr int64_t kBlockOutputs = 16;
 constexpr int64_t kGroup = 64;  // inputs per activation scale
-constexpr int kRowsAtOnce = 4;  // 4 rows x 2 vectors of 8 outputs: 8 int32 accumulators in registers
+constexpr int kRowsAtOnce = 3;  // 3 rows x 2 vectors of 8 outputs: 6 int32 accumulators; with 4 rows the compiler spilled some
+constexpr int64_t kTileBytes = int64_t{192} << 10;  // int8 inputs of a tile of rows: within a core's 512 KiB L2
 
-// One row -> int8 (round half to even, as torch.round) and a scale per group of 64 inputs: max |x| / 127 over
-// the group (1 for a group of zeros). The padding past `in` is zeros.
-void quantize_row(const float* x, int64_t in, int64_t padded, int8_t* q, float* scales) {
+// One row -> int8 (round half to even, as torch.round), its magnitudes, and a scale per group of 64 inputs:
+// max |x| / 127 over the group (1 for a group of zeros). The padding past `in` is zeros.
+void quantize_row(const float* x, int64_t in, int64_t padded, int8_t* q, uint8_t* magnitudes, float* scales) {
   for (int64_t start = 0; start < padded; start += kGroup) {
     const int64_t stop = std::min(start + kGroup, in);
     float peak = 0.f;
@@ -43,16 +44,19 @@ void quantize_row(const float* x, int64_t in, int64_t padded, int8_t* q, float* 
     for (int64_t k = std::max(start, stop); k < start + kGroup; ++k) q[k] = 0;
     scales[start / kGroup] = scale;
   }
+  for (int64_t k = 0; k < padded; ++k) magnitudes[k] = static_cast<uint8_t>(q[k] < 0 ? -q[k] : q[k]);
 }
 
 // rows R of q (int8, `padded` apart; group scales `groups` apart) x one block of 16 packed outputs -> fp32 sums
 // [R][16]: each group's exact int32 sum times its scale, added in group order.
 template <int R>
-inline void multiply_block(const int8_t* q, const float* scales, int64_t padded, const int8_t* panel, float* sums) {
+inline void multiply_block(const int8_t* q, const uint8_t* magnitudes_of_q, const float* scales, int64_t padded,
+                           const int8_t* panel, float* sums) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t groups = padded / kGroup;
-  __m256 total[R][2];
-  for (int r = 0; r < R; ++r) total[r][0] = total[r][1] = _mm256_setzero_ps();
+  // the fp32 totals live in `sums` (L1), not in registers: 8 int32 accumulators, 2 weight vectors, 2 broadcasts
+  // and the ones fill the 16 AVX registers (totals in registers made the compiler spill accumulators)
+  for (int i = 0; i < R * kBlockOutputs; ++i) sums[i] = 0.f;
   for (int64_t g = 0; g < groups; ++g) {
     __m256i acc[R][2];
     for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
@@ -60,10 +64,11 @@ inline void multiply_block(const int8_t* q, const float* scales, int64_t padded,
       const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * kBlockOutputs));
       const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + k * kBlockOutputs + 32));
       for (int r = 0; r < R; ++r) {
-        int32_t four;
+        int32_t four, four_magnitudes;
         std::memcpy(&four, q + r * padded + k, 4);
+        std::memcpy(&four_magnitudes, magnitudes_of_q + r * padded + k, 4);
         const __m256i signs = _mm256_set1_epi32(four);
-        const __m256i magnitudes = _mm256_abs_epi8(signs);
+        const __m256i magnitudes = _mm256_set1_epi32(four_magnitudes);
         acc[r][0] = _mm256_add_epi32(
             acc[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, _mm256_sign_epi8(w0, signs)), ones));
         acc[r][1] = _mm256_add_epi32(
@@ -72,23 +77,22 @@ inline void multiply_block(const int8_t* q, const float* scales, int64_t padded,
     }
     for (int r = 0; r < R; ++r) {
       const __m256 scale = _mm256_set1_ps(scales[r * groups + g]);
-      total[r][0] = _mm256_add_ps(total[r][0], _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][0]), scale));
-      total[r][1] = _mm256_add_ps(total[r][1], _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][1]), scale));
+      for (int half = 0; half < 2; ++half) {
+        float* total = sums + r * kBlockOutputs + half * 8;
+        _mm256_storeu_ps(total, _mm256_add_ps(_mm256_loadu_ps(total),
+                                              _mm256_mul_ps(_mm256_cvtepi32_ps(acc[r][half]), scale)));
+      }
     }
-  }
-  for (int r = 0; r < R; ++r) {
-    _mm256_storeu_ps(sums + r * kBlockOutputs, total[r][0]);
-    _mm256_storeu_ps(sums + r * kBlockOutputs + 8, total[r][1]);
   }
 }
 
-void multiply_rows(int rows, const int8_t* q, const float* scales, int64_t padded, const int8_t* panel,
-                   float* sums) {
+void multiply_rows(int rows, const int8_t* q, const uint8_t* magnitudes, const float* scales, int64_t padded,
+                   const int8_t* panel, float* sums) {
   switch (rows) {
-    case 4: multiply_block<4>(q, scales, padded, panel, sums); break;
-    case 3: multiply_block<3>(q, scales, padded, panel, sums); break;
-    case 2: multiply_block<2>(q, scales, padded, panel, sums); break;
-    default: multiply_block<1>(q, scales, padded, panel, sums); break;
+    case 4: multiply_block<4>(q, magnitudes, scales, padded, panel, sums); break;
+    case 3: multiply_block<3>(q, magnitudes, scales, padded, panel, sums); break;
+    case 2: multiply_block<2>(q, magnitudes, scales, padded, panel, sums); break;
+    default: multiply_block<1>(q, magnitudes, scales, padded, panel, sums); break;
   }
 }
 
@@ -120,32 +124,41 @@ at::Tensor int8_linear(const at::Tensor& x, const at::Tensor& packed, const at::
   if (rows == 0) return y;
 
   std::vector<int8_t> q(rows * padded);
+  std::vector<uint8_t> magnitudes(rows * padded);  // |q|: vpmaddubsw's unsigned operand
   std::vector<float> scales(rows * groups);
   const float* xp = xs.data_ptr<float>();
   at::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(in, 1)), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
-      quantize_row(xp + r * in, in, padded, q.data() + r * padded, scales.data() + r * groups);
+      quantize_row(xp + r * in, in, padded, q.data() + r * padded, magnitudes.data() + r * padded,
+                   scales.data() + r * groups);
   });
 
   const int8_t* wp = packed.data_ptr<int8_t>();
   const float* ws = weight_scale.data_ptr<float>();
   const float* bp = has_bias ? bias->data_ptr<float>() : nullptr;
   float* yp = y.data_ptr<float>();
-  // threads split the output blocks; each block is read once from memory and multiplied by every row
+  // Threads split the output blocks. Rows go in tiles whose int8 inputs (at most kTileBytes) stay in a core's L2
+  // cache while the thread's blocks pass: without tiles, every block read all rows again from L3 (1.2x instead of
+  // 1.6x over fp32 for 1,024 rows of the vision tower's 1280-wide layers).
+  const int64_t tile_rows = std::max<int64_t>(kRowsAtOnce, kTileBytes / padded / kRowsAtOnce * kRowsAtOnce);
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     float sums[kRowsAtOnce * kBlockOutputs];
-    for (int64_t block = begin; block < end; ++block) {
-      const int8_t* panel = wp + block * kBlockOutputs * padded;
-      const int64_t first = block * kBlockOutputs;
-      const int64_t count = std::min<int64_t>(kBlockOutputs, out_features - first);
-      for (int64_t r = 0; r < rows; r += kRowsAtOnce) {
-        const int n = static_cast<int>(std::min<int64_t>(kRowsAtOnce, rows - r));
-        multiply_rows(n, q.data() + r * padded, scales.data() + r * groups, padded, panel, sums);
-        for (int i = 0; i < n; ++i) {
-          float* out = yp + (r + i) * out_features + first;
-          for (int64_t o = 0; o < count; ++o) {
-            const float value = sums[i * kBlockOutputs + o] * ws[first + o];
-            out[o] = bp ? value + bp[first + o] : value;
+    for (int64_t tile = 0; tile < rows; tile += tile_rows) {
+      const int64_t tile_end = std::min(rows, tile + tile_rows);
+      for (int64_t block = begin; block < end; ++block) {
+        const int8_t* panel = wp + block * kBlockOutputs * padded;
+        const int64_t first = block * kBlockOutputs;
+        const int64_t count = std::min<int64_t>(kBlockOutputs, out_features - first);
+        for (int64_t r = tile; r < tile_end; r += kRowsAtOnce) {
+          const int n = static_cast<int>(std::min<int64_t>(kRowsAtOnce, tile_end - r));
+          multiply_rows(n, q.data() + r * padded, magnitudes.data() + r * padded, scales.data() + r * groups, padded,
+                        panel, sums);
+          for (int i = 0; i < n; ++i) {
+            float* out = yp + (r + i) * out_features + first;
+            for (int64_t o = 0; o < count; ++o) {
+              const float value = sums[i * kBlockOutputs + o] * ws[first + o];
+              out[o] = bp ? value + bp[first + o] : value;
+            }
           }
         }
       }
