@@ -5,8 +5,10 @@ Every `nn.Linear` of the language model and the vision tower (the LM head includ
 decode step's weight reads 4x fewer bytes, and the products run in the project's AVX2 int8 kernel. No
 calibration is needed. Kept in fp32: the projections of a hybrid model's recurrent layers (Qwen3.5's gated
 delta net, `linear_attn`): an error there enters a state that every later token reads, and on the tiny
-Qwen3.5 quantizing them moved the logits 25% against 4% without them. scripts/bench_int8.py measures the speed on the Qwen2-VL-2B shapes and the quality on the
-reference LM; the vision tower's quality is not measured (no real VLM weights here).
+Qwen3.5 quantizing them moved the logits 25% against 4% without them.
+
+scripts/bench_int8.py measures the speed on the Qwen2-VL-2B shapes and the quality on the reference LM; the
+VLMs' own quality is not measured (no real VLM weights here).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from dataclasses import dataclass
 import torch
 
 from cache.cpu.int8_linear import Int8Linear
-
 
 SPARED = (".linear_attn.",)  # parts of a layer's qualified name that keep it in fp32: recurrent layers
 

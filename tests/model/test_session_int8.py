@@ -1,6 +1,7 @@
-"""`--quantize int8`: every linear layer becomes int8 (a hybrid model's recurrent ones stay fp32), the session stays exact on the quantized model (its answers
-are those of transformers' generate() on the same int8 model, as test_session_equivalence checks for fp32), the
-model stays close to fp32, and the flag refuses what it cannot run."""
+"""`--quantize int8`: every linear layer becomes int8 (a hybrid model's recurrent ones stay fp32), the session
+stays exact on the quantized model (its answers are those of transformers' generate() on the same int8 model, as
+test_session_equivalence checks for fp32), the model stays close to fp32, and the flag refuses what it cannot
+run."""
 
 import copy
 import dataclasses
