@@ -18,34 +18,10 @@ PACKAGES = (
     "bus", "monitor",
 )  # fmt: skip
 ALLOWED = {  # package -> the project's packages it may import
-    "fleet": {
-        "app",
-        "api",
-        "terminal",
-        "watches",
-        "ui",
-        "outputs",
-        "timeline",
-        "capture",
-        "model",
-        "cache",
-        "bus",
-        "monitor",
-    },  # fmt: skip
-    "app": {
-        "api",
-        "terminal",
-        "watches",
-        "ui",
-        "outputs",
-        "timeline",
-        "capture",
-        "model",
-        "cache",
-        "quality",
-        "bus",
-        "monitor",
-    },  # fmt: skip
+    "fleet": {"app", "api", "terminal", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "bus",
+              "monitor"},  # fmt: skip
+    "app": {"api", "terminal", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus",
+            "monitor"},  # fmt: skip
     "api": {"watches", "ui", "capture", "timeline", "bus"},  # the HTTP API: routes over the assistant's protocol
     "terminal": {"ui", "watches", "timeline", "bus"},  # the terminal's parts: stdin, watch commands, printer, history
     "watches": {"timeline", "bus"},  # yes/no watches, the standing question, runtime watches and their state file
@@ -111,8 +87,7 @@ def test_packages_import_only_the_layers_below_them():
         f"{module} imports {target}"
         for module, targets in IMPORTS.items()
         for target in targets
-        if (home := module.split(".")[0]) != (other := target.split(".")[0])
-        and other not in ALLOWED[home]
+        if (home := module.split(".")[0]) != (other := target.split(".")[0]) and other not in ALLOWED[home]
         and module != PROGRAM_ROOT
     ]
     assert not wrong, "imports against the layer order:\n" + "\n".join(sorted(wrong))

@@ -43,12 +43,7 @@ def timeline(timeline_location):  # ages from now, when the test runs (not when 
                 state="begin",
             ),  # fmt: skip
             Row(
-                "stream",
-                time.time() - 0.05 * HOUR,
-                "yard",
-                41.0,
-                41.0,
-                text="capture: yard camera is down",
+                "stream", time.time() - 0.05 * HOUR, "yard", 41.0, 41.0, text="capture: yard camera is down",
                 state="error",
             ),  # fmt: skip
         ]
