@@ -24,22 +24,7 @@ from tests.support.tiny_text_models import VOCAB, build_pair
 FP32 = {"atol": 2e-5, "rtol": 1e-4}  # float32 results against the float64 formula
 
 
-@pytest.fixture(scope="module", autouse=True)
-def kernels():
-    """The kernels must build on this AVX2 machine in CI (EDGE_ASSISTANT_REQUIRE_TOOLS=1); elsewhere skip."""
-    if not cpu_kernels.kernels_ready():
-        if os.environ.get("EDGE_ASSISTANT_REQUIRE_TOOLS") == "1":
-            pytest.fail("the CPU decode kernels did not build (see the log for the compiler's message)")
-        pytest.skip("the CPU decode kernels are not available here")
-
-
-@pytest.fixture
-def two_threads():
-    """Two torch threads, so that the large cases take the kernels' parallel split."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("cpu_kernels_built")
 
 
 def _reference_attention(query, key, value, mask, scaling):

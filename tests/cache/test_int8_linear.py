@@ -8,21 +8,13 @@ counts that are not a multiple of 16 and input counts that are not a multiple of
 zero row, extra batch dimensions, and a layer big enough to be split between two threads.
 """
 
-import os
 
 import pytest
 import torch
 
-from cache.cpu import kernels as cpu_kernels
 from cache.cpu.int8_linear import GROUP, Int8Linear, pack, quantize_weight, unpack
 
-
-@pytest.fixture(scope="module", autouse=True)
-def kernels():
-    if not cpu_kernels.kernels_ready():
-        if os.environ.get("EDGE_ASSISTANT_REQUIRE_TOOLS") == "1":
-            pytest.fail("the CPU kernels did not build (see the log for the compiler's message)")
-        pytest.skip("the CPU kernels are not available here")
+pytestmark = pytest.mark.usefixtures("cpu_kernels_built")
 
 
 def _definition(x: torch.Tensor, weight: torch.Tensor, bias) -> torch.Tensor:
@@ -116,11 +108,3 @@ def test_weights_use_the_symmetric_range():
     weight_q, scale = quantize_weight(weight)
     assert weight_q.tolist()[0] == [64, -127, 32]  # 1 / (2 / 127) = 63.5 rounds to even
     assert weight_q.abs().max() <= 127 and torch.all(scale > 0)
-
-
-@pytest.fixture
-def two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
