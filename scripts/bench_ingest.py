@@ -58,7 +58,7 @@ from capture import CaptureConfig, CaptureThread, Clip, EndOfStream  # noqa: E40
 from capture.synth import write_video  # noqa: E402
 from capture.synth_camera import CameraVideoConfig, box_at, load_boxes, write_boxes, write_camera_video  # noqa: E402
 from model.change import ChangeConfig, ChangeTracker  # noqa: E402
-from model.config import ModelConfig  # noqa: E402
+from model.config import QUANTIZE_CHOICES, ModelConfig  # noqa: E402
 from model.loading import LoadedModel, load_model  # noqa: E402
 from model.quantize import quantize_model  # noqa: E402
 from model.session import SessionConfig, StreamingSession  # noqa: E402
@@ -94,7 +94,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also print each video's steady state with a key frame every N clips, from the same measured clips "
         "(e.g. 8 16 32 64 128; add --report-only to measure nothing)",
     )
-    p.add_argument("--quantize", choices=("none", "int8"), default="none",
+    p.add_argument("--quantize", choices=QUANTIZE_CHOICES, default="none",
                    help="int8: the model's linear layers as --quantize int8 makes them (model/quantize.py); its rows "
                    "are the shape's name + ' int8' (with --append, next to the fp32 rows)")  # fmt: skip
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default, every core)")

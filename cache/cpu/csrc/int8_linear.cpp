@@ -25,7 +25,8 @@ namespace {
 
 constexpr int64_t kBlockOutputs = 16;
 constexpr int64_t kGroup = 64;  // inputs per activation scale
-constexpr int kRowsAtOnce = 3;  // 3 rows x 2 vectors of 8 outputs: 6 int32 accumulators; with 4 rows the compiler spilled some
+// 3 rows x 2 vectors of 8 outputs: 6 int32 accumulators (with 4 rows the compiler spilled some to the stack)
+constexpr int kRowsAtOnce = 3;
 constexpr int64_t kTileBytes = int64_t{192} << 10;  // int8 inputs of a tile of rows: within a core's 512 KiB L2
 
 // One row -> int8 (round half to even, as torch.round), its magnitudes, and a scale per group of 64 inputs:
@@ -54,8 +55,8 @@ inline void multiply_block(const int8_t* q, const uint8_t* magnitudes_of_q, cons
                            const int8_t* panel, float* sums) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t groups = padded / kGroup;
-  // the fp32 totals live in `sums` (L1), not in registers: 8 int32 accumulators, 2 weight vectors, 2 broadcasts
-  // and the ones fill the 16 AVX registers (totals in registers made the compiler spill accumulators)
+  // the fp32 totals live in `sums` (L1), not in registers: the int32 accumulators, 2 weight vectors, a row's 2
+  // broadcasts and the ones need the 16 AVX registers (totals in registers made the compiler spill accumulators)
   for (int i = 0; i < R * kBlockOutputs; ++i) sums[i] = 0.f;
   for (int64_t g = 0; g < groups; ++g) {
     __m256i acc[R][2];
@@ -88,8 +89,8 @@ inline void multiply_block(const int8_t* q, const uint8_t* magnitudes_of_q, cons
 
 void multiply_rows(int rows, const int8_t* q, const uint8_t* magnitudes, const float* scales, int64_t padded,
                    const int8_t* panel, float* sums) {
+  static_assert(kRowsAtOnce == 3, "multiply_rows takes 1 to kRowsAtOnce rows");
   switch (rows) {
-    case 4: multiply_block<4>(q, magnitudes, scales, padded, panel, sums); break;
     case 3: multiply_block<3>(q, magnitudes, scales, padded, panel, sums); break;
     case 2: multiply_block<2>(q, magnitudes, scales, padded, panel, sums); break;
     default: multiply_block<1>(q, magnitudes, scales, padded, panel, sums); break;
