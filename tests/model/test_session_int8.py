@@ -16,9 +16,23 @@ from model.config import ModelConfig
 from model.quantize import quantize_model
 from model.session import SessionConfig, StreamingSession
 from tests.support.model_fixtures import random_frames
-from tests.support.session_helpers import TINY_FAMILIES, generate_answer, loaded
+from tests.support.session_helpers import (
+    TINY_FAMILIES,
+    assert_equal_up_to_a_near_tie,
+    generate_answer_with_logits,
+    loaded,
+)
 
 MAX_NEW = 10
+# Why the comparison is not exact token for token: the session prefills in chunks of 16 and one segment at a
+# time, generate() the whole conversation at once. In fp32 that differs in the last bits only; int8 quantizes
+# every linear layer's input per token, and a last-bit difference can round one input to the next int8 step,
+# which moves a logit by far more than a bit. So where the reference's two best tokens lie within NEAR_TIE of
+# each other the session may take either (the first such place ends the comparison of that answer); everywhere
+# else it must take the reference's. A fault of the session (a wrong position, a lost token) moves logits by
+# whole units, not by NEAR_TIE: on these models the logits have a spread of 1.6 and the median gap between the two
+# best is 0.35; the one parting seen (tiny-qwen3.5 on an Intel Xeon, the last token of step 2) was 0.023 apart.
+NEAR_TIE = 0.05
 
 
 @functools.cache
@@ -54,10 +68,11 @@ def _check(family: str, compile_decode: bool) -> StreamingSession:
             conversation.append(adapter.clip_segment(frames, 4.0 * arg, 4.0 * arg + 4.0))
             continue
         conversation.append(adapter.question_segment(arg))
-        expected = generate_answer(reference, conversation, MAX_NEW)
+        expected, logits = generate_answer_with_logits(reference, conversation, MAX_NEW)
         "".join(session.ask(arg))
-        assert session.last_answer_ids == expected, f"step {step} differs"
-        conversation.append(adapter.answer_segment(torch.tensor([expected])))
+        ours = session.last_answer_ids
+        assert_equal_up_to_a_near_tie(ours, expected, logits, adapter.eos_token_ids(), NEAR_TIE, step)
+        conversation.append(adapter.answer_segment(torch.tensor([ours])))  # the next step goes on from ours
     return session
 
 
