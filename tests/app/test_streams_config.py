@@ -22,7 +22,8 @@ from app.config import AppConfig
 from app.streams import StreamSpec, derived_name, parse_stream_flag, specs_from_table
 from cache.config import CacheConfig
 from terminal.stdin_questions import route
-from tests.support.app_helpers import run_app, video
+from tests.support.app_helpers import video
+from tests.support.in_process_main import run_main
 
 
 @pytest.mark.parametrize("name", ["door", "cam-2", "back_yard", "a", "0lobby", "x" * 32])
@@ -87,14 +88,15 @@ def test_config_builds_one_stream_per_source_with_its_own_schedule(tmp_path):
         (["--stream", "door=ftp://x/y"], "stream 'door'"),
     ],
 )
-def test_bad_streams_exit_2_with_what_to_do(args, message):
-    done = run_app(*args, "--model", "tiny", timeout=60)
-    assert done.returncode == 2 and message in done.stderr, done.stderr[-1500:]
+def test_bad_streams_exit_2_with_what_to_do(capsys, args, message):
+    code, err = run_main(capsys, *args, "--model", "tiny")
+    assert code == 2 and message in err, err[-1500:]
 
 
-def test_a_stream_whose_file_cannot_be_opened_exits_2_naming_it(tmp_path):
-    done = run_app("--stream", f"good={video(8)}", "--stream", f"bad={tmp_path / 'missing.mp4'}", "--model", "tiny")
-    assert done.returncode == 2 and "stream 'bad'" in done.stderr, done.stderr[-1500:]
+def test_a_stream_whose_file_cannot_be_opened_exits_2_naming_it(tmp_path, capsys):
+    code, err = run_main(capsys, "--stream", f"good={video(8)}", "--stream", f"bad={tmp_path / 'missing.mp4'}",
+                         "--model", "tiny")  # fmt: skip
+    assert code == 2 and "stream 'bad'" in err, err[-1500:]
 
 
 def test_typed_questions_go_to_the_named_stream_or_to_all():
@@ -149,13 +151,13 @@ def test_admission_of_one_more_counts_what_the_running_streams_hold_as_spent_not
                    held=(0, 2**30))  # fmt: skip
 
 
-def test_streams_that_do_not_fit_exit_2_before_any_stream_starts():
-    done = run_app(
-        "--stream", f"a={video(8)}", "--stream", f"b={video(8)}", "--model", "tiny", "--recall", "64",
-        "--store-mb", "1048576", timeout=120,
+def test_streams_that_do_not_fit_exit_2_before_any_stream_starts(capsys):
+    code, err = run_main(
+        capsys, "--stream", f"a={video(8)}", "--stream", f"b={video(8)}", "--model", "tiny", "--recall", "64",
+        "--store-mb", "1048576",
     )  # fmt: skip
-    assert done.returncode == 2, done.stderr[-1500:]
-    assert "do not fit in memory: 2 stream(s) x" in done.stderr and "watching" not in done.stderr
+    assert code == 2, err[-1500:]
+    assert "do not fit in memory: 2 stream(s) x" in err and "watching" not in err
 
 
 def test_ingest_warning_names_what_to_lower_only_when_clips_come_faster_than_they_are_ingested():
@@ -164,13 +166,13 @@ def test_ingest_warning_names_what_to_lower_only_when_clips_come_faster_than_the
     assert warning is not None and "--fps" in warning and "1.00 clips/s" in warning
 
 
-def test_a_config_file_with_1000_streams_exits_2_naming_the_cap_before_the_model_loads(tmp_path):
+def test_a_config_file_with_1000_streams_exits_2_naming_the_cap_before_the_model_loads(tmp_path, capsys):
     config_file = tmp_path / "many.toml"
     config_file.write_text("".join(f'[streams.s{i}]\nsource = "rtsp://camera.example.com/{i}"\n' for i in range(1000)))
-    done = run_app("--config", str(config_file), "--model", "tiny", timeout=120)
-    assert done.returncode == 2, done.stderr[-1500:]
-    assert "1000 streams are configured, more than --max-streams 8" in done.stderr
-    assert "loading" not in done.stderr  # refused before the model loads
+    code, err = run_main(capsys, "--config", str(config_file), "--model", "tiny")
+    assert code == 2, err[-1500:]
+    assert "1000 streams are configured, more than --max-streams 8" in err
+    assert "loading" not in err  # refused before the model loads
     args = parse_args(["--config", str(config_file), "--max-streams", "1000"])
     assert len(AppConfig.from_args(args).streams) == 1000  # the operator may raise the cap; admission then decides
 
@@ -216,11 +218,11 @@ def test_allow_source_nets_of_the_wrong_type_in_toml_exit_2_naming_it(tmp_path, 
     assert exited.value.code == 2 and "allow_source_nets must be a list" in capsys.readouterr().err
 
 
-def test_a_writing_gst_pipeline_at_start_exits_2_before_the_model_loads():
-    done = run_app("--camera", "gst:v4l2src ! tee name=t ! appsink t. ! queue ! filesink location=/tmp/x",
-                   "--model", "tiny", timeout=60)  # fmt: skip
-    assert done.returncode == 2 and "'tee' is not allowed" in done.stderr, done.stderr[-1500:]
-    assert "loading" not in done.stderr
+def test_a_writing_gst_pipeline_at_start_exits_2_before_the_model_loads(capsys):
+    code, err = run_main(capsys, "--camera", "gst:v4l2src ! tee name=t ! appsink t. ! queue ! filesink location=/tmp/x",
+                         "--model", "tiny")  # fmt: skip
+    assert code == 2 and "'tee' is not allowed" in err, err[-1500:]
+    assert "loading" not in err
 
 
 CAPTURE = CaptureShape((448, 448), fps=1.0, clip_seconds=4.0, queue_size=2, decoder_threads=2, scaler_threads=2)
