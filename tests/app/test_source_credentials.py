@@ -18,6 +18,7 @@ from capture import CaptureConfig, CaptureThread, ReconnectPolicy
 from capture.credentials import has_userinfo, read_credentials_file, with_userinfo
 from tests.support.app_helpers import of_type, read_log, run_app
 from tests.support.capture_helpers import Media, drain
+from tests.support.in_process_main import run_main
 from tests.support.secret_servers import LoginTsServer
 
 ONE_RETRY = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.1, max_attempts=1)
@@ -129,19 +130,19 @@ def test_the_app_takes_logins_from_a_file_and_the_environment(ts_bytes, tmp_path
         assert "SECRET" not in text
 
 
-def test_bad_credentials_settings_exit_2_without_the_secret(tmp_path):
+def test_bad_credentials_settings_exit_2_without_the_secret(tmp_path, capsys, caplog, monkeypatch):
     loose = cred_file(tmp_path, "viewer:SECRETPW\n", 0o644)
     config = tmp_path / "streams.toml"
     config.write_text(f'[streams.door]\nsource = "rtsp://127.0.0.1:9/x"\ncredentials_file = "{loose}"\n')
-    done = run_app("--config", str(config), "--model", "tiny", timeout=120)
-    assert done.returncode == 2 and "chmod 600" in done.stderr and "SECRETPW" not in done.stderr
-    inline = run_app(
-        "--stream", "door=rtsp://u:SECRETPW@127.0.0.1:9/x", "--model", "tiny", timeout=120,
-        env={"EDGE_ASSISTANT_SOURCE_CREDENTIALS_DOOR": "a:b"},
-    )  # fmt: skip
-    assert inline.returncode == 2 and "give it once" in inline.stderr and "SECRETPW" not in inline.stderr
-    unknown = run_app("--stream", "door=rtsp://127.0.0.1:9/x", "--stream-credentials-file", f"gate={loose}")
-    assert unknown.returncode == 2 and "no stream named 'gate'" in unknown.stderr
+    code, err = run_main(capsys, "--config", str(config), "--model", "tiny")
+    assert code == 2 and "chmod 600" in err and "SECRETPW" not in err
+    with monkeypatch.context() as env:
+        env.setenv("EDGE_ASSISTANT_SOURCE_CREDENTIALS_DOOR", "a:b")
+        code, err = run_main(capsys, "--stream", "door=rtsp://u:SECRETPW@127.0.0.1:9/x", "--model", "tiny")
+    assert code == 2 and "give it once" in err and "SECRETPW" not in err
+    code, err = run_main(capsys, "--stream", "door=rtsp://127.0.0.1:9/x", "--stream-credentials-file", f"gate={loose}")
+    assert code == 2 and "no stream named 'gate'" in err
+    assert "SECRETPW" not in caplog.text  # nor logged (in-process, records go to pytest's handler, not stderr)
 
 
 def test_credentials_file_flag_reaches_the_capture(tmp_path):
