@@ -3,7 +3,8 @@
 import pytest
 
 from app.cli import main
-from tests.support.app_helpers import run_app, video
+from tests.support.app_helpers import video
+from tests.support.in_process_main import run_main
 
 CASES = [
     (["--budget", "1000000000000"], "--budget must be from 2 to 1,048,576 tokens, got 1000000000000"),
@@ -35,10 +36,12 @@ def test_absurd_sizes_exit_2_with_the_range_before_anything_loads(tmp_path, caps
     assert "loading" not in err and "no-model" not in err and "Traceback" not in err
 
 
-def test_an_absurd_budget_in_the_config_file_is_refused_the_same_way(tmp_path):
+def test_an_absurd_budget_in_the_config_file_is_refused_the_same_way(tmp_path, capsys):
     config = tmp_path / "assistant.toml"
     config.write_text("budget = 1000000000000\n", encoding="utf-8")
-    done = run_app("--config", str(config), "--video", str(video(8)), "--model", str(tmp_path / "no-model"), timeout=60)
-    assert done.returncode == 2
-    assert "--budget must be from 2 to 1,048,576 tokens, got 1000000000000" in done.stderr
-    assert "loading" not in done.stderr and "Traceback" not in done.stderr
+    code, err = run_main(
+        capsys, "--config", str(config), "--video", str(video(8)), "--model", str(tmp_path / "no-model")
+    )
+    assert code == 2
+    assert "--budget must be from 2 to 1,048,576 tokens, got 1000000000000" in err
+    assert "loading" not in err and "Traceback" not in err
