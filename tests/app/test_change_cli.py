@@ -3,6 +3,7 @@ the clip events of a run over a real H.264 fixed-camera video: what each clip br
 
 import pytest
 
+from app.__main__ import main
 from tests.support.app_helpers import of_type, read_log, run_app, video
 from tests.support.camera_clips import camera_video
 
@@ -17,9 +18,11 @@ from tests.support.camera_clips import camera_video
         (["--change-floor", "-0.01"], "[0, 1]"),
     ],
 )
-def test_bad_values_exit_2_naming_what_is_allowed(flags, named):
-    done = run_app("--video", str(video(8)), "--model", "tiny", *flags, timeout=120)
-    assert done.returncode == 2 and named in done.stderr, done.stderr[-1500:]
+def test_bad_values_exit_2_naming_what_is_allowed(capsys, flags, named):
+    with pytest.raises(SystemExit) as exited:
+        main(["--video", str(video(8)), "--model", "tiny", "--timeline", "", *flags])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and named in err, err[-1500:]
 
 
 @pytest.mark.parametrize(
@@ -30,18 +33,22 @@ def test_bad_values_exit_2_naming_what_is_allowed(flags, named):
         ("change_threshold = 0\n", "(0, 1]"),
     ],
 )
-def test_bad_values_in_the_config_file_exit_2(tmp_path, toml, message):
+def test_bad_values_in_the_config_file_exit_2(tmp_path, capsys, toml, message):
     config = tmp_path / "run.toml"
     config.write_text(toml)
-    done = run_app("--video", str(video(8)), "--model", "tiny", "--config", str(config), timeout=120)
-    assert done.returncode == 2 and message in done.stderr and "Traceback" not in done.stderr, done.stderr[-1500:]
+    with pytest.raises(SystemExit) as exited:
+        main(["--video", str(video(8)), "--model", "tiny", "--timeline", "", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and message in err and "Traceback" not in err, err[-1500:]
 
 
-def test_help_shows_the_options_and_their_defaults():
-    done = run_app("--help", timeout=60)
-    assert done.returncode == 0
+def test_help_shows_the_options_and_their_defaults(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
     for flag in ("--drop-unchanged", "--no-drop-unchanged", "--change-threshold", "--keyframe-every", "--change-floor"):
-        assert flag in done.stdout
+        assert flag in out
 
 
 @pytest.mark.parametrize("drop", [True, False])

@@ -3,6 +3,7 @@ end to end (checks on schedule, alerts with ids and snapshots, answers unchanged
 
 import pytest
 
+from app.__main__ import main
 from tests.support.app_helpers import of_type, read_log, run_app, video
 from watches.spec import WatchSpec, check_streams, parse_alert_flag, specs_from_table
 from watches.state import WatchState
@@ -72,13 +73,16 @@ def test_specs_from_flags_and_tables_with_clear_errors():
         check_streams([WatchSpec("a", "q"), WatchSpec("a", "r")], ["door"])
 
 
-def test_bad_alerts_exit_2_naming_what_is_allowed(tmp_path):
+def test_bad_alerts_exit_2_naming_what_is_allowed(tmp_path, capsys):
     config = tmp_path / "alerts.toml"
     config.write_text('[alerts.gate]\nquestion = "Is the gate open?"\nstreams = ["yard"]\n')
-    done = run_app("--video", str(video(8)), "--model", "tiny", "--config", str(config), timeout=60)
-    assert done.returncode == 2 and "unknown stream(s) yard" in done.stderr, done.stderr[-1500:]
-    done = run_app("--video", str(video(8)), "--model", "tiny", "--alert", "Bad Name=Is it?", timeout=60)
-    assert done.returncode == 2 and "lowercase letters" in done.stderr
+    with pytest.raises(SystemExit) as exited:
+        main(["--video", str(video(8)), "--model", "tiny", "--timeline", "", "--config", str(config)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "unknown stream(s) yard" in err, err[-1500:]
+    with pytest.raises(SystemExit) as exited:
+        main(["--video", str(video(8)), "--model", "tiny", "--timeline", "", "--alert", "Bad Name=Is it?"])
+    assert exited.value.code == 2 and "lowercase letters" in capsys.readouterr().err
 
 
 COMMON = ("--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256", "--window", "16",
