@@ -9,7 +9,8 @@ import time
 import pytest
 
 from app.cli import main
-from tests.support.app_helpers import REPO, app_command, of_type, read_log, run_app, video
+from tests.support.app_helpers import REPO, app_command, of_type, read_log, video
+from tests.support.in_process_main import run_main
 
 
 @pytest.mark.parametrize(
@@ -50,70 +51,89 @@ def test_unknown_model_exits_2_and_suggests_tiny(capsys):
     assert "/no/such/model/dir" in err and "--model tiny" in err
 
 
-def test_config_file_sets_options_and_flags_win(tmp_path):
+def test_config_file_sets_options_and_flags_win(tmp_path, capsys):
     log = tmp_path / "cfg.jsonl"
     config = tmp_path / "run.toml"
     config.write_text(f'model = "tiny"\nevery = 4\nbudget = 128\nwindow = 8\nmax-rounds = 2\nlog-jsonl = "{log}"\n')
-    done = run_app("--config", str(config), "--video", str(video(60)), "--no-realtime", "--max-rounds", "1")
-    assert done.returncode == 0, done.stderr[-2000:]
+    code, err = run_main(
+        capsys, "--config", str(config), "--video", str(video(60)), "--no-realtime", "--max-rounds", "1"
+    )
+    assert code == 0, err[-2000:]
     answers = of_type(read_log(log), "answer")
     assert [a.stream_time for a in answers] == [4.0]  # every=4 from the file, --max-rounds 1 from the flag
     bad = tmp_path / "bad.toml"
     bad.write_text("bugdet = 12\n")
-    done = run_app("--config", str(bad), "--video", str(video(8)))
-    assert done.returncode == 2 and "unknown setting 'bugdet'" in done.stderr
+    code, err = run_main(capsys, "--config", str(bad), "--video", str(video(8)))
+    assert code == 2 and "unknown setting 'bugdet'" in err
 
 
 def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # what a background job of a shell script inherits
 
 
-@pytest.mark.parametrize(
-    ("stop_signal", "sigint_ignored_at_start"),
-    [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)],
-    ids=["ctrl-c", "ctrl-c-in-a-background-job", "sigterm-service-stop"],
-)
-def test_a_stop_signal_mid_run_exits_0_with_a_complete_log(tmp_path, stop_signal, sigint_ignored_at_start):
-    log = tmp_path / "stop.jsonl"
-    proc = subprocess.Popen(
-        app_command(
-            "--video",
-            str(video(120)),
-            "--model",
-            "tiny",
-            "--every",
-            "2",
-            "--budget",
-            "128",
-            "--window",
-            "8",
-            "--max-new-tokens",
-            "4",
-            "--log-jsonl",
-            str(log),
-        ),  # fmt: skip
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        preexec_fn=_ignore_sigint if sigint_ignored_at_start else None,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # realtime pacing: wait until it is really running
-            if log.exists() and len(of_type(read_log(log), "answer")) >= 1:
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail("no answer within 120 s")
-        proc.send_signal(stop_signal)
-        out, err = proc.communicate(timeout=30)
-    finally:
+STOPS = {  # the run's name: (the signal that stops it, whether SIGINT was ignored when it started)
+    "ctrl-c": (signal.SIGINT, False),
+    "ctrl-c-in-a-background-job": (signal.SIGINT, True),
+    "sigterm-service-stop": (signal.SIGTERM, False),
+}
+
+
+@pytest.fixture(scope="module")
+def stoppable_runs(tmp_path_factory):
+    """The three runs, started at once so that their starts overlap; each test stops its own. Name: (process, its
+    --log-jsonl, its stderr file)."""
+    folder = tmp_path_factory.mktemp("stops")
+    runs = {}
+    for name, (_, sigint_ignored_at_start) in STOPS.items():
+        log, err = folder / f"{name}.jsonl", folder / f"{name}.err"
+        proc = subprocess.Popen(
+            app_command(
+                "--video",
+                str(video(120)),
+                "--model",
+                "tiny",
+                "--every",
+                "2",
+                "--budget",
+                "128",
+                "--window",
+                "8",
+                "--max-new-tokens",
+                "4",
+                "--log-jsonl",
+                str(log),
+            ),  # fmt: skip
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(err, "w"),
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=_ignore_sigint if sigint_ignored_at_start else None,
+        )
+        runs[name] = (proc, log, err)
+    yield runs
+    for proc, _, _ in runs.values():
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 0, err[-2000:]
+            proc.wait()
+
+
+@pytest.mark.parametrize("name", list(STOPS))
+def test_a_stop_signal_mid_run_exits_0_with_a_complete_log(stoppable_runs, name):
+    stop_signal, _ = STOPS[name]
+    proc, log, err_path = stoppable_runs[name]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # realtime pacing: wait until it is really running
+        assert proc.poll() is None, err_path.read_text()[-2000:]
+        if log.exists() and len(of_type(read_log(log), "answer")) >= 1:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("no answer within 120 s")
+    proc.send_signal(stop_signal)
+    assert proc.wait(30) == 0, err_path.read_text()[-2000:]
+    err = err_path.read_text()
     lines = log.read_text().splitlines()
     events = [json.loads(line) for line in lines]  # every line is whole JSON
     assert events[-1]["type"] == "status" and events[-1]["message"] == "assistant stopped"
