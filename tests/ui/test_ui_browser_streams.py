@@ -1,47 +1,28 @@
-"""The web page watching two streams in one process: `python -m app --ui --model tiny --stream a=... --stream b=...`
-driven by headless chromium (tests/ui_browser/streams_test.js). Each stream has its panel (frame, status), a
-question sent to one stream is answered by that stream only, and the memory plot has a line per stream.
-The screenshot is kept in artifacts/ui-test/streams.png (failure.png when a check failed)."""
+"""The web page watching two streams in one process: the shared two-streams page app (`python -m app --ui --model
+tiny --stream a=... --stream b=...`, tests/support/ui_browser_apps.py) driven by headless chromium
+(tests/ui_browser/streams_test.js). Each stream has its panel (frame, status), a question sent to one stream is
+answered by that stream only, and the memory plot has a line per stream. The screenshot is kept in
+artifacts/ui-test/streams.png (failure.png when a check failed).
+
+This module runs last of those that use the two-streams app, so it ends with Ctrl-C to it: the app stops cleanly
+(exit 0, no traceback); a later test gets a fresh one."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.support.ui_browser_apps import browser, run_page_script, shared_apps, two_streams_app
 
-import pytest
-
-from tests.ui.test_ui_browser import REPO, browser, drive_app
-
-__all__ = ["browser"]  # the fixture: a missing browser fails (or skips) before the app starts
+__all__ = ["browser", "shared_apps", "two_streams_app"]  # fixtures: a missing browser fails (or skips) first
 
 
-@pytest.fixture(scope="module")
-def two_videos(tmp_path_factory) -> list:
-    folder = tmp_path_factory.mktemp("ui-streams")
-    videos = []
-    for name, style in (("a", []), ("b", ["--plain"])):
-        out = folder / f"{name}.mp4"
-        subprocess.run(
-            [sys.executable, "scripts/make_demo_video.py", "--duration", "20", "--size", "320x240", "--fps", "10"]
-            + ["--scene-seconds", "5", "--out", str(out), *style],
-            cwd=REPO,
-            check=True,
-            capture_output=True,
-        )
-        videos.append(out)
-    return videos
-
-
-def test_two_streams_each_have_a_panel_and_a_question_to_one_is_answered_by_it_only(browser, two_videos, tmp_path):
-    a, b = two_videos
-    seen, app, code = drive_app(
-        ["--ui", "--model", "tiny", "--stream", f"a={a}", "--stream", f"b={b}", "--no-realtime", "--loop"]
-        + ["--every", "0", "--budget", "256", "--max-new-tokens", "8"],
-        "streams_test.js",
-        tmp_path,
-        [],
-        ["streams.png"],
-    )
+def test_two_streams_each_have_a_panel_and_a_question_to_one_is_answered_by_it_only(two_streams_app, tmp_path):
+    app = two_streams_app
+    seen = run_page_script("streams_test.js", app.url, tmp_path, [], app.process, ["streams.png"])
     assert "a.mp4" in seen["status_a"] and "b.mp4" in seen["status_b"]
     assert len(seen["askedTurns"]) == 1 and "stream b" in seen["answer"]
-    assert code == 0 and "Traceback" not in app.output, app.output
+    assert "Traceback" not in app.output, app.output
+
+
+def test_ctrl_c_stops_the_two_stream_page_cleanly(two_streams_app):
+    app = two_streams_app
+    assert app.interrupt() == 0, app.output
+    assert "stopping" in app.output and "Traceback" not in app.output

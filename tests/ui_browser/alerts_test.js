@@ -1,12 +1,12 @@
-// Drives a page whose stream has a watch that always fires (`python -m app --ui --config ALERTS.toml ...`) in
-// headless chromium.
+// Drives a page whose stream STREAM has a watch that always fires (`python -m app --ui --config ALERTS.toml ...`) in
+// headless chromium; the page may watch other streams too.
 //
 //   node tests/ui_browser/alerts_test.js URL OUT_DIR ALERT STREAM
 //
 // Checks: the banner at the top names the alert and its stream; the Alerts list has a row for it with a
 // snapshot thumbnail that loaded (an <img> with a non-zero natural width), its question and p_yes; the stream's
-// status shows the watch's latest p_yes. Prints one JSON line with what it saw; exits 1 with a message on the
-// first failed check. Screenshots: OUT_DIR/alerts.png, failure.png on a failure.
+// status (its panel's, with several streams) shows the watch's latest p_yes. Prints one JSON line with what it
+// saw; exits 1 with a message on the first failed check. Screenshots: OUT_DIR/alerts.png, failure.png on a failure.
 'use strict';
 
 const path = require('path');
@@ -45,10 +45,11 @@ run('alerts', outDir, { width: 1280, height: 900 }, async (page, seen, pageError
   check(seen.row.includes(alert) && seen.row.includes(stream), `the row lacks the alert or stream: ${seen.row}`);
   check(/ongoing/.test(seen.row), `an alert that never ends is not ongoing: ${seen.row}`);
 
-  // 3. the stream's status: the watch's latest p_yes
-  await page.waitForFunction((a) => new RegExp(`watches: ${a} [01]\\.\\d\\d`).test(
-    document.querySelector('#status').innerText), alert, { timeout: 20000 });
-  seen.status = await page.innerText('#status');
+  // 3. the stream's status (its panel's on a page of several streams): the watch's latest p_yes
+  const status = (await page.$(`#status-${stream}`)) ? `#status-${stream}` : '#status';
+  await page.waitForFunction(([a, sel]) => new RegExp(`watches: ${a} [01]\\.\\d\\d`).test(
+    document.querySelector(sel).innerText), [alert, status], { timeout: 20000 });
+  seen.status = await page.innerText(status);
 
   check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
   await page.screenshot({ path: path.join(outDir, 'alerts.png'), fullPage: true });
