@@ -13,8 +13,9 @@ from transformers import AutoConfig
 from model.config import ModelConfig
 from model.families import FAMILIES
 from model.loading import ModelLoadError, load_model
-from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.support.app_helpers import of_type, read_log, video
 from tests.support.hub_fixture import HUB_IDS, fixture_dir, materialize
+from tests.support.in_process_main import run_main
 from tests.support.model_fixtures import random_frames
 
 AVAILABLE = [h for h in HUB_IDS if fixture_dir(h).is_dir()]
@@ -25,6 +26,13 @@ QUESTION = "What is happening?"
 def checkpoint(request, tmp_path_factory):
     hub_id = request.param
     return hub_id, materialize(hub_id, tmp_path_factory.mktemp(hub_id.replace("/", "--")))
+
+
+@pytest.fixture(scope="module")
+def loaded(checkpoint):
+    """The checkpoint loaded by `load_model` once, for the tests that only read it."""
+    _, path = checkpoint
+    return load_model(ModelConfig(model=str(path), device="cpu", dtype="float32"), local_files_only=True)
 
 
 def _published_config(hub_id: str) -> dict:
@@ -49,10 +57,9 @@ def test_every_published_weight_loads_and_none_is_missing(checkpoint):
     assert any(torch.equal(v.float(), stored) for v in loaded), name
 
 
-def test_published_config_facts_survive_loading(checkpoint):
-    hub_id, path = checkpoint
+def test_published_config_facts_survive_loading(checkpoint, loaded):
+    hub_id, _ = checkpoint
     published = _published_config(hub_id)
-    loaded = load_model(ModelConfig(model=str(path), device="cpu", dtype="float32"), local_files_only=True)
     config = loaded.model.config
     text = config.get_text_config()
     assert loaded.family == published["model_type"]
@@ -80,11 +87,10 @@ def _published_template(hub_id: str) -> str:
     return json.loads((folder / "tokenizer_config.json").read_text())["chat_template"]
 
 
-def test_clip_and_question_follow_the_published_prompt_layout(checkpoint):
+def test_clip_and_question_follow_the_published_prompt_layout(checkpoint, loaded):
     """Our segments (prefix + one clip + a question) are token for token what the published chat template
     renders for the same turns, with the processor's expansion of the visual placeholders."""
-    hub_id, path = checkpoint
-    loaded = load_model(ModelConfig(model=str(path), device="cpu", dtype="float32"), local_files_only=True)
+    hub_id, _ = checkpoint
     adapter, tok = loaded.adapter, loaded.tokenizer
     frames = random_frames(4, 60, 80)
     clip = adapter.clip_segment(frames, 0.0, 2.0)
@@ -130,14 +136,15 @@ def adapter_turns(adapter, clip, n_frames: int):
     return messages, lambda s: s.replace("<image>", block)
 
 
-def test_the_app_runs_a_round_on_the_checkpoint(checkpoint, tmp_path):
+def test_the_app_runs_a_round_on_the_checkpoint(checkpoint, tmp_path, capsys):
+    """`python -m app` on the checkpoint, run in this process (main)."""
     hub_id, path = checkpoint
     log = tmp_path / "events.jsonl"
-    done = run_app(
-        "--model", str(path), "--video", str(video(6)), "--max-rounds", "1", "--every", "4", "--no-realtime",
+    code, err = run_main(
+        capsys, "--model", str(path), "--video", str(video(6)), "--max-rounds", "1", "--every", "4", "--no-realtime",
         "--max-new-tokens", "4", "--quiet", "--log-jsonl", str(log),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert code == 0, err[-3000:]
     events = read_log(log)
     assert len(of_type(events, "answer")) == 1 and of_type(events, "clip")
     assert not of_type(events, "error"), of_type(events, "error")
