@@ -5,6 +5,7 @@ moments as notes (cited as `timeline` evidence); bad files exit 2 and are never 
 import json
 import sqlite3
 
+from app.__main__ import main
 from tests.support.app_helpers import REPO, of_type, read_log, run_app, video
 from tests.support.timeline_backends import cli_args, is_postgres
 
@@ -52,7 +53,7 @@ def test_answers_land_in_the_timeline_history_finds_them_and_a_question_cites_th
     for notes in ("--timeline-notes", "--no-timeline-notes"):
         log = tmp_path / f"{notes}.jsonl"
         done = run_app(
-            "--stream", f"door={video(60)}", *COMMON, "--every", "0", *where, notes,
+            "--stream", f"door={video(60)}", *COMMON, "--every", "0", "--max-rounds", "1", *where, notes,
             "--log-jsonl", str(log), stdin="What is happening now?\n", env=env,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]
@@ -65,18 +66,20 @@ def test_answers_land_in_the_timeline_history_finds_them_and_a_question_cites_th
     assert not [e for e in without[0].evidence if e["source"] == "timeline"]
 
 
-def test_an_unusable_timeline_exits_2_and_a_corrupt_one_is_left_as_it_was(tmp_path):
+def test_an_unusable_timeline_exits_2_and_a_corrupt_one_is_left_as_it_was(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    done = run_app("--video", str(video(8)), *COMMON, "--timeline", str(blocker / "timeline.sqlite"), timeout=60)
-    assert done.returncode == 2 and "choose another --timeline" in done.stderr, done.stderr[-1500:]
+    assert main(["--video", str(video(8)), *COMMON, "--timeline", str(blocker / "timeline.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert "choose another --timeline" in err, err[-1500:]
     corrupt = tmp_path / "timeline.sqlite"
     corrupt.write_bytes(b"this is not a database" * 100)
     before = corrupt.read_bytes()
-    done = run_app("--video", str(video(8)), *COMMON, "--timeline", str(corrupt), timeout=60)
-    assert done.returncode == 2 and "move it aside" in done.stderr, done.stderr[-1500:]
+    assert main(["--video", str(video(8)), *COMMON, "--timeline", str(corrupt)]) == 2
+    err = capsys.readouterr().err
+    assert "move it aside" in err, err[-1500:]
     assert corrupt.read_bytes() == before
-    assert "loading tiny" not in done.stderr  # refused before the model loads
+    assert "loading tiny" not in err  # refused before the model loads
 
 
 def test_no_timeline_when_turned_off(tmp_path, monkeypatch):

@@ -169,8 +169,9 @@ def test_a_watch_typed_into_a_run_alerts_in_the_log_and_is_kept(tmp_path):
         "what is on screen?\n"
     )
     done = run_app(
-        "--video", str(video(16)), "--model", "tiny", "--every", "0", "--budget", "256", "--window", "16",
-        "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--timeline", str(timeline), stdin=typed,
+        "--video", str(video(24)), "--model", "tiny", "--no-realtime", "--every", "0", "--budget", "256",
+        "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--timeline", str(timeline),
+        stdin=typed,
         env={"EDGE_ASSISTANT_CPU_KERNELS": "0"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
