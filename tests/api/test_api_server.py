@@ -49,12 +49,13 @@ class Server:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
+        # one-second clips: the feed's clips and the watches' checks come every second, not every 4
         args = app_command(
             "--api", "--model", "tiny", "--video", str(video(60)), "--loop", "--port", str(self.port),
             "--api-tokens-file", str(self.tokens), "--timeline", str(self.tmp / "data" / "timeline.sqlite"),
             "--budget", "256", "--window", "16", "--max-new-tokens", "6", "--quiet", "--max-question-chars", "200",
             "--api-sse-queue", str(SSE_QUEUE), "--api-watches-per-token", str(WATCHES_PER_TOKEN),
-            "--api-questions-per-token", "1", "--api-answer-timeout", "120",
+            "--api-questions-per-token", "1", "--api-answer-timeout", "120", "--fps", "2", "--clip-seconds", "1",
         )  # fmt: skip
         out = open(self.output, "w")
         self.process = subprocess.Popen(
@@ -64,7 +65,7 @@ class Server:
         while "api ready" not in self.output.read_text():
             assert self.process.poll() is None, self.output.read_text()[-3000:]
             assert time.monotonic() < deadline, "the API did not start"
-            time.sleep(0.2)
+            time.sleep(0.05)
 
     def stop(self) -> int:
         assert self.process is not None
@@ -263,7 +264,7 @@ def test_a_watch_is_added_changed_listed_and_removed(server, client):
     deadline = time.monotonic() + 30  # the worker applied it: the stream lists it
     while "square" not in client.get(f"/api/v1/streams/{stream}", headers=auth(READER)).json()["watches"]:
         assert time.monotonic() < deadline
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert client.delete("/api/v1/watches/square", headers=headers).status_code == 204
     assert client.get("/api/v1/watches/square", headers=auth(READER)).status_code == 404
     assert client.delete("/api/v1/watches/square", headers=headers).status_code == 404
@@ -426,7 +427,7 @@ def test_the_openai_client_lists_streams_as_models_and_chats_with_and_without_st
         for m in client.get("/api/v1/history", params={"limit": 50}, headers=auth(READER)).json()
     ):
         assert time.monotonic() < deadline, "the question with its context never reached the timeline"
-        time.sleep(0.5)
+        time.sleep(0.1)
 
     chunks = list(
         ai.chat.completions.create(model="all", messages=[{"role": "user", "content": "Colours?"}], stream=True)
