@@ -6,8 +6,10 @@ Starting the app (the tiny model, Gradio) and chromium is most of a browser test
 configurations agree use one running app per session (`SHARED`, by name):
 - "one-stream": `--stream a=VIDEO` (played at its real speed, looped), a standing question every 4 s, a timeline,
   sources on 127.0.0.0/8 allowed (the page, add stream, history and watches tests);
-- "two-streams": `--stream a=... --stream b=... --no-realtime --loop` with a watch on stream a that always fires
-  (the streams and alerts tests).
+- "two-streams": `--stream a=... --stream b=...` (looped) with a watch on stream a that always fires (the streams
+  and alerts tests).
+Both play their files at their real speed: as fast as the model goes (--no-realtime), the model would take a core
+of its own all along, and the browser beside it would wait for it.
 The login test (a login for the whole page) keeps an app of its own (`drive_app`). A shared app is started on its
 first use; a test that stops it with Ctrl-C is its last user, and a later test gets a fresh one. At the end of the
 session each one still running is stopped with SIGINT and must exit 0 without a traceback.
@@ -204,7 +206,7 @@ def _start(name: str, folder: Path) -> PageApp:
         timeline = None
         config = folder / "alerts.toml"
         config.write_text(ALERTS_TOML)
-        args = [*common, "--stream", f"a={videos['a']}", "--stream", f"b={videos['b']}", "--no-realtime", "--loop"]
+        args = [*common, "--stream", f"a={videos['a']}", "--stream", f"b={videos['b']}", "--loop"]
         args += ["--every", "0", "--max-new-tokens", "8", "--config", str(config)]
     else:
         raise ValueError(f"no shared page app {name!r}: one-stream or two-streams")
