@@ -4,37 +4,84 @@ without a login it needs no token (as the page), and a page login without API to
 import os
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.api.test_api_server import free_port
 from tests.support.app_helpers import app_command, video
 
-
-def start(tmp_path, *extra: str) -> tuple[subprocess.Popen, str, object]:
-    port = free_port()
-    output = tmp_path / "page.txt"
-    args = app_command(
-        "--ui", "--model", "tiny", "--video", str(video(60)), "--loop", "--port", str(port), "--budget", "256",
-        "--window", "16", "--max-new-tokens", "4", "--quiet", "--timeline", str(tmp_path / "t.sqlite"), *extra,
-    )  # fmt: skip
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("EDGE_ASSISTANT_AUTH", None)
-    env.pop("EDGE_ASSISTANT_API_TOKENS", None)
-    process = subprocess.Popen(args, stdout=open(output, "w"), stderr=subprocess.STDOUT, env=env)
-    deadline = time.monotonic() + 240
-    while "page ready" not in output.read_text():
-        assert process.poll() is None, output.read_text()[-3000:]
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-    return process, f"http://127.0.0.1:{port}", output
+TOKEN = "t0ken-" + "x" * 40
 
 
-def test_the_page_serves_the_api_on_loopback_without_a_token(tmp_path):
-    process, base, output = start(tmp_path)
+class Page:
+    """`python -m app --ui ...` on a free port, started by `launch` and waited for by `ready`."""
+
+    def __init__(self, folder: Path, *extra: str) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.output = folder / "page.txt"
+        args = app_command(
+            "--ui", "--model", "tiny", "--video", str(video(60)), "--loop", "--port", str(self.port), "--budget",
+            "256", "--window", "16", "--max-new-tokens", "4", "--quiet", "--timeline", str(folder / "t.sqlite"),
+            *extra,
+        )  # fmt: skip
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.pop("EDGE_ASSISTANT_AUTH", None)
+        env.pop("EDGE_ASSISTANT_API_TOKENS", None)
+        self.process = subprocess.Popen(args, stdout=open(self.output, "w"), stderr=subprocess.STDOUT, env=env)
+
+    def ready(self) -> str:
+        """Waits for "page ready"; returns what the page wrote so far."""
+        deadline = time.monotonic() + 240
+        while "page ready" not in self.output.read_text():
+            assert self.process.poll() is None, self.output.read_text()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        return self.output.read_text()
+
+    def stop(self) -> int:
+        self.process.terminate()
+        return self.process.wait(60)
+
+
+def _private(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """The three pages, started at once so that their starts overlap; each test checks and stops its own."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in ("open", "login", "login-and-tokens")}
+    login = _private(folders["login"] / "login", "me:a-long-password\n")
+    both = folders["login-and-tokens"]
+    started = {
+        "open": Page(folders["open"]),
+        "login": Page(folders["login"], "--auth-file", str(login)),
+        "login-and-tokens": Page(
+            both,
+            "--auth-file",
+            str(_private(both / "login", "me:a-long-password\n")),
+            "--api-tokens-file",
+            str(_private(both / "tokens", f"{TOKEN} read,ask phone\n")),
+        ),  # fmt: skip
+    }
+    yield started
+    for page in started.values():
+        if page.process.poll() is None:
+            page.process.kill()
+            page.process.wait()
+
+
+def test_the_page_serves_the_api_on_loopback_without_a_token(pages):
+    page = pages["open"]
     try:
-        with httpx.Client(base_url=base, timeout=120) as client:
-            assert "api ready" in output.read_text()
+        output = page.ready()
+        with httpx.Client(base_url=page.base, timeout=120) as client:
+            assert "api ready" in output
             assert client.get("/").status_code == 200  # the page is still there
             (stream,) = client.get("/api/v1/streams").json()
             reply = client.post("/api/v1/ask", json={"question": "What is there?", "stream": stream["name"]})
@@ -43,46 +90,35 @@ def test_the_page_serves_the_api_on_loopback_without_a_token(tmp_path):
             assert client.get("/api/v1/streams", headers={"Host": "evil.example"}).status_code == 421
             assert client.post("/api/v1/ask", content=b"x" * 70_000).status_code == 413
     finally:
-        process.terminate()
-        assert process.wait(60) == 0
+        assert page.stop() == 0
 
 
-def test_a_page_login_without_api_tokens_leaves_the_api_off(tmp_path):
-    login = tmp_path / "login"
-    login.write_text("me:a-long-password\n")
-    login.chmod(0o600)
-    process, base, output = start(tmp_path, "--auth-file", str(login))
+def test_a_page_login_without_api_tokens_leaves_the_api_off(pages):
+    page = pages["login"]
     try:
-        assert "api off:" in output.read_text() and "--api-tokens-file" in output.read_text()
-        with httpx.Client(base_url=base, timeout=30) as client:
+        output = page.ready()
+        assert "api off:" in output and "--api-tokens-file" in output
+        with httpx.Client(base_url=page.base, timeout=30) as client:
             assert client.get("/api/v1/streams").status_code in (401, 404)
     finally:
-        process.terminate()
-        assert process.wait(60) == 0
+        assert page.stop() == 0
 
 
-def test_next_to_a_page_login_the_api_answers_its_own_tokens_and_the_page_still_wants_its_login(tmp_path):
+def test_next_to_a_page_login_the_api_answers_its_own_tokens_and_the_page_still_wants_its_login(pages):
     """The page's login gate leaves the API's routes to their bearer tokens (no cookie there), while every route
     of the page itself still answers 401 before the login."""
-    login = tmp_path / "login"
-    login.write_text("me:a-long-password\n")
-    login.chmod(0o600)
-    tokens = tmp_path / "tokens"
-    token = "t0ken-" + "x" * 40
-    tokens.write_text(f"{token} read,ask phone\n")
-    tokens.chmod(0o600)
-    process, base, output = start(tmp_path, "--auth-file", str(login), "--api-tokens-file", str(tokens))
+    page = pages["login-and-tokens"]
     try:
-        assert "api ready" in output.read_text(), output.read_text()[-2000:]
-        with httpx.Client(base_url=base, timeout=120) as client:
+        output = page.ready()
+        assert "api ready" in output, output[-2000:]
+        with httpx.Client(base_url=page.base, timeout=120) as client:
             assert client.get("/api/v1/streams").status_code == 401  # the API's own refusal: no token
-            bearer = {"Authorization": f"Bearer {token}"}
+            bearer = {"Authorization": f"Bearer {TOKEN}"}
             (stream,) = client.get("/api/v1/streams", headers=bearer).json()
             reply = client.post("/api/v1/ask", json={"question": "What is there?"}, headers=bearer)
             assert reply.status_code == 200 and reply.json()["answers"], reply.text
             assert client.get("/config").status_code == 401  # the page's data still needs the page's login
             assert client.get("/config", headers=bearer).status_code == 401  # an API token is no page login
-        assert token not in output.read_text()
+        assert TOKEN not in page.output.read_text()
     finally:
-        process.terminate()
-        assert process.wait(60) == 0
+        assert page.stop() == 0
