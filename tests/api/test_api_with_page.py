@@ -67,7 +67,7 @@ def pages(tmp_path_factory):
             str(_private(both / "login", "me:a-long-password\n")),
             "--api-tokens-file",
             str(_private(both / "tokens", f"{TOKEN} read,ask phone\n")),
-        ),  # fmt: skip
+        ),
     }
     yield started
     for page in started.values():
