@@ -71,7 +71,7 @@ def test_pending_questions_are_bounded_and_one_more_is_busy():
 
 
 def test_a_flood_of_questions_never_starves_the_video():
-    """A thread asks 10,000 questions as fast as it is told (busy ones dropped) while a 40 s file is watched
+    """A thread asks 10,000 questions as fast as it is told (busy ones dropped) while a 16 s file is watched
     offline: every clip is still ingested and the run ends with the file, having answered only a bounded few
     per clip. Before questions were bounded, the worker answered every queued question before the next clip."""
     assistant, recorder = _assistant(InputLimits(max_pending=8, per_clip=2))
@@ -92,7 +92,7 @@ def test_a_flood_of_questions_never_starves_the_video():
 
     flooder = threading.Thread(target=flood, name="flood")
     assistant.start()
-    assistant.watch(_offline(40))
+    assistant.watch(_offline(16))
     flooder.start()
     ended = assistant.done.wait(150)
     stop.set()
@@ -100,7 +100,7 @@ def test_a_flood_of_questions_never_starves_the_video():
     assistant.stop()
     clips = recorder.of("clip")
     assert ended, f"the run did not end: {len(clips)} clips, {len(recorder.of('answer'))} answers"
-    assert [c.stream_time for c in clips] == [4.0 * k for k in range(1, 11)]
+    assert [c.stream_time for c in clips] == [4.0 * k for k in range(1, 5)]
     assert busy > 0 and len(accepted) < 10_000
     answers = recorder.of("answer")
     assert answers and [a.question for a in answers] == [f"flood {i}?" for i in accepted[: len(answers)]]
