@@ -1,6 +1,6 @@
 """The fleet against other drivers of its Ray cluster (a real cluster on 127.0.0.1, token authentication on as
 conftest sets it up, tests/support/ray_auth.py): a driver without the token is refused by Ray; one with it (a
-co-tenant) finds the host actor by name but cannot read the camera login or the timeline's password, drain the
+co-tenant) finds the host actors by name but cannot read the camera login or the timeline's password, drain the
 host's events or start a source; and the head itself cannot start a source the policy refuses on the host. And
 a head started by the project's command (`python -m app ray-start --head`) refuses a driver without its token."""
 
@@ -17,17 +17,17 @@ import time
 
 import pytest
 
+import fleet.cluster
 from app.cli import parse_args
 from app.config import AppConfig, StreamConfig
 from app.source_credentials import env_name
 from bus import EventBus
 from capture.config import CaptureConfig
-from fleet.cluster import NAMESPACE, FleetError, check_reachable, connect
+from fleet.cluster import FleetError, check_reachable, connect
 from fleet.coordinator import Coordinator
 from tests.support.app_helpers import REPO
 from tests.support.mqtt_broker import free_port
 from tests.support.ray_auth import without_token
-from tests.support.ray_cluster import ray_cluster
 from timeline.postgres_target import PASSWORD_ENV
 
 pytest.importorskip("ray")
@@ -70,54 +70,59 @@ CO_TENANT = textwrap.dedent(
 
 def co_tenant(address: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", CO_TENANT, address, NAMESPACE],
+        [sys.executable, "-c", CO_TENANT, address, fleet.cluster.NAMESPACE],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
 
 
-def test_other_drivers_get_nothing_from_the_fleet_and_the_host_keeps_the_source_policy(monkeypatch):
+def test_other_drivers_get_nothing_from_the_fleet_and_the_hosts_keep_the_source_policy(
+    monkeypatch, shared_ray_cluster, tmp_path
+):
     monkeypatch.setenv(env_name("door"), f"viewer:{CAMERA_PASSWORD}")
     monkeypatch.setenv(PASSWORD_ENV, TIMELINE_PASSWORD)
-    with ray_cluster(["a"]) as (cluster, _nodes):
-        args = ["--ray", cluster.address, "--model", "tiny", "--every", "0", "--stream", "door=rtsp://127.0.0.1:9/cam",
-                "--timeline", "postgresql://assistant@127.0.0.1:9/timeline"]  # fmt: skip
-        config = AppConfig.from_args(parse_args(args))
-        assert config.streams[0].capture.credentials == ("viewer", CAMERA_PASSWORD)
-        ray = connect(cluster.address)  # the head's driver: with the token
-        coordinator = Coordinator(config, config.fleet, EventBus(), ray)
-        try:
-            coordinator.start()  # the camera is down: the stream runs on its host and reconnects
-            assert coordinator.describe().startswith("door on a-")
+    monkeypatch.setattr(fleet.cluster, "NAMESPACE", shared_ray_cluster.namespace)  # the head joins a fresh one
+    address = shared_ray_cluster.address  # nodes a and b: a host on each, `door` pinned to a
+    site = tmp_path / "site.toml"
+    site.write_text('[streams.door]\nsource = "rtsp://127.0.0.1:9/cam"\nnode = "a"\n')
+    args = ["--ray", address, "--model", "tiny", "--every", "0", "--config", str(site),
+            "--timeline", "postgresql://assistant@127.0.0.1:9/timeline"]  # fmt: skip
+    config = AppConfig.from_args(parse_args(args))
+    assert config.streams[0].capture.credentials == ("viewer", CAMERA_PASSWORD)
+    ray = connect(address)  # the head's driver: with the token
+    coordinator = Coordinator(config, config.fleet, EventBus(), ray)
+    try:
+        coordinator.start()  # the camera is down: the stream runs on its host and reconnects
+        assert coordinator.describe().startswith("door on a-")
 
-            # a driver without the cluster's token: Ray refuses it
-            outsider = co_tenant(cluster.address, without_token(dict(os.environ)))
-            assert outsider.returncode != 0 and "Failed to connect to Ray cluster" in outsider.stderr, outsider.stderr
-            assert CAMERA_PASSWORD not in outsider.stdout + outsider.stderr
-            assert "Authentication token is missing or incorrect" in outsider.stderr
+        # a driver without the cluster's token: Ray refuses it
+        outsider = co_tenant(address, without_token(dict(os.environ)))
+        assert outsider.returncode != 0 and "Failed to connect to Ray cluster" in outsider.stderr, outsider.stderr
+        assert CAMERA_PASSWORD not in outsider.stdout + outsider.stderr
+        assert "Authentication token is missing or incorrect" in outsider.stderr
 
-            # a co-tenant with the token finds the host by name; every call is refused, nothing secret comes back
-            inside = co_tenant(cluster.address, dict(os.environ))
-            assert inside.returncode == 0, inside.stderr[-3000:]
-            for secret in (CAMERA_PASSWORD, TIMELINE_PASSWORD):
-                assert secret not in inside.stdout + inside.stderr
-            found = json.loads(inside.stdout.strip().splitlines()[-1])
-            assert [name.startswith("host-a-") for name in found] == [True]
-            outcomes = next(iter(found.values()))
+        # a co-tenant with the token finds every host by name; every call is refused, nothing secret comes back
+        inside = co_tenant(address, dict(os.environ))
+        assert inside.returncode == 0, inside.stderr[-3000:]
+        for secret in (CAMERA_PASSWORD, TIMELINE_PASSWORD):
+            assert secret not in inside.stdout + inside.stderr
+        found = json.loads(inside.stdout.strip().splitlines()[-1])
+        assert sorted(name[: len("host-a-")] for name in found) == ["host-a-", "host-b-"]
+        for outcomes in found.values():
             for what, result in outcomes.items():
                 assert result.startswith("refused: "), (what, result)
             assert "runs no caller's code" in outcomes["read"]
             assert "does not carry the key" in outcomes["drain with a guess"]
             assert "does not carry the key" in outcomes["start with a guess"]
 
-            # the head (it has the key) asking the host directly for a source the policy refuses: refused there
-            host = next(iter(coordinator.hosts.values()))
-            listen = StreamConfig("x", CaptureConfig("tcp://127.0.0.1:5999?listen=1"), config.schedule)
-            with pytest.raises(ray.exceptions.RayTaskError, match="'tcp:' sources cannot be chosen while running"):
-                ray.get(host.actor.start_stream.remote(host.key, listen), timeout=60)
-            assert ray.get(host.actor.streams.remote(host.key), timeout=60) == ["door"]
-        finally:
-            coordinator.stop()
-            ray.shutdown()
+        # the head (it has the key) asking the stream's host directly for a source the policy refuses: refused there
+        host = coordinator.hosts[coordinator.owner["door"]]
+        listen = StreamConfig("x", CaptureConfig("tcp://127.0.0.1:5999?listen=1"), config.schedule)
+        with pytest.raises(ray.exceptions.RayTaskError, match="'tcp:' sources cannot be chosen while running"):
+            ray.get(host.actor.start_stream.remote(host.key, listen), timeout=60)
+        assert ray.get(host.actor.streams.remote(host.key), timeout=60) == ["door"]
+    finally:
+        coordinator.stop()
+        ray.shutdown()
 
 
 JOIN = "import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); print('joined', len(ray.nodes()))"

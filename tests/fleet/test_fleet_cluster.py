@@ -84,9 +84,10 @@ def wait_for_clips(log: Path, streams: set[str]) -> None:
     raise AssertionError(f"no clip of every stream of {sorted(streams)} within {WAIT_S} s")
 
 
-def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(tmp_path):
-    """`python -m app --ray ADDRESS --config site.toml`: 3 streams on 2 hosts with room for 2 each; `door` is pinned
-    to node b. Typed questions reach each stream's host; each answer names and cites its own stream."""
+def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(shared_ray_cluster, tmp_path):
+    """`python -m app --ray ADDRESS --config site.toml` (the session's cluster): 3 streams on 2 hosts with room for
+    2 each; `door` is pinned to node b. Typed questions reach each stream's host; each answer names and cites its
+    own stream."""
     clip = video(16)
     site = tmp_path / "site.toml"
     site.write_text(
@@ -95,22 +96,21 @@ def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(tm
         f'[streams.shop]\nsource = "{clip}"\n'
     )
     log = tmp_path / "events.jsonl"
-    with ray_cluster(["a", "b"]) as (cluster, _nodes):
-        command = [sys.executable, "-m", "app", "--ray", cluster.address, "--config", str(site), "--model", "tiny",
-                   "--max-streams", "2", "--every", "0", "--loop", "--max-rounds", "3", "--timeline", "",
-                   "--log-jsonl", str(log)]  # fmt: skip
-        with subprocess.Popen(
-            command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, **LOOPBACK_ENV},
-        ) as app:  # fmt: skip
-            try:
-                wait_for_clips(log, {"door", "yard", "shop"})  # questions about what each stream has seen
-                app.stdin.write("door: what is at the door?\nyard: what is in the yard?\nshop: what is in the shop?\n")
-                app.stdin.close()
-                app.wait(timeout=WAIT_S)
-            finally:
-                app.kill()
-            stderr = app.stderr.read()
+    command = [sys.executable, "-m", "app", "--ray", shared_ray_cluster.address, "--config", str(site), "--model",
+               "tiny", "--max-streams", "2", "--every", "0", "--loop", "--max-rounds", "3", "--timeline", "",
+               "--log-jsonl", str(log)]  # fmt: skip
+    with subprocess.Popen(
+        command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **LOOPBACK_ENV},
+    ) as app:  # fmt: skip
+        try:
+            wait_for_clips(log, {"door", "yard", "shop"})  # questions about what each stream has seen
+            app.stdin.write("door: what is at the door?\nyard: what is in the yard?\nshop: what is in the shop?\n")
+            app.stdin.close()
+            app.wait(timeout=WAIT_S)
+        finally:
+            app.kill()
+        stderr = app.stderr.read()
     assert app.returncode == 0, stderr[-3000:]
     events = read_log(log)
     placed = {e.stream: e.message for e in events if isinstance(e, Status) and e.kind is StatusKind.STREAM_PLACED}

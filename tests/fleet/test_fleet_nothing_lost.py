@@ -25,7 +25,6 @@ from fleet.spools import spool_folder
 from tests.support.app_helpers import video
 from tests.support.mqtt_broker import MosquittoBroker
 from tests.support.mqtt_watcher import Watcher
-from tests.support.ray_cluster import ray_cluster
 from timeline.reader import TimelineReader
 
 pytest.importorskip("ray")
@@ -69,12 +68,13 @@ def key(record: dict) -> tuple:
     return ("alert", record["id"], record["state"]) if record["type"] == "alert" else ("answer", record["question"])
 
 
-def test_a_host_killed_after_a_burst_loses_no_alert_or_answer(tmp_path, own_data_folder) -> None:
+def test_a_host_killed_after_a_burst_loses_no_alert_or_answer(tmp_path, own_data_folder, shared_ray_cluster) -> None:
     import ray
 
     clip = video(16)
     timeline = tmp_path / "timeline.sqlite"
-    with MosquittoBroker(tmp_path) as broker, ray_cluster(["a", "b"]) as (cluster, _nodes):
+    cluster = shared_ray_cluster  # its worker killed, not its node: the session's cluster serves
+    with MosquittoBroker(tmp_path) as broker:
         watcher = Watcher(broker.port)
         args = parse_args(
             ["--ray", cluster.address, "--model", "tiny", "--max-streams", "1", "--every", "0", "--loop",
@@ -87,7 +87,7 @@ def test_a_host_killed_after_a_burst_loses_no_alert_or_answer(tmp_path, own_data
         bus.subscribe(recorder)
         publisher = start_publisher(config, {"one": list(WATCHES)}, bus)
         timeline_writer = start_timeline_writer(config, bus, None)
-        ray.init(address=cluster.address, namespace="edge-assistant-test", log_to_driver=False)
+        ray.init(address=cluster.address, namespace=cluster.namespace, log_to_driver=False)
         coordinator = Coordinator(config, config.fleet, bus, ray)
         try:
             coordinator.start()

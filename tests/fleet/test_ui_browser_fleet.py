@@ -5,7 +5,7 @@
 the coordinator placed it on: the event log says), and a question asked on the page for stream b is routed to b's
 host and answered there; Start, Stop, Reset memory and the standing question's editor are not on the page (the
 fleet cannot do them) while asking, adding and removing are; Remove stream takes b off its host (its panel then says
-removed). The app is stopped with SIGINT and the cluster shut down, whatever happened.
+removed). The app is stopped with SIGINT, whatever happened; the cluster is the session's.
 The screenshot is kept in artifacts/ui-test/fleet.png (failure.png when a check failed)."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import pytest
 
 from bus import Answer, ClipEvent, Status, StatusKind
 from tests.support.app_helpers import read_log, video
-from tests.support.ray_cluster import ray_cluster
 from tests.ui.test_ui_browser import AppProcess, browser, free_port, run_page_script
 
 __all__ = ["browser"]  # the fixture: a missing browser fails (or skips) before the cluster starts
@@ -24,22 +23,23 @@ pytest.importorskip("ray")
 WAIT_S = 240  # bound on the start (two hosts load the tiny model) and on the page's checks
 
 
-def test_the_page_on_the_head_shows_each_stream_with_its_host_and_routes_a_question(browser, tmp_path):
+def test_the_page_on_the_head_shows_each_stream_with_its_host_and_routes_a_question(
+    browser, shared_ray_cluster, tmp_path
+):
     clip = video(20)
     log = tmp_path / "events.jsonl"
-    with ray_cluster(["a", "b"]) as (cluster, _nodes):
-        port = free_port()
-        app = AppProcess(
-            ["--ray", cluster.address, "--ui", "--port", str(port), "--model", "tiny", "--stream", f"a={clip}"]
-            + ["--stream", f"b={clip}", "--loop", "--every", "0", "--budget", "256", "--max-new-tokens", "8"]
-            + ["--log-jsonl", str(log)]
-        )
-        try:
-            app.wait_ready(WAIT_S)
-            url = f"http://127.0.0.1:{port}/"
-            seen = run_page_script("fleet_test.js", url, tmp_path, [], app, ["fleet.png"], timeout=WAIT_S)
-        finally:
-            code = app.interrupt(timeout=60)
+    port = free_port()
+    app = AppProcess(
+        ["--ray", shared_ray_cluster.address, "--ui", "--port", str(port), "--model", "tiny", "--stream", f"a={clip}"]
+        + ["--stream", f"b={clip}", "--loop", "--every", "0", "--budget", "256", "--max-new-tokens", "8"]
+        + ["--log-jsonl", str(log)]
+    )
+    try:
+        app.wait_ready(WAIT_S)
+        url = f"http://127.0.0.1:{port}/"
+        seen = run_page_script("fleet_test.js", url, tmp_path, [], app, ["fleet.png"], timeout=WAIT_S)
+    finally:
+        code = app.interrupt(timeout=60)
     assert code == 0 and "Traceback" not in app.output, app.output
     events = read_log(log)
     placed = {e.stream: e.host for e in events if isinstance(e, Status) and e.kind is StatusKind.STREAM_PLACED}

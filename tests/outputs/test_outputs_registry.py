@@ -210,34 +210,35 @@ def test_a_registered_output_gets_its_events_in_a_real_run(csv_alerts, tmp_path)
     assert rows(table) == [(a.id, a.state) for a in alerts]
 
 
-def test_a_head_only_output_runs_on_the_head_of_a_fleet_once(csv_alerts, tmp_path):
-    """A real Ray cluster of one host node (tests/support/ray_cluster.py), the head in this process (`start_head`, as
-    `python -m app --ray` runs it): the host's alerts reach the CSV once each, written on the head; the host's config
-    carries no CSV output (its process does not even know the kind: were it sent there, the host would not start)."""
-    pytest.importorskip("ray")
+def test_a_head_only_output_runs_on_the_head_of_a_fleet_once(csv_alerts, tmp_path, monkeypatch, shared_ray_cluster):
+    """A real Ray cluster of two host nodes (the session's: tests/support/ray_cluster.py), the head in this process
+    (`start_head`, as `python -m app --ray` runs it): the hosts' alerts reach the CSV once each, written on the head;
+    the hosts' config carries no CSV output (their process does not even know the kind: were it sent there, no host
+    would start)."""
+    import fleet.cluster
     from fleet.head import start_head
-    from tests.support.ray_cluster import ray_cluster
 
+    cluster = shared_ray_cluster  # skips the test where ray is not installed
+    monkeypatch.setattr(fleet.cluster, "NAMESPACE", cluster.namespace)  # the head joins a fresh namespace
     table = tmp_path / "alerts.csv"
-    with ray_cluster(["a"]) as (cluster, _nodes):
-        args = parse_args(
-            ["--ray", cluster.address, "--model", "tiny", "--every", "0", "--loop", "--stream", f"door={video(16)}",
-             "--timeline", "", "--csv-alerts", str(table)]
-        )  # fmt: skip
-        args.alert_tables = {"busy": {"question": "Is anything there?", "every": 2.0, "threshold": 0.0, "on_after": 1}}
-        config = AppConfig.from_args(args)
-        alerts: list[Alert] = []
-        began = threading.Event()
+    args = parse_args(
+        ["--ray", cluster.address, "--model", "tiny", "--every", "0", "--loop", "--stream", f"door={video(16)}",
+         "--timeline", "", "--csv-alerts", str(table)]
+    )  # fmt: skip
+    args.alert_tables = {"busy": {"question": "Is anything there?", "every": 2.0, "threshold": 0.0, "on_after": 1}}
+    config = AppConfig.from_args(args)
+    alerts: list[Alert] = []
+    began = threading.Event()
 
-        def record(event: Event) -> None:  # the head's bus, on the publishing thread
-            if isinstance(event, Alert):
-                alerts.append(event)
-                began.set()
+    def record(event: Event) -> None:  # the head's bus, on the publishing thread
+        if isinstance(event, Alert):
+            alerts.append(event)
+            began.set()
 
-        head = start_head(config, displays=[record])
-        try:
-            assert head.coordinator is not None and head.coordinator.pool.config.outputs == {}
-            assert began.wait(180), "no alert from the host within 180 s"
-        finally:
-            head.close()  # the hosts stop first: their alerts' ends reach the head's outputs
+    head = start_head(config, displays=[record])
+    try:
+        assert head.coordinator is not None and head.coordinator.pool.config.outputs == {}
+        assert began.wait(180), "no alert from the host within 180 s"
+    finally:
+        head.close()  # the hosts stop first: their alerts' ends reach the head's outputs
     assert alerts and rows(table) == [(a.id, a.state) for a in alerts]
