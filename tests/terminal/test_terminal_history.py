@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from app.__main__ import main
 from bus.clock import clock
 from terminal.history import parse_since
 from tests.support.timeline_backends import cli_args
@@ -93,33 +94,43 @@ def test_json_lines_parse(timeline):
     assert moment["p_yes"] == 0.91 and moment["has_thumbnail"] is False
 
 
-def test_missing_file_exits_2_without_creating_one(tmp_path):
+def history_in_process(capsys, *args: str) -> tuple[int, str, str]:
+    """`python -m app history ARGS` run through the program's `main` in this process: (exit code, stdout, stderr).
+    A bad flag exits through argparse (SystemExit); a timeline that cannot be read returns its code."""
+    try:
+        code = main(["history", *args])
+    except SystemExit as exited:
+        code = exited.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_missing_file_exits_2_without_creating_one(tmp_path, capsys):
     path = tmp_path / "nothing-here.sqlite"
-    result = history("truck", "--timeline", str(path))
-    assert result.returncode == 2
-    assert "no timeline at" in result.stderr and str(path) in result.stderr
+    code, _, err = history_in_process(capsys, "truck", "--timeline", str(path))
+    assert code == 2
+    assert "no timeline at" in err and str(path) in err
     assert not path.exists()
 
 
-def test_corrupt_file_exits_2_with_advice(tmp_path):
+def test_corrupt_file_exits_2_with_advice(tmp_path, capsys):
     path = tmp_path / "timeline.sqlite"
     path.write_bytes(b"not a database at all" * 100)
-    result = history("truck", "--timeline", str(path))
-    assert result.returncode == 2 and "move it aside" in result.stderr
+    code, _, err = history_in_process(capsys, "truck", "--timeline", str(path))
+    assert code == 2 and "move it aside" in err
 
 
 @pytest.mark.parametrize("since", ["2x", "yesterday", "-1h", "0m", "1.5"])
-def test_bad_since_exits_2_naming_the_forms(tmp_path, since):
-    result = history("truck", f"--since={since}", "--timeline", str(tmp_path / "timeline.sqlite"))
-    assert result.returncode == 2
-    assert "90s, 30m, 2h, 1d" in result.stderr
+def test_bad_since_exits_2_naming_the_forms(tmp_path, capsys, since):
+    code, _, err = history_in_process(capsys, "truck", f"--since={since}", "--timeline", str(tmp_path / "t.sqlite"))
+    assert code == 2
+    assert "90s, 30m, 2h, 1d" in err
 
 
-def test_other_arguments_still_reach_the_assistant_cli():
-    result = subprocess.run(
-        [sys.executable, "-m", "app", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0 and "--video" in result.stdout
+def test_other_arguments_still_reach_the_assistant_cli(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0 and "--video" in capsys.readouterr().out
 
 
 def test_parse_since_and_clock():

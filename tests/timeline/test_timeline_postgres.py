@@ -11,9 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.__main__ import main as app_main
 from app.startup import start_timeline_writer
 from bus import ErrorEvent, EventBus, Status
-from tests.support.app_helpers import REPO, run_app, video
+from tests.support.app_helpers import REPO, video
 from tests.support.event_helpers import make_event
 from tests.support.mqtt_broker import free_port
 from tests.support.postgres_server import PASSWORD
@@ -45,12 +46,14 @@ def answer(stream: str, stream_time: float, text: str) -> dict:
                       auto=True, round=1)  # fmt: skip
 
 
-def test_a_password_in_the_url_is_refused_without_echoing_it(tmp_path):
+def test_a_password_in_the_url_is_refused_without_echoing_it(tmp_path, capsys):
     url = f"postgresql://assistant:{SECRET}@127.0.0.1:{free_port()}/timeline"
-    done = run_app("--video", str(video(8)), "--model", "tiny", "--timeline", url, timeout=120)
-    assert done.returncode == 2, done.stderr[-1500:]
-    assert "password inside the --timeline URL is refused" in done.stderr
-    assert SECRET not in done.stderr + done.stdout and "loading tiny" not in done.stderr
+    with pytest.raises(SystemExit) as exited:
+        app_main(["--video", str(video(8)), "--model", "tiny", "--timeline", url])
+    out, err = capsys.readouterr()
+    assert exited.value.code == 2, err[-1500:]
+    assert "password inside the --timeline URL is refused" in err
+    assert SECRET not in err + out and "loading tiny" not in err
     found = history("truck", "--timeline", url.replace("postgresql", "postgres"))
     assert found.returncode == 2 and "password inside the --timeline URL is refused" in found.stderr
     assert SECRET not in found.stderr + found.stdout
@@ -78,7 +81,7 @@ def test_the_password_file_must_be_private(tmp_path, postgres_target):
         read_password_file(empty)
 
 
-def test_start_errors_exit_2_with_the_reason_and_no_password(postgres_server, postgres_target):
+def test_start_errors_exit_2_with_the_reason_and_no_password(postgres_server, postgres_target, capsys, monkeypatch):
     unreachable = f"postgresql://assistant@127.0.0.1:{free_port()}/timeline"
     wrong = {PASSWORD_ENV: SECRET}
     right = {PASSWORD_ENV: PASSWORD}
@@ -92,10 +95,11 @@ def test_start_errors_exit_2_with_the_reason_and_no_password(postgres_server, po
         done = history("truck", "--timeline", url, env=env)
         assert done.returncode == 2 and reason in done.stderr, (url, done.stderr)
         assert SECRET not in done.stderr and PASSWORD not in done.stderr
-    done = run_app("--video", str(video(8)), "--model", "tiny", "--timeline", postgres_target.url, env=wrong,
-                   timeout=120)  # fmt: skip
-    assert done.returncode == 2 and "password authentication failed" in done.stderr, done.stderr[-1500:]
-    assert SECRET not in done.stderr and "loading tiny" not in done.stderr  # refused before the model loads
+    monkeypatch.setenv(PASSWORD_ENV, SECRET)  # the wrong one
+    code = app_main(["--video", str(video(8)), "--model", "tiny", "--timeline", postgres_target.url])
+    err = capsys.readouterr().err
+    assert code == 2 and "password authentication failed" in err, err[-1500:]
+    assert SECRET not in err and "loading tiny" not in err  # refused before the model loads
 
 
 def test_a_server_lost_and_back_is_an_error_event_then_writing_again(postgres_server, postgres_target):
