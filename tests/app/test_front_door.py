@@ -1,10 +1,6 @@
 """The parts every front door shares (app/front_door.py): the headless API and the fleet's head start without
 Gradio, and only the page's options accept files from Gradio's upload folder."""
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from app.cli import parse_args
@@ -12,21 +8,14 @@ from app.config import AppConfig
 from app.front_door import capture_options
 from app.web import capture_options as page_capture_options
 from capture.policy import SourceRefused
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.fresh_imports import loaded_after_imports
 
 
 def test_the_headless_api_and_the_fleets_head_never_load_gradio():
-    """In a fresh interpreter (what it has imported is the point), one for both checks."""
-    code = (
-        "import sys, app.serve_api, fleet.serve_api, fleet.terminal; print('gradio' in sys.modules); "
-        "import app.web; print('gradio' in sys.modules)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    without_page, with_page = done.stdout.split()
-    assert without_page == "False"
-    assert with_page == "True", done.stderr[-2000:]  # the check has teeth: the page's module does load it
+    """In a fresh interpreter (what it has imported is the point; tests/support/fresh_imports.py)."""
+    headless, everything = loaded_after_imports()
+    assert headless["gradio"] is False
+    assert everything["gradio"] is True  # the check has teeth: the page's module does load it
 
 
 def test_only_the_page_accepts_files_from_its_upload_folder(tmp_path, monkeypatch):
