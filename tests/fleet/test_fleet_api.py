@@ -4,8 +4,8 @@ free 127.0.0.1 port, driven by httpx and the official `openai` client. Each requ
 stream: questions (JSON and streamed) are answered by that stream's host with evidence and timings; streams are
 listed with their hosts, added (the source policy first, then the fleet's: network sources only) and removed; a
 runtime watch set on the head is checked by its stream's host (its checks in the events feed), changed and
-removed, kept in the head's state file; the history is the head's timeline. One fleet for the whole file, stopped
-with SIGINT and the cluster shut down, whatever happened."""
+removed, kept in the head's state file; the history is the head's timeline. One fleet for the whole file (on the
+session's cluster, its data folder the fleet's own), stopped with SIGINT whatever happened."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cache.cpu.kernels import share_built_kernels
 from tests.api.test_api_server import free_port, parse_sse
 from tests.support.app_helpers import app_command, video
-from tests.support.ray_cluster import ray_cluster
+from tests.support.ray_cluster import lease_for
+from timeline.config import DATA_ENV
 
 pytest.importorskip("ray")
 openai = pytest.importorskip("openai")
@@ -56,8 +58,9 @@ class FleetApi:
         )  # fmt: skip
         with open(self.output, "w") as out:
             self.process = subprocess.Popen(
-                args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-            )
+                args, stdout=out, stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", DATA_ENV: str(self.data)},
+            )  # fmt: skip
 
     def text(self) -> str:
         return self.output.read_text()
@@ -81,9 +84,10 @@ class FleetApi:
 
 
 @pytest.fixture(scope="module")
-def head(tmp_path_factory):
+def head(tmp_path_factory, shared_ray_cluster_pool, request):
     tmp = tmp_path_factory.mktemp("fleet-api")
-    with ray_cluster(["a", "b"]) as (cluster, _nodes):
+    share_built_kernels(tmp / "data")  # the head's and its hosts' data folder
+    with lease_for(shared_ray_cluster_pool, request, tmp / "data") as cluster:
         running = FleetApi(tmp, cluster.address)
         try:
             running.wait_ready()
