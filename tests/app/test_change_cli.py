@@ -51,10 +51,16 @@ def test_help_shows_the_options_and_their_defaults(capsys):
         assert flag in out
 
 
+@pytest.fixture(scope="module")
+def camera(tmp_path_factory):
+    """A fixed camera's 24 s, an object crossing during seconds 12-20 (made once for both runs)."""
+    path = tmp_path_factory.mktemp("camera") / "camera.mp4"
+    camera_video(24, moving=(12, 20), path=path)
+    return path
+
+
 @pytest.mark.parametrize("drop", [True, False])
-def test_clip_events_say_what_each_clip_brought_and_kept(tmp_path, drop):
-    camera = tmp_path / "camera.mp4"
-    camera_video(24, moving=(12, 20), path=camera)
+def test_clip_events_say_what_each_clip_brought_and_kept(tmp_path, camera, drop):
     log = tmp_path / "run.jsonl"
     config = tmp_path / "run.toml"
     config.write_text(f"drop_unchanged = {'true' if drop else 'false'}\nkeyframe_every = 4\n")
