@@ -128,10 +128,28 @@ def test_other_drivers_get_nothing_from_the_fleet_and_the_hosts_keep_the_source_
 JOIN = "import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); print('joined', len(ray.nodes()))"
 
 
-def join(address: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", JOIN, address], cwd=REPO, env=env, capture_output=True, text=True, timeout=180
-    )
+def joins(address: str, *envs: dict[str, str]) -> list[subprocess.CompletedProcess]:
+    """A driver joining at `address` with each of `envs`, side by side."""
+    drivers = [
+        subprocess.Popen(
+            [sys.executable, "-c", JOIN, address],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for env in envs
+    ]
+    try:
+        outputs = [driver.communicate(timeout=180) for driver in drivers]
+    finally:
+        for driver in drivers:
+            driver.kill()  # only one still running (a timeout)
+    return [
+        subprocess.CompletedProcess(d.args, d.returncode, out, err)
+        for d, (out, err) in zip(drivers, outputs, strict=True)
+    ]
 
 
 def test_a_head_started_by_ray_start_makes_its_token_and_refuses_a_driver_without_it(tmp_path):
@@ -151,8 +169,8 @@ def test_a_head_started_by_ray_start_makes_its_token_and_refuses_a_driver_withou
             except FleetError:
                 time.sleep(0.5)
         assert oct(token.stat().st_mode & 0o777) == "0o600" and len(token.read_text()) == 64
-        joined = join(f"127.0.0.1:{port}", {**env, "RAY_AUTH_MODE": "token"})  # as `python -m app --ray` joins
-        outsider = join(f"127.0.0.1:{port}", without_token(env))
+        # as `python -m app --ray` joins, and without the token
+        joined, outsider = joins(f"127.0.0.1:{port}", {**env, "RAY_AUTH_MODE": "token"}, without_token(env))
     finally:
         head.terminate()  # `ray-start` became `ray start --block`: it stops the node's processes
         output = head.communicate(timeout=60)[0]

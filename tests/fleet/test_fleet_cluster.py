@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from app.__main__ import main
 from app.cli import parse_args
 from app.config import AppConfig, StreamConfig
 from app.startup import start_publisher, start_timeline_writer
@@ -132,7 +133,7 @@ def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(sh
 
 
 def test_a_lost_node_moves_its_streams_ends_their_alerts_once_and_publishes_nothing_twice(
-    tmp_path, postgres_target, monkeypatch
+    tmp_path, postgres_target, monkeypatch, capsys
 ):
     """Three hosts, one stream each, a watch that is always on (threshold 0). The node of `two` is removed: `two`
     runs again on another host within the failover deadline and answers there; its alert ends once (reason: host
@@ -210,10 +211,9 @@ def test_a_lost_node_moves_its_streams_ends_their_alerts_once_and_publishes_noth
     with TimelineReader(postgres_target) as reader:
         written = [(m.stream, m.state) for m in reader.search(None, limit=1000) if m.kind == "alert"]
     assert sorted(written) == sorted((e.stream, e.state) for e in alerts), "the timeline's alerts differ from the bus's"
-    history = subprocess.run(
-        [sys.executable, "-m", "app", "history", "--limit", "1000", "--timeline", postgres_target.url, "--json"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, env={**os.environ, PASSWORD_ENV: PASSWORD},
-    )  # fmt: skip
-    assert history.returncode == 0, history.stderr
-    found = [json.loads(line) for line in history.stdout.splitlines()]
+    capsys.readouterr()  # `history` through main() in this process: its output is what it printed
+    code = main(["history", "--limit", "1000", "--timeline", postgres_target.url, "--json"])
+    history = capsys.readouterr()
+    assert code == 0, history.err
+    found = [json.loads(line) for line in history.out.splitlines()]
     assert {m["stream"] for m in found if m["kind"] == "answer"} == {"one", "two", "three"}  # every node's answers
