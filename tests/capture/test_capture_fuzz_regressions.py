@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from capture import CaptureConfig, CaptureThread, FrameSampler, SourceError, StreamClock, fit_size, open_source
-from tests.support.app_helpers import run_app
 from tests.support.capture_helpers import drain
+from tests.support.in_process_main import run_main
 
 DATA = Path(__file__).parents[1] / "data" / "fuzz"
 MAX_SIZE = (448, 448)
@@ -90,10 +90,10 @@ def test_empty_and_garbage_files(name, expected):
     assert expected in open_error(name)
 
 
-def test_the_cli_exits_with_code_2_on_a_hostile_file():
-    done = run_app("--video", str(DATA / "no-codec.mp4"), "--model", "tiny", "--no-realtime")
-    assert done.returncode == 2
-    assert "codec this FFmpeg build cannot decode" in done.stderr and "Traceback" not in done.stderr
+def test_the_cli_exits_with_code_2_on_a_hostile_file(capsys):
+    code, err = run_main(capsys, "--video", str(DATA / "no-codec.mp4"), "--model", "tiny", "--no-realtime")
+    assert code == 2
+    assert "codec this FFmpeg build cannot decode" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("takes_it", [True, False])

@@ -3,6 +3,8 @@ what it wrote: no new interpreter per check (a subprocess stays where the proces
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from app.__main__ import main
@@ -14,8 +16,13 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     code read the same. As `app_command`, a run that names no --timeline gets a fresh one in a temporary folder."""
     argv = app_command(*args)[3:]  # [python, -m, app, *ARGS]
     capsys.readouterr()  # only this run's output
+    root = logging.getLogger()
+    kept = root.handlers[:]
+    root.handlers.clear()  # so the run's logging.basicConfig binds its handler to this test's captured stderr
     try:
         code = main(argv)
     except SystemExit as exited:
         code = exited.code
+    finally:
+        root.handlers[:] = kept  # the run's handler goes with it (its stream is this test's capture)
     return code, capsys.readouterr().err
