@@ -36,7 +36,8 @@ from bus import (
 from bus.clock import clock, merge_evidence, span
 from bus.records import evidence_from_records
 from terminal.printer import TerminalPrinter
-from tests.support.app_helpers import run_app, video
+from tests.support.app_helpers import video
+from tests.support.in_process_main import run_main
 from ui.state import LiveState
 
 ONE_OF_EACH = [
@@ -90,13 +91,13 @@ def test_an_older_record_without_version_or_kind_still_reads_and_bad_records_say
         from_record({"type": "clip", "stream_time": 4.0})  # no index
 
 
-def test_a_real_log_of_the_tiny_model_reads_back_into_typed_events(tmp_path):
+def test_a_real_log_of_the_tiny_model_reads_back_into_typed_events(tmp_path, capsys):
     log = tmp_path / "run.jsonl"
-    done = run_app(
-        "--video", str(video(16)), "--model", "tiny", "--no-realtime", "--every", "8", "--budget", "192",
+    code, err = run_main(
+        capsys, "--video", str(video(16)), "--model", "tiny", "--no-realtime", "--every", "8", "--budget", "192",
         "--window", "8", "--max-new-tokens", "4", "--quiet", "--log-jsonl", str(log),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert code == 0, err[-2000:]
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     events = list(read_log(log))
     assert len(events) == len(lines) and all(line["v"] == RECORD_VERSION for line in lines)
