@@ -23,8 +23,8 @@ The decode bound: a decode step reads every decoder weight once (the vision towe
 an untied input embedding by one row only) and every cached key and value once, so bytes read per token / the
 machine's memory bandwidth bounds it from below. The bandwidth is measured right before each family's decode
 steps: a torch copy of 512 MiB into another 512 MiB (bytes read + written per second, the bound's rate) and a
-torch sum over 512 MiB (bytes read per second). Medians: clips after the first (a warm-up), decode steps after the
-first.
+torch sum over 512 MiB (bytes read per second); --quick: 128 MiB. Medians: clips after the first (a warm-up),
+decode steps after the first.
 
 KV bytes per token, three ways: the cache's own buffers (bytes held / token slots, this run's float32), the
 config arithmetic (layers x KV heads x head dim x 2 x dtype bytes, float32 and the published bf16) and the
@@ -126,6 +126,7 @@ PUBLISHED = {
 QUESTION = "What is happening in the video?"
 CPU = torch.device("cpu")
 PROBE_FLOATS = 2**27  # 512 MiB of float32 per probe buffer: far beyond any cache
+QUICK_PROBE_FLOATS = 2**25  # --quick: 128 MiB, still beyond a CPU's last-level cache, a quarter of the time
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -225,10 +226,11 @@ def cache_bytes_per_token(session: StreamingSession) -> int:
 # -- bandwidth -----------------------------------------------------------------------------------------------
 
 
-def bandwidth(device: torch.device = CPU) -> tuple[float, float]:
-    """(copy, read) bytes per second of `device`'s memory: a torch copy of 512 MiB (bytes read + written) and a
-    torch sum over 512 MiB (bytes read), median of 7 each after a warm-up."""
-    src = torch.ones(PROBE_FLOATS, device=device)
+def bandwidth(device: torch.device = CPU, floats: int = PROBE_FLOATS) -> tuple[float, float]:
+    """(copy, read) bytes per second of `device`'s memory: a torch copy of `floats` float32 (512 MiB; a --quick
+    run's 128 MiB) into as many (bytes read + written) and a torch sum over them (bytes read), median of 7 each
+    after a warm-up."""
+    src = torch.ones(floats, device=device)
     dst = torch.empty_like(src)
     nbytes = src.numel() * src.element_size()
     copy = _median_seconds(lambda: dst.copy_(src), device)
@@ -307,7 +309,7 @@ def measure(name: str, loaded: LoadedModel, args, bar: tqdm) -> tuple[dict, list
     turn = session.open_turn(QUESTION, session.question_segment(QUESTION))
     ttft_ms = (time.perf_counter() - started) * 1000
     cache_tokens = session.cache.get_seq_length()
-    copy_rate, read_rate = bandwidth(loaded.device)
+    copy_rate, read_rate = bandwidth(loaded.device, QUICK_PROBE_FLOATS if args.quick else PROBE_FLOATS)
     logits = turn.logits
     for i in range(args.decode_tokens):
         token = int(logits.argmax(-1))
