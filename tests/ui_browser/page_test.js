@@ -110,6 +110,9 @@ async function main() {
     seen.streamTimeAfterError = await streamTime(tabA);
     seen.statusAfterError = await tabA.innerText('#status');
     check(seen.statusAfterError.includes('Watching'), `the stream stopped: ${seen.statusAfterError}`);
+    // the other tab (in the background: its timers run less often) shows it in its activity log
+    await tabB.waitForFunction(() => document.querySelector('#log').innerText.includes('cannot watch it'),
+      null, { timeout: 20000, polling: 250 }).catch(() => {});
     seen.activity = await tabB.innerText('#log');
     check(seen.activity.includes('cannot watch it'), 'the other tab does not see the error in the activity log');
 
