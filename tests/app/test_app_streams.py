@@ -61,7 +61,7 @@ def test_a_question_typed_for_one_stream_is_answered_by_that_stream_only(tmp_pat
     log = tmp_path / "typed.jsonl"
     done = run_app(
         "--stream", f"a={video(24)}", "--stream", f"b={video(24, size=(64, 48), fps=3.0)}", *COMMON,
-        "--every", "0", "--log-jsonl", str(log), stdin="b: what is on screen?\nwhat now?\n",
+        "--every", "0", "--max-rounds", "3", "--log-jsonl", str(log), stdin="b: what is on screen?\nwhat now?\n",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     asked = [(a.stream, a.question) for a in of_type(read_log(log), "answer")]

@@ -4,13 +4,15 @@ Why it was printed: the app opens the timeline once before the model loads (`Tim
 timeline that cannot be opened fails early). On a new, empty file that open ran `PRAGMA quick_check`, and SQLite
 (3.40 here; the sqlite3 shell does the same) leaves a connection that ran quick_check on an empty database unable
 to checkpoint its WAL later in its life: the checkpoint at close failed with SQLITE_LOCKED. An empty file has
-nothing to check, so the check is skipped there."""
+nothing to check, so the check is skipped there.
+
+The app starting a new SQLite timeline without the warning is checked on the run of
+tests/app/test_app_timeline.py (test_answers_land_in_the_timeline_history_finds_them_and_a_question_cites_them)."""
 
 from __future__ import annotations
 
 import logging
 
-from tests.support.app_helpers import run_app, video
 from timeline.config import TimelineConfig
 from timeline.writer import TimelineWriter
 
@@ -24,14 +26,3 @@ def test_a_new_timeline_opens_and_closes_without_a_warning(tmp_path, caplog) -> 
     assert not (tmp_path / "timeline" / "timeline.sqlite-wal").exists() or (
         (tmp_path / "timeline" / "timeline.sqlite-wal").stat().st_size == 0
     )
-
-
-def test_the_app_starts_a_new_timeline_without_a_warning(tmp_path) -> None:
-    timeline = tmp_path / "timeline" / "timeline.sqlite"
-    done = run_app(
-        "--video", str(video(4)), "--model", "tiny", "--no-realtime", "--every", "2", "--max-new-tokens", "4",
-        "--max-rounds", "1", "--timeline", str(timeline), timeout=240,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "checkpoint failed" not in done.stderr and "locked" not in done.stderr, done.stderr[-3000:]
-    assert timeline.stat().st_size > 0
