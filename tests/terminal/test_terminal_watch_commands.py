@@ -160,6 +160,8 @@ def test_stdin_hands_watch_lines_to_the_watches_and_the_rest_to_questions():
 
 
 def test_a_watch_typed_into_a_run_alerts_in_the_log_and_is_kept(tmp_path):
+    # At real-time pace (16 s): the typed lines must reach the run while the video still plays; without pacing
+    # the whole video could be over before the stdin thread hands them in, on a loaded machine.
     log, timeline = tmp_path / "run.jsonl", tmp_path / "data" / "timeline.sqlite"
     typed = (
         "watch for: Is there a person? every 2s threshold 0 once as person\n"
@@ -169,9 +171,8 @@ def test_a_watch_typed_into_a_run_alerts_in_the_log_and_is_kept(tmp_path):
         "what is on screen?\n"
     )
     done = run_app(
-        "--video", str(video(24)), "--model", "tiny", "--no-realtime", "--every", "0", "--budget", "256",
-        "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--timeline", str(timeline),
-        stdin=typed,
+        "--video", str(video(16)), "--model", "tiny", "--every", "0", "--budget", "256", "--window", "16",
+        "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--timeline", str(timeline), stdin=typed,
         env={"EDGE_ASSISTANT_CPU_KERNELS": "0"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
