@@ -1,7 +1,8 @@
 """Every fleet test keeps its hosts' spools (fleet/spools.py) in a data folder of its own: a host (in this
 process or a Ray worker started by the test's cluster, which inherits the environment) never adopts another
-test's spool, and nothing is left in the user's data folder. The CPU kernels are the ones already built (a link),
-not a build per test."""
+test's spool, and nothing is left in the user's data folder. On the session's shared cluster
+(tests/support/ray_cluster.py) the nodes' data folder is a link that `shared_ray_cluster` points at this one.
+The CPU kernels are the ones already built (a link), not a build per test."""
 
 from __future__ import annotations
 
