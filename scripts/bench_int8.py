@@ -12,12 +12,12 @@ entering the decoder) and 1024 rows (a 4-frame clip's patches in the vision towe
   with a scale per 64 inputs, int8 x int8 -> int32 in the project's AVX2 kernel;
 - `int8 per token (torch._int_mm)`: the same integers in PyTorch's one CPU int8 product, at most 3 passes.
 Quality: perplexity of the reference LM (SmolLM2-135M-Instruct, quality/reference.py) over `--tokens` tokens of
-three passages (Paradise Lost from its start and from token 20,000, Hamlet from token 30,000; a quick run takes the
-first), full attention, fp32 against:
+three passages (Paradise Lost from its start and from token 20,000, Hamlet from token 30,000; a quick run takes 192
+tokens of the first), full attention, fp32 against:
 - int8 dynamic (FBGEMM) on every linear layer, sparing the MLP's down projections (where activation outliers live)
   and the LM head, and after SmoothQuant's rescaling (each input channel divided by `s = a^0.65 / w^0.35`, the
-  weight's column multiplied by it; `a` the channel's largest |input| over 1,024 tokens of Hamlet's start, `w`
-  the column's largest |weight|);
+  weight's column multiplied by it; `a` the channel's largest |input| over 1,024 tokens of Hamlet's start (512 in a
+  quick run), `w` the column's largest |weight|);
 - int8 with one scale per input row, emulated (the integers multiplied exactly in fp32), with and without the
   rescaling: where a per-row kernel would have been;
 - `--quantize int8`: the project's kernel, a scale per 64 inputs of a row, no calibration.
@@ -47,7 +47,7 @@ from cache.config import CacheConfig  # noqa: E402
 from cache.cpu.int8_linear import Int8Linear, quantize_weight  # noqa: E402
 from cache.cpu.kernels import kernels_ready  # noqa: E402
 from model.quantize import quantize_model  # noqa: E402
-from scripts.bench_families import bandwidth  # noqa: E402
+from scripts.bench_families import PROBE_FLOATS, QUICK_PROBE_FLOATS, bandwidth  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 COLUMNS = ["part", "variant", "rows", "measure", "value", "unit", "note"]
@@ -62,6 +62,7 @@ KERNEL = "--quantize int8 (kernel)"  # per token, a scale per 64 inputs: cache.c
 # (text, first token) of each perplexity passage: three in a full run, the first in a quick one
 PASSAGES = [("paradise-lost", 0), ("paradise-lost", 20000), ("hamlet", 30000)]
 CALIBRATION = ("hamlet", 1024)  # (text, tokens) the inputs' ranges are read from: not the evaluated text
+QUICK_CALIBRATION = 512  # --quick: the first 512 tokens of it
 FULL_ROWS = {"decoder layer": [1, 256], "vision block": [1024]}
 
 
@@ -246,8 +247,10 @@ def max_error(variant, reference: torch.nn.ModuleDict, shapes) -> float:
 
 
 def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, slow_variants: bool, bar: tqdm) -> list[dict]:
-    _, read = bandwidth()  # bytes/s a torch sum reads: a decode step cannot read its weights faster
-    out = [_row("bound", "read bandwidth", 0, "read_gb_per_s", read / 1e9, "GB/s", "torch sum over 512 MiB")]
+    floats = PROBE_FLOATS if slow_variants else QUICK_PROBE_FLOATS  # a quick run: 128 MiB
+    _, read = bandwidth(floats=floats)  # bytes/s a torch sum reads: a decode step cannot read its weights faster
+    note = f"torch sum over {floats * 4 // 2**20} MiB"
+    out = [_row("bound", "read bandwidth", 0, "read_gb_per_s", read / 1e9, "GB/s", note)]
     weights = sum(o * i for _, o, i in DECODER)
     for label, size in (("fp32", 4), ("int8", 1)):  # the decoder layer's weights read once: 1 row's bound
         note = f"{weights / 1e6:.1f}M weights x {size} B at the read bandwidth"
@@ -275,14 +278,16 @@ def measure_speed(rows_by_part: dict[str, list[int]], repeats: int, slow_variant
     return out
 
 
-def measure_quality(tokens: int, passages: list[tuple[str, int]], bar: tqdm) -> list[dict]:
+def measure_quality(
+    tokens: int, passages: list[tuple[str, int]], bar: tqdm, calibration: int = CALIBRATION[1]
+) -> list[dict]:
     from quality.lm import load_text_lm
     from quality.perplexity import stream_perplexity
     from quality.reference import load_text
 
     lm = load_text_lm()
     config = CacheConfig(policy="full", budget=tokens + 1)
-    ranges = input_peaks(lm.model, torch.tensor([lm.encode(load_text(CALIBRATION[0]))[: CALIBRATION[1]]]))
+    ranges = input_peaks(lm.model, torch.tensor([lm.encode(load_text(CALIBRATION[0]))[:calibration]]))
     models = {"fp32": lm.model, "int8 dynamic": int8_dynamic(lm.model),
               "int8 dynamic, sparing down_proj and lm_head": int8_dynamic(lm.model, SPARED),
               "int8 dynamic + SmoothQuant": replace_linears(lm.model, fbgemm_linear, ranges),
@@ -356,14 +361,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokens", type=int, default=2048, help="tokens of the perplexity text (default: 2048)")
     p.add_argument("--repeats", type=int, default=20, help="timed passes per setting, median kept (default: 20)")
-    p.add_argument("--quick", action="store_true", help="a short run (for the test): 384 tokens, 1 pass, fewer "
-                   "rows, neither torchao nor torch._int_mm")  # fmt: skip
+    p.add_argument("--quick", action="store_true", help="a short run (for the test): 192 tokens of one passage, "
+                   "512 of calibration, 1 pass, 1 decoder row and 256 vision rows, a 128 MiB bandwidth probe, neither "
+                   "torchao nor torch._int_mm")  # fmt: skip
     p.add_argument("--out", type=Path, default=REPO / "docs", help="folder of int8_bench.csv and .png")
     args = p.parse_args(argv)
     if args.tokens < 16 or args.repeats < 1:
         p.error("--tokens must be >= 16 and --repeats >= 1")
     if args.quick:
-        args.tokens, args.repeats = 384, 1
+        args.tokens, args.repeats = 192, 1
     return args
 
 
@@ -371,12 +377,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     kernels_ready()  # builds them the first time (once per machine)
-    rows_by_part = {"decoder layer": [1, 64], "vision block": [256]} if args.quick else FULL_ROWS
+    rows_by_part = {"decoder layer": [1], "vision block": [256]} if args.quick else FULL_ROWS
     speed_steps = sum(len(v) for v in rows_by_part.values()) * (4 if args.quick else 7)
     passages = PASSAGES[:1] if args.quick else PASSAGES
     with tqdm(total=speed_steps + 7 * len(passages), desc="bench_int8", unit="setting") as bar:
         rows = measure_speed(rows_by_part, args.repeats, not args.quick, bar)
-        rows += measure_quality(args.tokens, passages, bar)
+        rows += measure_quality(args.tokens, passages, bar, QUICK_CALIBRATION if args.quick else CALIBRATION[1])
     with (args.out / "int8_bench.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
