@@ -33,12 +33,12 @@ def memory_of(answer: dict) -> tuple[float, str]:
     return answer["process_rss_bytes"] / 2**20, "process RSS MiB"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("logs", nargs="+", type=Path, help="JSON-lines event logs written by --log-jsonl")
     parser.add_argument("--out", type=Path, default=Path("out/memory.png"), help="PNG to write")
     parser.add_argument("--title", default="memory over a stream")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     import matplotlib
 
     matplotlib.use("Agg")
