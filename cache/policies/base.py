@@ -83,6 +83,15 @@ class EvictionPolicy:
         """Scores of the view's `n` cached tokens, broadcastable to [L, B, H_kv, n]."""
         raise NotImplementedError
 
+    @classmethod
+    def behaviour(cls) -> tuple[str | None, bool, bool]:
+        """What the cache does differently for this policy, beyond its scores: (capture, evicts, per_head).
+
+        Two policies of one behaviour run through the same cache, decode and batch code and differ only in which
+        tokens `score` picks; the test suites that run whole models take one policy of each behaviour.
+        """
+        return cls.capture, cls.evicts, cls.per_head
+
     @staticmethod
     def _recency(view: TokenView) -> torch.Tensor:
         # [1, 1, 1, n]: token i scores i, so the newest tokens win.

@@ -6,6 +6,7 @@ import torch
 
 from cache.config import CacheConfig
 from cache.policies import (
+    POLICIES,
     InfMllmSettings,
     PolicySettings,
     SnapKvSettings,
@@ -55,7 +56,7 @@ def test_full_never_evicts():
     assert stats.tokens_after == N and cache.get_seq_length() == N
 
 
-@pytest.mark.parametrize("policy", ["inf-mllm", "streaming-llm", "h2o", "window", "strided"])
+@pytest.mark.parametrize("policy", [name for name, cls in POLICIES.items() if cls.evicts])
 def test_eviction_keeps_values_paired_with_their_keys(policy):
     scores = np.random.default_rng(0).random((LAYERS, KV_HEADS, N))
     cache = filled_cache(N, scores, policy=policy, budget=BUDGET, window=WINDOW)

@@ -16,6 +16,7 @@ from cache.cpu import kernels as cpu_kernels
 from cache.policies import POLICIES
 from cache.runner import CachedRunner
 from cache.store.recall import recall_for_prompt
+from tests.support.policy_behaviours import BEHAVIOURS
 from tests.support.reference_lm import reference_lm
 from tests.support.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
 
@@ -115,7 +116,7 @@ def _check_together_equals_alone(
     return decoder
 
 
-@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("policy", BEHAVIOURS)
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
 def test_batched_steps_equal_each_stream_alone(arch, policy):
     _, model, dims = build_pair(arch)

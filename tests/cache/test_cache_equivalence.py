@@ -7,8 +7,8 @@ from transformers import DynamicCache
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
 from cache.forward_args import with_cache
-from cache.policies import POLICIES
 from cache.runner import CachedRunner
+from tests.support.policy_behaviours import BEHAVIOURS
 from tests.support.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
 
 ROUNDS = 4
@@ -16,7 +16,7 @@ ANSWER_TOKENS = 6
 
 
 @pytest.mark.parametrize("positions", ["rerotate", "original"])
-@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("policy", BEHAVIOURS)
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
 def test_multi_round_logits_equal_plain_dynamic_cache(arch, policy, positions):
     reference, bounded, dims = build_pair(arch)

@@ -16,6 +16,7 @@ from cache.decode import StaticDecoder
 from cache.policies import POLICIES
 from cache.runner import CachedRunner
 from cache.static_layer import StaticBoundedLayer
+from tests.support.policy_behaviours import BEHAVIOURS
 from tests.support.tiny_text_models import ARCHITECTURES, VOCAB, build_pair
 
 BUDGET = 48
@@ -43,7 +44,7 @@ def _converse(model, dims: int, config: CacheConfig, compile_decode: bool = Fals
 
 
 @pytest.mark.parametrize("positions", ["rerotate", "original"])
-@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("policy", BEHAVIOURS)
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))
 def test_static_storage_and_decode_equal_the_dynamic_path(arch, policy, positions):
     _, model, dims = build_pair(arch)

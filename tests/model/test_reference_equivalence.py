@@ -6,8 +6,8 @@ import torch
 
 from cache.bounded_cache import BoundedCache
 from cache.config import CacheConfig
-from cache.policies import POLICIES
 from cache.runner import CachedRunner
+from tests.support.policy_behaviours import BEHAVIOURS
 from tests.support.reference_lm import reference_lm
 
 NEW_TOKENS = 12
@@ -36,7 +36,7 @@ def test_the_reference_model_is_the_real_one(expected):
     assert lm.tokenizer.decode(answer).startswith("The capital of France is Paris.")
 
 
-@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("policy", BEHAVIOURS)
 def test_greedy_answer_equals_generate(expected, policy):
     lm = reference_lm()
     prompt, answer = expected

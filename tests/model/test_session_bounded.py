@@ -7,12 +7,13 @@ import torch
 from cache.config import CacheConfig
 from model.session import SessionConfig, StreamingSession
 from tests.support.model_fixtures import random_frames
+from tests.support.policy_behaviours import EVICTING
 from tests.support.session_helpers import TINY_FAMILIES, loaded
 
 CLIPS, QUESTIONS, BUDGET, MAX_NEW = 100, 30, 512, 8
 
 
-@pytest.mark.parametrize("policy", ["inf-mllm", "h2o", "streaming-llm", "window", "strided"])
+@pytest.mark.parametrize("policy", EVICTING)
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_long_stream_stays_within_budget(family, policy):
     session = StreamingSession(

@@ -17,12 +17,12 @@ from transformers import DynamicCache
 
 from cache.config import CacheConfig
 from cache.forward_args import with_cache
-from cache.policies import POLICIES
 from model.answer_together import AnsweringTogether
 from model.change import ChangeConfig, ChangeTracker
 from model.evidence import recalled
 from model.session import SessionConfig, StreamingSession
 from tests.support.model_fixtures import smooth_frame
+from tests.support.policy_behaviours import BEHAVIOURS
 from tests.support.session_helpers import generate_answer, loaded
 
 MAX_NEW = 8
@@ -100,7 +100,7 @@ def plain_answer(reference, segments, max_new: int) -> list[int]:
     return ids
 
 
-@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("policy", BEHAVIOURS)
 @pytest.mark.parametrize("family", ["tiny-qwen2-vl", "tiny-qwen3.5", "tiny-smolvlm2"])
 def test_dropping_off_answers_exactly_as_today(family, policy):
     reference = loaded(family, attention="sdpa")
@@ -121,7 +121,7 @@ def test_dropping_off_answers_exactly_as_today(family, policy):
     assert ours.cache.get_seq_length() == sum(s.num_tokens for s in conversation)
 
 
-@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("policy", BEHAVIOURS)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_sparse_clips_answer_as_plain_transformers_fed_the_same_sparse_sequence(family, policy):
     reference = loaded(family, attention="sdpa")

@@ -7,12 +7,13 @@ from cache.config import CacheConfig
 from cache.policies import POLICIES
 from model.session import SessionConfig, StreamingSession
 from tests.support.model_fixtures import random_frames
+from tests.support.policy_behaviours import BEHAVIOURS
 from tests.support.session_helpers import TINY_FAMILIES, generate_answer, loaded
 
 MAX_NEW = 10
 
 
-@pytest.mark.parametrize("policy", ["inf-mllm", "snapkv", "h2o", "full", "strided"])
+@pytest.mark.parametrize("policy", BEHAVIOURS)
 @pytest.mark.parametrize("family", TINY_FAMILIES)
 def test_answers_equal_generate_on_the_whole_conversation(family, policy):
     _check_answers_equal_generate(family, policy, compile_decode=False)
