@@ -17,7 +17,7 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     argv = app_command(*args)[3:]  # [python, -m, app, *ARGS]
     capsys.readouterr()  # only this run's output
     root = logging.getLogger()
-    kept = root.handlers[:]
+    kept, level = root.handlers[:], root.level
     root.handlers.clear()  # so the run's logging.basicConfig binds its handler to this test's captured stderr
     try:
         code = main(argv)
@@ -25,4 +25,5 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
         code = exited.code
     finally:
         root.handlers[:] = kept  # the run's handler goes with it (its stream is this test's capture)
+        root.setLevel(level)
     return code, capsys.readouterr().err
