@@ -23,13 +23,13 @@ def _seed():
 
 # PostgreSQL for the timeline suite: one server per session (started only when a test asks for it)
 from tests.support.postgres_server import postgres_database, postgres_server, postgres_target  # noqa: E402, F401
+
+# One Ray cluster of the session for the fleet tests that neither kill nor add nodes (started at its first use)
+from tests.support.ray_cluster import shared_ray_cluster, shared_ray_cluster_pool  # noqa: E402, F401
 from tests.support.timeline_backends import timeline_location  # noqa: E402, F401
 
 # Webhook receivers on free loopback ports, closed after each test
 from tests.support.webhook_receiver import receivers  # noqa: E402, F401
-
-# One Ray cluster of the session for the fleet tests that neither kill nor add nodes (started at its first use)
-from tests.support.ray_cluster import shared_ray_cluster, shared_ray_cluster_pool  # noqa: E402, F401
 
 # With pytest-xdist (`bash .ci/run -n 4 --dist loadgroup`, on more cores than 2), a file's tests stay on one
 # worker (they share module fixtures: one app run, one server), and every file that starts a Ray cluster goes to
