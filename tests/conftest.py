@@ -21,19 +21,17 @@ def _seed():
     torch.manual_seed(0)
 
 
-# PostgreSQL for the timeline suite: one server per session (started only when a test asks for it)
+# Fixtures that start servers only when a test asks for them: PostgreSQL for the timeline suite (one server per
+# session) and the timeline's two backends; one Ray cluster of the session for the fleet tests that neither kill nor
+# add nodes; webhook receivers on free loopback ports, closed after each test
 from tests.support.postgres_server import postgres_database, postgres_server, postgres_target  # noqa: E402, F401
-
-# One Ray cluster of the session for the fleet tests that neither kill nor add nodes (started at its first use)
 from tests.support.ray_cluster import shared_ray_cluster, shared_ray_cluster_pool  # noqa: E402, F401
 from tests.support.timeline_backends import timeline_location  # noqa: E402, F401
-
-# Webhook receivers on free loopback ports, closed after each test
 from tests.support.webhook_receiver import receivers  # noqa: E402, F401
 
 # With pytest-xdist (`bash .ci/run -n 4 --dist loadgroup`, on more cores than 2), a file's tests stay on one
 # worker (they share module fixtures: one app run, one server), and every file that starts a Ray cluster goes to
-# one worker, so two clusters never start side by side.
+# one worker (the session's shared cluster and a test's own may then run side by side, never two tests' own).
 RAY_MARKS = ("ray_cluster", '"--ray"')
 
 
