@@ -38,10 +38,15 @@ run('history', outDir, { width: 1280, height: 800 }, async (page, seen, pageErro
   await page.waitForSelector('#chat', { timeout: 30000 });
 
   // 1. an answer with a word in it (its first line: the answer; then evidence and the metrics line)
+  // (a word of the answer only: on the shared app the chat also holds questions other tests typed, and a bubble
+  // may repeat one; a word of a question would find that question's row, not an answer with the word)
   const answer = await page.waitForFunction(() => {
+    const asked = [...document.querySelectorAll('#chat [data-testid="user"]')].map((u) => u.innerText.toLowerCase());
+    const inQuestion = (w) => asked.some((q) => q.includes(w.toLowerCase()));
     for (const bot of document.querySelectorAll('#chat [data-testid="bot"]')) {
       const text = bot.innerText;
-      const words = (text.split('\n')[0].match(/[A-Za-z]{4,}/g) || []).filter((w) => w !== 'thinking');
+      const words = (text.split('\n')[0].match(/[A-Za-z]{4,}/g) || [])
+        .filter((w) => w !== 'thinking' && !inQuestion(w));
       if (/tokens\/s/.test(text) && words.length) return { text, word: words[0] };
     }
     return null;
