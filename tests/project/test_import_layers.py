@@ -20,34 +20,10 @@ PACKAGES = (
     "bus", "monitor",
 )  # fmt: skip
 ALLOWED = {  # package -> the project's packages it may import
-    "fleet": {
-        "app",
-        "api",
-        "terminal",
-        "watches",
-        "ui",
-        "outputs",
-        "timeline",
-        "capture",
-        "model",
-        "cache",
-        "bus",
-        "monitor",
-    },  # fmt: skip
-    "app": {
-        "api",
-        "terminal",
-        "watches",
-        "ui",
-        "outputs",
-        "timeline",
-        "capture",
-        "model",
-        "cache",
-        "quality",
-        "bus",
-        "monitor",
-    },  # fmt: skip
+    "fleet": {"app", "api", "terminal", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "bus",
+              "monitor"},  # fmt: skip
+    "app": {"api", "terminal", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality", "bus",
+            "monitor"},  # fmt: skip
     "api": {"watches", "ui", "capture", "timeline", "bus"},  # the HTTP API: routes over the assistant's protocol
     "terminal": {"ui", "watches", "timeline", "bus"},  # the terminal's parts: stdin, watch commands, printer, history
     "watches": {"timeline", "bus"},  # yes/no watches, the standing question, runtime watches and their state file
