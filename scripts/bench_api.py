@@ -489,8 +489,8 @@ def measure_watches(
     """0 watches, `count` on_change watches, `count` plain watches (those of `kinds`: None, True, False), each
     every 2 s; threshold 0.99 so that no alert begins on the random model's p_yes: watches at rest, as most are
     most of the time."""
-    names = {None: "0 watches", True: f"{count} watches on_change, every 2 s", False: f"{count} watches, every 2 s"}
-    settings = [(names[kind], kind) for kind in kinds]
+    labels = {None: "0 watches", True: f"{count} watches on_change, every 2 s", False: f"{count} watches, every 2 s"}
+    settings = [(labels[kind], kind) for kind in kinds]
     rows = []
     for setting, on_change in settings:
         names, busy = [], [0]
