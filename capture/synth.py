@@ -16,16 +16,15 @@ import av
 import cv2
 import numpy as np
 
+from capture.scenes import BACKGROUNDS, COLOURS, DEMO_SCENES, Thing, describe
+
 logger = logging.getLogger(__name__)
 
 MARKER_BITS = 12
-# (caption, background RGB, shape, shape RGB)
-SCENES = (
-    ("a red ball bouncing on a blue floor", (40, 60, 160), "ball", (220, 30, 30)),
-    ("a green square sliding on sand", (210, 190, 120), "square", (30, 160, 60)),
-    ("a yellow triangle on a dark night sky", (15, 15, 40), "triangle", (240, 220, 40)),
-    ("a white car moving on a grey road", (110, 110, 110), "car", (245, 245, 245)),
-    ("a purple ball falling in a green garden", (60, 140, 60), "ball", (150, 50, 170)),
+# (caption, background RGB, shape, shape RGB): the generated scenes' five demo scenes, in their words
+SCENES = tuple(
+    (describe([Thing(kind, colour, 0.0, 1.0)], background), BACKGROUNDS[background], kind, COLOURS[colour])
+    for background, kind, colour in DEMO_SCENES
 )
 _QUIET = {"libx265": {"x265-params": "log-level=error"}}
 

@@ -23,7 +23,8 @@ class ModelConfig:
     """Model selection.
 
     model: a Hugging Face id, a local directory, or "tiny" / "tiny-qwen2-vl" / "tiny-qwen2.5-vl" / "tiny-qwen3-vl" /
-        "tiny-smolvlm2" (random weights built locally; "tiny" is the Qwen2-VL one).
+        "tiny-smolvlm2" (random weights built locally; "tiny" is the Qwen2-VL one), or "demo" (a small Qwen2-VL
+        trained here on generated scenes, shipped in model/demo_model; it knows only those scenes).
     device: "auto" (CUDA when present, else CPU), "cpu", "cuda" or "cuda:N".
     dtype: "auto" (bf16 on GPU, fp16 where bf16 is unsupported, fp32 on CPU), "bfloat16", "float16" or
         "float32".
@@ -36,7 +37,10 @@ class ModelConfig:
 
     model: str = field(
         default="Qwen/Qwen2-VL-2B-Instruct",
-        metadata={"help": "Hugging Face id, local directory, or 'tiny' (random weights, gibberish answers, offline)"},
+        metadata={
+            "help": "Hugging Face id, local directory, 'demo' (trained here on generated scenes only: offline answers "
+            "about the demo video) or 'tiny' (random weights, gibberish answers, offline)"
+        },
     )
     device: str = field(default="auto", metadata={"help": "auto (CUDA when present), cuda, cuda:N or cpu"})
     dtype: str = field(

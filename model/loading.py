@@ -1,4 +1,4 @@
-"""Load a video LLM (hub id, local directory or "tiny"), its processor and its family adapter."""
+"""Load a video LLM (hub id, local directory, "tiny" or "demo"), its processor and its family adapter."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import time
 from dataclasses import dataclass
 
 import torch
+from safetensors import SafetensorError
 from transformers import AutoConfig, PreTrainedModel
 
 from model.adapters.base import VideoAdapter
 from model.config import ModelConfig, resolve_device, resolve_dtype
+from model.demo import DEMO_NAME, REBUILD, demo_checkpoint
 from model.families import FAMILIES, Family, supported_families_text
 from model.processor import VisionTextProcessor
 from model.tiny import TINY_NAMES, build_tiny
@@ -52,7 +54,7 @@ def attention_implementation(text_attention: str) -> dict[str, str]:
 
 
 def load_model(config: ModelConfig, text_attention: str = "sdpa", *, local_files_only: bool = False) -> LoadedModel:
-    """Load `config.model` (a hub id, a local directory, or a tiny name) on the resolved device and dtype.
+    """Load `config.model` (a hub id, a local directory, a tiny name or "demo") on the resolved device and dtype.
 
     text_attention: attention implementation of the text decoder (e.g. "sdpa", "eager", or a name
         registered with transformers' AttentionInterface); the vision tower always uses "sdpa".
@@ -69,6 +71,9 @@ def load_model(config: ModelConfig, text_attention: str = "sdpa", *, local_files
         model, processor = build_tiny(family.model_type)
         model.set_attn_implementation(attn)
         model.to(device=device, dtype=dtype)
+    elif config.model == DEMO_NAME:
+        family = FAMILIES["qwen2_vl"]
+        model, processor = _load_demo(family, config, device, dtype, attn)
     else:
         name, family = _resolve(config, local_files_only)
         model, processor = _load_pretrained(name, family, config, device, dtype, attn, local_files_only)
@@ -105,11 +110,27 @@ def check_loading_info(info: dict) -> None:
         )
 
 
+def _load_demo(family: Family, config: ModelConfig, device, dtype, attn) -> tuple[PreTrainedModel, VisionTextProcessor]:
+    """The shipped demo checkpoint (model/demo.py); a missing or damaged one names its folder and how to rebuild."""
+    try:
+        path = demo_checkpoint()
+    except FileNotFoundError as e:
+        raise ModelLoadError(f"Could not load model 'demo': {e}") from e
+    logger.info("loading the demo model (trained here on generated scenes only; it knows nothing of real cameras)")
+    try:
+        return _load_pretrained(str(path), family, config, device, dtype, attn, local_files_only=True)
+    except ModelLoadError as e:
+        raise ModelLoadError(
+            f"the demo model's checkpoint {path} is damaged ({e.__cause__}); rebuild it with {REBUILD}"
+        ) from e
+
+
 def _error(name: str, reason: str) -> ModelLoadError:
     return ModelLoadError(
         f"Could not load model {name!r}: {reason}. Supported families: {supported_families_text()}. "
         "Give a Hugging Face id (e.g. Qwen/Qwen2-VL-2B-Instruct) or a local directory holding its files; "
-        "without network access, try `--model tiny` (random weights, built locally)."
+        "without network access, try `--model demo` (trained here on generated scenes) or `--model tiny` (random "
+        "weights, built locally)."
     )
 
 
@@ -173,6 +194,6 @@ def _load_pretrained(
             trust_remote_code=config.trust_remote_code,
             local_files_only=local_files_only,
         )
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, SafetensorError) as e:
         raise _error(config.model, f"loading failed ({type(e).__name__}: {e})") from e
     return model, processor

@@ -126,15 +126,17 @@ def _qwen_processor(
     patch_size: int = 14,
     mean_std: tuple | None = None,
     chat_template: str = QWEN_CHAT_TEMPLATE,
+    **tokenizer_options,
 ) -> VisionTextProcessor:
     tokenizer = build_bpe_tokenizer(
         QWEN_SPECIAL,
-        vocab_size=VOCAB_SIZE,
+        vocab_size=tokenizer_options.pop("vocab_size", VOCAB_SIZE),
         bos_token=None,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         chat_template=chat_template,
         extra_attributes={"image_token": "<|image_pad|>", "video_token": "<|video_pad|>"},
+        **tokenizer_options,
     )
     common = dict(patch_size=patch_size, temporal_patch_size=2, merge_size=2)
     mean, std = mean_std or (list(OPENAI_CLIP_MEAN), list(OPENAI_CLIP_STD))

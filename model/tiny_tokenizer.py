@@ -32,8 +32,10 @@ def build_bpe_tokenizer(
     pad_token: str,
     chat_template: str,
     extra_attributes: dict[str, str] | None = None,
+    corpus: str = _CORPUS,
 ) -> PreTrainedTokenizerFast:
-    """Train a byte-level BPE on a small built-in text; return it as a transformers fast tokenizer.
+    """Train a byte-level BPE on `corpus` (a small built-in text by default); return it as a transformers fast
+    tokenizer.
 
     special_tokens get the first ids (0, 1, ...) in the given order and are never split.
     extra_attributes become named special tokens of the tokenizer (e.g. image_token="<image>"), which
@@ -48,7 +50,7 @@ def build_bpe_tokenizer(
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(_CORPUS.splitlines(), trainer)
+    tok.train_from_iterator(corpus.splitlines(), trainer)
     kwargs: dict = {"eos_token": eos_token, "pad_token": pad_token}
     if bos_token is not None:
         kwargs["bos_token"] = bos_token

@@ -111,6 +111,8 @@ def test_the_wheel_holds_every_tracked_module_and_the_kernel_sources(installed):
     sources = {n for n in names if n.startswith("cache/cpu/csrc/")}
     assert {"cache/cpu/csrc/bindings.cpp", "cache/cpu/csrc/decode_attention.cpp"} <= sources, sorted(sources)
     assert any(n.endswith(".h") for n in sources), sorted(sources)
+    demo = {n.removeprefix("model/demo_model/") for n in names if n.startswith("model/demo_model/")}
+    assert {"config.json", "model.safetensors", "tokenizer.json", "preprocessor_config.json"} <= demo, sorted(demo)
     assert not any(n.startswith(("tests/", "scripts/")) for n in names)
 
 

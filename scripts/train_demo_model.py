@@ -1,0 +1,368 @@
+"""Train the demo model (`--model demo`) from scratch on generated scenes, on the CPU, deterministically.
+
+    python scripts/train_demo_model.py                      # the shipped weights: ~40 min on 2 CPU cores
+    python scripts/train_demo_model.py --steps 50 --out /tmp/demo   # a quick look
+
+Each training example is one stream conversation exactly as the streaming session builds it (model/adapters):
+the system prompt, 1-8 clips of 4 frames at 1 frame/s (half of the examples 1 or 2 clips) from a random generated
+stream (capture/scenes.py), and after some clips and always after the last one or two questions with their answers
+from the ground truth
+(quality/video_qa.py). Like the session, most streams keep only the visual tokens that changed (model/change.py),
+at their true M-RoPE positions; some older clips lose a random share of their tokens, as eviction would take them.
+The loss is on the answers (and the token that ends them). No caption is drawn on a frame: the model must see.
+
+Writes the checkpoint directory (`--out`, read by `load_model` like any other), `training.json` in it (the
+config and the first steps' losses, which tests/model/test_demo_model.py reproduces), the loss log as CSV and the
+loss curve as PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import csv
+import json
+import math
+import multiprocessing
+import pickle
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file from anywhere
+from capture.scenes import random_stream, render  # noqa: E402
+from model.adapters.qwen2_vl import Qwen2VLAdapter  # noqa: E402
+from model.change import ChangeConfig, ChangeTracker  # noqa: E402
+from model.demo import DEMO_DIR, build_demo  # noqa: E402
+from quality.video_qa import NOW_KINDS, PAST_KINDS, sample_question  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDED_STEPS = 5  # losses of the first steps kept in training.json, for the reproducibility test
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    steps: int = 2400
+    batch: int = 16
+    lr: float = 3e-3
+    warmup: int = 100
+    weight_decay: float = 0.01
+    max_clips: int = 8
+    short_share: float = 0.5
+    clip_seconds: int = 4
+    fps: int = 1
+    frame: tuple[int, int] = (140, 84)  # what the demo processor makes of a 16:9 frame (width, height)
+    drop_unchanged_share: float = 0.8  # streams ingested as the session does by default
+    evict_share: float = 0.3  # older clips that lose a random share of their tokens
+    ask_share: float = 0.35  # clips followed by questions (the last one always is)
+    question_mix: tuple[float, ...] = (0.25, 0.2, 0.07, 0.08, 0.2, 0.1, 0.1)  # NOW_KINDS + PAST_KINDS
+    eval_every: int = 250
+
+
+@dataclass
+class Example:
+    segments: list  # model.adapters.base.Segment, in conversation order
+    answer_mask: list  # per segment: [T] bool, tokens whose next-token prediction is trained (None: none)
+    kinds: list[str]
+
+
+def make_example(rng: np.random.Generator, adapter: Qwen2VLAdapter, cfg: TrainConfig) -> Example:
+    """One stream conversation with its answers (see the module's docstring)."""
+    short = rng.random() < cfg.short_share  # one or two clips: cheap steps that teach seeing
+    clips = int(rng.integers(1, 3 if short else cfg.max_clips + 1))
+    stream = random_stream(rng, clips * cfg.clip_seconds + int(rng.integers(0, 8)))
+    offset = float(cfg.clip_seconds * rng.integers(0, 250)) if rng.random() < 0.5 else 0.0
+    tracker = ChangeTracker(ChangeConfig()) if rng.random() < cfg.drop_unchanged_share else None
+    layout = adapter.change_layout()
+    segments, masks, kinds = [adapter.conversation_prefix()], [None], []
+    kinds_all = NOW_KINDS + PAST_KINDS
+    end_ids = adapter.answer_end_ids()
+    for i in range(clips):
+        t0 = float(i * cfg.clip_seconds)
+        times = t0 + np.arange(cfg.fps * cfg.clip_seconds) / cfg.fps
+        frames = np.stack([render(stream, float(t), *cfg.frame) for t in times])
+        segment = adapter.clip_segment(frames, t0 + offset, t0 + cfg.clip_seconds + offset)
+        grid = segment.model_inputs["video_grid_thw"][0].tolist()
+        keep = np.ones((grid[0], grid[1] // 2, grid[2] // 2), dtype=bool)
+        if tracker is not None:
+            keep = tracker.select(segment.view, layout, keyframe=i == 0).keep
+        ask = i == clips - 1 or rng.random() < cfg.ask_share
+        if not ask and rng.random() < cfg.evict_share:
+            keep = keep & (rng.random(keep.shape) < rng.uniform(0.2, 0.9))
+        if not keep.all():
+            segment = adapter.sparse_clip(segment, keep)
+        segments.append(segment)
+        masks.append(None)
+        if not ask:
+            continue
+        for _ in range(int(rng.integers(1, 3))):
+            kind = str(rng.choice(kinds_all, p=cfg.question_mix))
+            question = sample_question(rng, stream, float(times[-1]), kind)
+            segments.append(adapter.question_segment(question.text))
+            masks.append(None)
+            answer_ids = adapter.tokenizer(question.answer, add_special_tokens=False, return_tensors="pt")["input_ids"]
+            answer = adapter.answer_segment(answer_ids)
+            mask = torch.zeros(answer.num_tokens, dtype=torch.bool)
+            mask[: answer.num_tokens - end_ids.shape[1] + 1] = True  # the answer and the token that ends it
+            segments.append(answer)
+            masks.append(mask)
+            kinds.append(question.kind)
+    return Example(segments, masks, kinds)
+
+
+def batch_inputs(model, adapter: Qwen2VLAdapter, examples: list[Example]):
+    """(inputs_embeds [B, T, hidden], position_ids [3, B, T], labels [B, T]; -100 where untrained), right-padded.
+
+    The vision tower runs once over every clip of the batch; each clip's features (its kept tokens only) go to
+    its placeholders, and every segment gets the positions the streaming session would give it."""
+    clips = [s for e in examples for s in e.segments if "pixel_values_videos" in s.model_inputs]
+    features: list[torch.Tensor] = []
+    if clips:
+        pixels = torch.cat([s.model_inputs["pixel_values_videos"] for s in clips])
+        grids = torch.cat([s.model_inputs["video_grid_thw"] for s in clips])
+        out = model.get_video_features(pixels, grids, return_dict=True).pooler_output
+        for segment, feats in zip(clips, out, strict=True):
+            features.append(feats if segment.visual_select is None else feats[segment.visual_select])
+    table = model.get_input_embeddings()
+    rows, positions, labels = [], [], []
+    next_feature = iter(features)
+    for example in examples:
+        ids = torch.cat([s.input_ids[0] for s in example.segments])
+        embeds = table(ids)  # [T, hidden]
+        visual = [next(next_feature) for s in example.segments if "pixel_values_videos" in s.model_inputs]
+        if visual:
+            mask = (ids == adapter.video_token_id).unsqueeze(1)
+            embeds = embeds.masked_scatter(mask, torch.cat(visual).to(embeds.dtype))
+        pos, start = [], 0
+        for segment in example.segments:
+            p, start = adapter.segment_position_ids(segment, start)
+            pos.append(p[:, 0])
+        target = torch.full_like(ids, -100)
+        offset = 0
+        for segment, trained in zip(example.segments, example.answer_mask, strict=True):
+            if trained is not None:  # predicting token k of the answer happens at the token before it
+                where = torch.nonzero(trained).squeeze(1) + offset
+                target[where - 1] = ids[where]
+            offset += segment.num_tokens
+        rows.append(embeds)
+        positions.append(torch.cat(pos, dim=1))
+        labels.append(target)
+    length = max(r.shape[0] for r in rows)
+    hidden = rows[0].shape[1]
+    embeds = torch.zeros(len(rows), length, hidden)
+    pos = torch.zeros(3, len(rows), length, dtype=torch.long)
+    lab = torch.full((len(rows), length), -100, dtype=torch.long)
+    for b, (r, p, t) in enumerate(zip(rows, positions, labels, strict=True)):
+        n = r.shape[0]
+        embeds[b, :n], lab[b, :n] = r, t
+        pos[:, b, :n] = p
+        pos[:, b, n:] = p[:, -1:] + 1 + torch.arange(length - n)  # padding after the end: never attended to
+    return embeds, pos, lab
+
+
+def batch_loss(model, adapter, examples: list[Example]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(mean cross-entropy over trained tokens, their argmax predictions, their labels)."""
+    embeds, pos, labels = batch_inputs(model, adapter, examples)
+    out = model(inputs_embeds=embeds, position_ids=pos, use_cache=False)
+    trained = labels != -100
+    logits = out.logits[trained]
+    return torch.nn.functional.cross_entropy(logits, labels[trained]), logits.argmax(-1), labels[trained]
+
+
+def answer_accuracy(model, adapter, examples: list[Example]) -> dict[str, float]:
+    """Share of answers whose every token is the model's greedy choice (teacher forced), per question kind."""
+    model.eval()
+    with torch.no_grad():
+        _, predicted, labels = batch_loss(model, adapter, examples)
+    model.train()
+    right = (predicted == labels).tolist()
+    per_kind: dict[str, list[bool]] = {}
+    cursor = 0
+    for example in examples:
+        for kind, mask in zip(example.kinds, [m for m in example.answer_mask if m is not None], strict=True):
+            n = int(mask.sum())
+            per_kind.setdefault(kind, []).append(all(right[cursor : cursor + n]))
+            cursor += n
+    return {k: sum(v) / len(v) for k, v in sorted(per_kind.items())}
+
+
+def learning_rate(step: int, cfg: TrainConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def start(cfg: TrainConfig):
+    """The untrained model (train mode), its adapter and optimizer, seeded."""
+    torch.manual_seed(cfg.seed)
+    model, processor = build_demo(cfg.seed)
+    model.train()
+    adapter = Qwen2VLAdapter(model.config, processor, model.generation_config)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "embed" not in n]
+    other = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "embed" not in n)]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": other, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.98),
+    )
+    return model, processor, adapter, optimizer
+
+
+_WORKER: dict = {}
+
+
+def _worker_start(cfg: TrainConfig) -> None:
+    torch.set_num_threads(1)
+    model, processor = build_demo(cfg.seed)
+    _WORKER["adapter"], _WORKER["cfg"] = Qwen2VLAdapter(model.config, processor, model.generation_config), cfg
+
+
+def make_batch(step: int, adapter: Qwen2VLAdapter, cfg: TrainConfig) -> list[Example]:
+    """The batch of step `step`: it depends on the seed and the step only (so a worker process can make it)."""
+    rng = np.random.default_rng((cfg.seed, step))
+    return [make_example(rng, adapter, cfg) for _ in range(cfg.batch)]
+
+
+def _pickled_batch(step: int) -> bytes:
+    # plain pickle bytes: torch's own tensor sharing between processes (file descriptors) stalls here
+    return pickle.dumps(make_batch(step, _WORKER["adapter"], _WORKER["cfg"]))
+
+
+def batches(cfg: TrainConfig, steps: int, adapter: Qwen2VLAdapter, workers: int, ahead: int = 4):
+    """Each step's batch in order; `workers` processes make up to `ahead` batches ahead of the training loop
+    (0: inline). Bounded: a faster worker waits instead of piling batches up in memory."""
+    if workers == 0:
+        yield from (make_batch(step, adapter, cfg) for step in range(steps))
+        return
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers, initializer=_worker_start, initargs=(cfg,)) as pool:
+        pending = collections.deque(pool.apply_async(_pickled_batch, (step,)) for step in range(min(ahead, steps)))
+        for step in range(steps):
+            data = pending.popleft().get()
+            if step + ahead < steps:
+                pending.append(pool.apply_async(_pickled_batch, (step + ahead,)))
+            yield pickle.loads(data)
+
+
+def train_steps(cfg: TrainConfig, steps: int, progress=None, on_step=None, workers: int = 0):
+    """Runs the first `steps` steps of `cfg`; returns (model, processor, adapter, losses). The losses do not
+    depend on `workers` (processes making the batches ahead)."""
+    model, processor, adapter, optimizer = start(cfg)
+    losses = []
+    for step, examples in enumerate(batches(cfg, steps, adapter, workers)):
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step, cfg)
+        loss, _, _ = batch_loss(model, adapter, examples)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        losses.append(float(loss.detach()))
+        if on_step is not None:
+            on_step(step, float(loss), model, adapter)
+        if progress is not None:
+            progress(step, float(loss))
+    model.eval()
+    return model, processor, adapter, losses
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    defaults = TrainConfig()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=defaults.steps, help="optimizer steps (default %(default)s)")
+    p.add_argument("--batch", type=int, default=defaults.batch, help="conversations per step (default %(default)s)")
+    p.add_argument("--lr", type=float, default=defaults.lr, help="peak learning rate (default %(default)s)")
+    p.add_argument("--seed", type=int, default=defaults.seed, help="seed of weights and data (default %(default)s)")
+    p.add_argument("--eval-every", type=int, default=defaults.eval_every, help="steps between held-out checks")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default %(default)s)")
+    p.add_argument("--workers", type=int, default=1, help="processes making batches ahead (default %(default)s)")
+    p.add_argument("--out", type=Path, default=DEMO_DIR, help="checkpoint directory (default: model/demo_model)")
+    p.add_argument("--log", type=Path, default=REPO / "docs/demo_model/train_log.csv", help="loss log (CSV)")
+    p.add_argument("--plot", type=Path, default=REPO / "docs/demo_model/train_loss.png", help="loss curve (PNG)")
+    args = p.parse_args(argv)
+    if min(args.steps, args.batch, args.threads, args.eval_every) < 1 or args.workers < 0:
+        p.error(
+            "--steps, --batch, --threads and --eval-every must be >= 1 and --workers >= 0, got "
+            f"{args.steps}, {args.batch}, {args.threads}, {args.eval_every}, {args.workers}"
+        )
+    if not (math.isfinite(args.lr) and 0 < args.lr < 1):
+        p.error(f"--lr must be in (0, 1), got {args.lr}")
+    if args.out.exists() and not args.out.is_dir():
+        p.error(f"--out {args.out} is a file; give a directory for the checkpoint")
+    return args
+
+
+def plot(log: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r["step"] for r in log]
+    loss = np.array([r["loss"] for r in log])
+    smooth = np.convolve(loss, np.ones(25) / 25, mode="valid") if len(loss) >= 25 else loss
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps, loss, alpha=0.3, label="loss per step")
+    ax.plot(steps[len(steps) - len(smooth) :], smooth, label="mean of 25 steps")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy on answer tokens")
+    ax.set_title("demo model training (2 CPU cores)")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    cfg = TrainConfig(steps=args.steps, batch=args.batch, lr=args.lr, seed=args.seed, eval_every=args.eval_every)
+    eval_rng = np.random.default_rng((cfg.seed, 1 << 40))
+    log: list[dict] = []
+    began = time.perf_counter()
+    held_out: list[Example] = []
+    bar = tqdm(total=cfg.steps, desc="training the demo model", unit="step")
+
+    def on_step(step, loss, model, adapter):
+        if not held_out:
+            held_out.extend(make_example(eval_rng, adapter, cfg) for _ in range(64))
+        row = {"step": step, "loss": loss, "lr": learning_rate(step, cfg), "seconds": time.perf_counter() - began}
+        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            accuracy = answer_accuracy(model, adapter, held_out)
+            row.update({f"acc_{k}": v for k, v in accuracy.items()})
+            tqdm.write(f"step {step + 1}: loss {loss:.3f}, held-out answers right: " + ", ".join(
+                f"{k} {v:.0%}" for k, v in accuracy.items()
+            ))  # fmt: skip
+        log.append(row)
+        bar.set_postfix(loss=f"{loss:.3f}")
+        bar.update(1)
+
+    model, processor, _, losses = train_steps(cfg, cfg.steps, on_step=on_step, workers=args.workers)
+    bar.close()
+    args.out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(args.out)
+    processor.save_pretrained(args.out)
+    record = {"config": asdict(cfg), "first_losses": losses[:RECORDED_STEPS], "seconds": time.perf_counter() - began}
+    record["held_out_accuracy"] = {k.removeprefix("acc_"): v for k, v in log[-1].items() if k.startswith("acc_")}
+    (args.out / "training.json").write_text(json.dumps(record, indent=1))
+    args.log.parent.mkdir(parents=True, exist_ok=True)
+    fields = sorted({k for r in log for k in r}, key=lambda k: (k != "step", k))
+    with args.log.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(log)
+    plot(log, args.plot)
+    print(f"wrote {args.out} ({record['seconds'] / 60:.1f} min), {args.log} and {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
