@@ -75,6 +75,7 @@ def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) ->
         memory_backend=monitor.backend,
         memory_label=monitor.label,
         random_weights=config.model.model == "tiny",
+        demo_weights=config.model.model == "demo",
     )
 
 

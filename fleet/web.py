@@ -44,6 +44,7 @@ def fleet_page_info(config: AppConfig, coordinator: Coordinator) -> PageInfo:
         memory_backend="fleet",
         memory_label="each host's own (in its answers)",
         random_weights=config.model.model == "tiny",
+        demo_weights=config.model.model == "demo",
     )
 
 

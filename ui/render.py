@@ -44,6 +44,7 @@ class PageInfo:
     memory_backend: str
     memory_label: str
     random_weights: bool = False  # --model tiny
+    demo_weights: bool = False  # --model demo
     policy_settings: str = ""  # the policy's own settings, e.g. "bias 0.001, pool 8 (span)"
 
 
@@ -247,6 +248,11 @@ def settings_markdown(info: PageInfo) -> str:
     )
     if info.random_weights:
         line += "  \n⚠ `tiny` has random weights: its answers are gibberish (the page, cache and timings are real)."
+    if info.demo_weights:
+        line += (
+            "  \nⓘ `demo` was trained here on generated scenes only (shapes and a walking figure on five backgrounds): "
+            "it names what the demo video shows and says nothing true about a real camera."
+        )
     return line
 
 
