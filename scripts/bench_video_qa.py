@@ -36,6 +36,7 @@ import torch
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file from anywhere
+from cache.attention import register_attention  # noqa: E402
 from cache.config import CacheConfig  # noqa: E402
 from capture.scenes import render  # noqa: E402
 from model.change import ChangeConfig  # noqa: E402
@@ -81,6 +82,12 @@ SETUPS = {
         replace(DEFAULT, name="int8", int8=True),
     )
 }
+
+
+def load_demo(quantize: str = "none"):
+    """The demo model as the app loads it (the cache's attention, which records what eviction and recall read)."""
+    config = ModelConfig(model="demo", device="cpu", dtype="float32", quantize=quantize)
+    return load_model(config, text_attention=register_attention())
 
 
 def clips_of(stream) -> list[tuple[np.ndarray, float, float]]:
@@ -287,9 +294,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
-    models = {"fp32": load_model(ModelConfig(model="demo", device="cpu", dtype="float32"))}
+    models = {"fp32": load_demo()}
     if any(SETUPS[s].int8 for s in args.setups):
-        models["int8"] = load_model(ModelConfig(model="demo", device="cpu", dtype="float32", quantize="int8"))
+        models["int8"] = load_demo(quantize="int8")
     rows, watch_rows = [], []
     began = time.perf_counter()
     with tqdm(total=args.streams * len(args.setups), desc="streams x setups", unit="run") as bar:

@@ -33,7 +33,7 @@ ALLOWED = {  # package -> the project's packages it may import
     "capture": {"bus"},
     "model": {"cache", "bus"},  # the statistics a session makes are the events' types (bus.stats)
     "cache": set(),
-    "quality": {"model", "cache"},
+    "quality": {"capture", "model", "cache"},  # quality/video_*: generated scenes and their ground truth
     "bus": set(),  # the bottom floor
     "monitor": set(),  # memory readings: a room of their own
 }
