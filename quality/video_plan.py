@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from capture.scenes import BACKGROUNDS, COLOURS, KINDS, Scene, Stream, Thing, random_stream
-from quality.video_qa import Question, count_past, describe, exists_now, exists_past
+from quality.video_qa import Question, colour_past, count_past, describe, exists_now, exists_past
 
 DELAYS_S = (60, 180, 600)  # the delays of memory questions after their scene; "now" questions have delay 0
 NEEDLE_S = 8.0
@@ -121,9 +121,7 @@ def _probe(stream: Stream, after: float, what: str, details: tuple, clip_seconds
             Probe(ask, exists_past(_name(*never), stream, seen), delay),
         ]
     if what == "colour":
-        question = Question(f"What colour was the {details[0]}?", "", "colour_past")
-        things = [x for x in stream.things_until(seen) if x.kind == details[0]]
-        return [Probe(ask, Question(question.text, things[0].colour, "colour_past"), delay)]
+        return [Probe(ask, colour_past(details[0], stream, seen), delay)]  # one of its kind: one colour
     return [Probe(ask, count_past("a person", stream, seen), delay)]
 
 
