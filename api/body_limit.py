@@ -1,9 +1,11 @@
 """Bounded request bodies for the API's paths (ASGI middleware): a larger declared or sent body gets 413 before
-a route reads it."""
+a route reads it (`{"detail": ...}`; under /v1/ OpenAI's error object, api.openai_errors)."""
 
 from __future__ import annotations
 
 import json
+
+from api.openai_errors import refusal_body
 
 API_PREFIXES = ("/api/", "/v1/")
 
@@ -12,8 +14,8 @@ class BodyTooLarge(Exception):
     pass
 
 
-async def _refuse(send, status: int, message: str) -> None:
-    body = json.dumps({"detail": message}).encode()
+async def _refuse(send, path: str, status: int, message: str) -> None:
+    body = json.dumps(refusal_body(path, status, message) or {"detail": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -33,7 +35,7 @@ class BodyLimit:
         message = f"the request body is larger than {self.max_bytes} bytes (--api-max-body-kb)"
         for key, value in scope.get("headers", ()):
             if key == b"content-length" and (not value.isdigit() or int(value) > self.max_bytes):
-                await _refuse(send, 413, message)
+                await _refuse(send, scope["path"], 413, message)
                 return
         seen = 0
         started = False
@@ -57,4 +59,4 @@ class BodyLimit:
             await self.app(scope, counted, watched)
         except BodyTooLarge:
             if not started:
-                await _refuse(send, 413, message)
+                await _refuse(send, scope["path"], 413, message)

@@ -16,6 +16,7 @@ from api.auth import access_for
 from api.body_limit import API_PREFIXES, BodyLimit
 from api.context import ApiContext
 from api.feed import EventFeed
+from api.openai_errors import refusal_body
 from watches.runtime import RuntimeWatches
 
 OPENAPI_PATH = "/api/v1/openapi.json"
@@ -89,12 +90,12 @@ def openapi_schema(routes: list) -> dict:
 
 
 def middleware(rule, throttle, settings) -> list[Middleware]:
-    """The page's guard (Host, Origin, throttled logins; the API's routes check their bearer tokens themselves)
-    and bounded API bodies."""
+    """The page's guard (Host, Origin, throttled logins; the API's routes check their bearer tokens themselves;
+    its refusals under /v1/ are OpenAI's error object) and bounded API bodies."""
     from ui.guard import PageGuard
 
     return [
-        Middleware(PageGuard, rule=rule, throttle=throttle, bearer_prefixes=API_PREFIXES),
+        Middleware(PageGuard, rule=rule, throttle=throttle, bearer_prefixes=API_PREFIXES, refusal_body=refusal_body),
         Middleware(BodyLimit, max_bytes=settings.max_body_kb * 1024),
     ]
 

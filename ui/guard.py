@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 from ui.login_gate import LOGIN_PATHS, refused_before_login
@@ -78,8 +78,8 @@ def _header(scope: dict, name: bytes) -> str | None:
     return None
 
 
-async def _refuse(send, status: int, message: str) -> None:
-    body = json.dumps({"error": message}).encode()
+async def _refuse(send, status: int, message: str, body_of: dict | None = None) -> None:
+    body = json.dumps(body_of or {"error": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -88,13 +88,27 @@ async def _refuse(send, status: int, message: str) -> None:
 class PageGuard:
     """ASGI middleware: `PageGuard(app, rule=HostRule(...), throttle=LoginThrottle(...))` (Starlette builds it
     from `Middleware(PageGuard, rule=..., throttle=...)`). `bearer_prefixes`: paths whose routes check a bearer
-    token themselves (the HTTP API): Host and Origin are checked for them too, the page's login cookie is not."""
+    token themselves (the HTTP API): Host and Origin are checked for them too, the page's login cookie is not.
+    `refusal_body(path, status, message)`: the body of a refusal on `path` where it is not the guard's own
+    `{"error": message}` (None: that one; the API's /v1/ paths answer OpenAI's error object)."""
 
-    def __init__(self, app, rule: HostRule, throttle: LoginThrottle, bearer_prefixes: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        app,
+        rule: HostRule,
+        throttle: LoginThrottle,
+        bearer_prefixes: tuple[str, ...] = (),
+        refusal_body: Callable[[str, int, str], dict | None] | None = None,
+    ) -> None:
         self.app = app
         self.rule = rule
         self.throttle = throttle
         self.bearer_prefixes = bearer_prefixes
+        self.refusal_body = refusal_body
+
+    async def _refuse(self, scope, send, status: int, message: str) -> None:
+        body = self.refusal_body(scope["path"], status, message) if self.refusal_body else None
+        await _refuse(send, status, message, body)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -106,7 +120,7 @@ class PageGuard:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
                 return
-            await _refuse(send, 421, "this page does not answer to that host name; see --allowed-host")
+            await self._refuse(scope, send, 421, "this page does not answer to that host name; see --allowed-host")
             return
         origin = _header(scope, b"origin")
         if origin is not None and not self.rule.same_origin(origin, host or ""):
@@ -114,7 +128,7 @@ class PageGuard:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
                 return
-            await _refuse(send, 403, "requests from other sites are refused")
+            await self._refuse(scope, send, 403, "requests from other sites are refused")
             return
         if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in LOGIN_PATHS:
             await self._login(scope, receive, send)
