@@ -437,12 +437,49 @@ def test_the_openai_client_lists_streams_as_models_and_chats_with_and_without_st
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert text.strip()
 
-    with pytest.raises(NotFoundError):
+    with pytest.raises(NotFoundError) as missing:
         ai.chat.completions.create(model="garage", messages=[{"role": "user", "content": "q?"}])
-    with pytest.raises(AuthenticationError):
+    assert missing.value.param == "model" and f"all, {name}" in missing.value.message
+    with pytest.raises(AuthenticationError) as unknown:
         OpenAI(base_url=f"{server.base}/v1", api_key="z" * 30, max_retries=0).models.list()
-    with pytest.raises(PermissionDeniedError):
+    assert unknown.value.type == "authentication_error" and "unknown token" in unknown.value.message
+    with pytest.raises(PermissionDeniedError) as lacking:
         OpenAI(base_url=f"{server.base}/v1", api_key=READER, max_retries=0).models.list()
+    assert "'ask'" in lacking.value.message
+
+
+def test_the_openai_client_gets_usage_a_token_limit_model_cards_and_refusals_naming_the_param(server, client):
+    """The real model (--max-new-tokens 6): usage counted from the answer events, max_tokens 1 keeps at most one
+    token (cut answers are checked piece by piece in tests/api/test_openai_chat.py)."""
+    from openai import BadRequestError, NotFoundError, OpenAI
+
+    ai = OpenAI(base_url=f"{server.base}/v1", api_key=ASKER, timeout=120, max_retries=0)
+    name = stream_name(client)
+    assert ai.models.retrieve(name).id == name
+    with pytest.raises(NotFoundError) as missing:
+        ai.models.retrieve("garage")
+    assert missing.value.type == "not_found_error" and f"all, {name}" in missing.value.message
+    with pytest.raises(BadRequestError) as refused:
+        ai.chat.completions.create(model=name, messages=[{"role": "user", "content": "q?"}], n=2)
+    assert refused.value.param == "n"
+    whole = ai.chat.completions.create(model=name, messages=[{"role": "user", "content": "What is there?"}])
+    assert whole.usage.prompt_tokens > 0 and whole.usage.completion_tokens <= 6
+    assert whole.usage.total_tokens == whole.usage.prompt_tokens + whole.usage.completion_tokens
+    chunks = list(
+        ai.chat.completions.create(
+            model=name,
+            messages=[{"role": "user", "content": "What is there now?"}],
+            stream=True,
+            max_tokens=1,
+            stream_options={"include_usage": True},
+        )
+    )
+    *answer, last = chunks
+    assert last.choices == [] and last.usage.prompt_tokens > 0 and last.usage.completion_tokens <= 1
+    finish = answer[-1].choices[0].finish_reason
+    assert finish in ("length", "stop") and (finish == "stop" or last.usage.completion_tokens == 1)
+    pieces = [c.choices[0].delta.content for c in answer[1:-1] if not c.choices[0].delta.content.startswith("\n")]
+    assert len(pieces) <= 1  # the one token, then the "Seen at" line
 
 
 def test_chat_streams_end_with_done_for_plain_http_clients(client):
@@ -456,10 +493,13 @@ def test_chat_streams_end_with_done_for_plain_http_clients(client):
         json={"model": "all", "messages": [{"role": "system", "content": "x"}]},
         headers=auth(ASKER),
     )
-    assert no_user.status_code == 422 and "user message" in no_user.json()["detail"]
+    assert no_user.status_code == 400 and no_user.json()["error"]["param"] == "messages"
+    assert "user message" in no_user.json()["error"]["message"]
     long = {"model": "all", "messages": [{"role": "user", "content": "x" * 201}]}
-    assert client.post("/v1/chat/completions", json=long, headers=auth(ASKER)).status_code == 413
-    assert client.post("/v1/chat/completions", json={"model": "all"}, headers=auth(ASKER)).status_code == 422
+    too_long = client.post("/v1/chat/completions", json=long, headers=auth(ASKER))
+    assert too_long.status_code == 413 and "at most 200" in too_long.json()["error"]["message"]
+    no_messages = client.post("/v1/chat/completions", json={"model": "all"}, headers=auth(ASKER))
+    assert no_messages.status_code == 422 and no_messages.json()["error"]["param"] == "messages"
 
 
 # -- the OpenAPI schema -----------------------------------------------------------------------------------
@@ -485,12 +525,13 @@ def test_the_openapi_schema_lists_exactly_the_routes_served(server, client):
         ("/api/v1/history", "GET"),
         ("/api/v1/history/{row_id}/thumbnail", "GET"),
         ("/v1/models", "GET"),
+        ("/v1/models/{model}", "GET"),
         ("/v1/chat/completions", "POST"),
     }
     assert documented == expected
     assert "HTTPBearer" in schema["components"]["securitySchemes"]
     for path, method in expected:  # every documented route answers (here: without a token, 401)
-        concrete = path.replace("{name}", "x").replace("{row_id}", "1")
+        concrete = path.replace("{name}", "x").replace("{row_id}", "1").replace("{model}", "x")
         assert client.request(method, concrete).status_code == 401, (method, path)
     assert client.get("/api/v1/nothing", headers=auth(READER)).status_code == 404
 
