@@ -117,6 +117,9 @@ def test_next_to_a_page_login_the_api_answers_its_own_tokens_and_the_page_still_
             (stream,) = client.get("/api/v1/streams", headers=bearer).json()
             reply = client.post("/api/v1/ask", json={"question": "What is there?"}, headers=bearer)
             assert reply.status_code == 200 and reply.json()["answers"], reply.text
+            missing = client.get("/v1/models")  # inside Gradio's app too, /v1 refuses with OpenAI's error object
+            assert missing.status_code == 401 and missing.json()["error"]["type"] == "authentication_error"
+            assert client.get("/v1/engines", headers=bearer).json()["error"]["code"] == "unknown_url"
             assert client.get("/config").status_code == 401  # the page's data still needs the page's login
             assert client.get("/config", headers=bearer).status_code == 401  # an API token is no page login
         assert TOKEN not in page.output.read_text()
