@@ -9,7 +9,8 @@ from typing import Any
 
 @dataclass
 class Problem:
-    """Every refusal: its HTTP status says what kind, `detail` says why and what to do."""
+    """Every refusal under /api/v1: its HTTP status says what kind, `detail` says why and what to do (under /v1:
+    OpenAI's error object, api.openai_errors.ErrorResponse)."""
 
     detail: str
 

@@ -164,6 +164,8 @@ class ChatReply:
         return (f"\n\n{seen}" if seen else "") + "\n".join(errors)
 
     def usage(self) -> Usage:
+        """The answered streams' tokens as their answer events count them (a cut answer: the pieces kept); a
+        stream whose question failed counts none."""
         prompt = completion = 0
         for stream, answer in self.pending.answers.items():
             cut = self._cuts.get(stream)

@@ -20,7 +20,7 @@ from api.feed import EventFeed
 from api.openai_reply import seen_at
 from api.openai_request import without_evidence
 from api.server import RunningApi, api_routes, headless_app
-from bus import Answer, AnswerPiece, AnswerStart, AnswerStats, EventBus, EvidenceSpan
+from bus import Answer, AnswerPiece, AnswerStart, AnswerStats, ErrorEvent, EventBus, EvidenceSpan
 from bus.input_limits import InputLimits
 from ui.guard import HostRule
 from ui.login_throttle import LoginThrottle
@@ -34,7 +34,8 @@ BASE = "http://127.0.0.1"
 class Camera:
     """A stand-in for the assistant: `ask` publishes each stream's answer on its bus at once (answer_start, one
     piece per token, the answer with one moment of evidence), as the model worker does. `silent`: questions are
-    queued and never answered. `busy`: refused as a full queue refuses them."""
+    queued and never answered. `busy`: refused as a full queue refuses them. `failing`: streams whose answer
+    fails after two pieces (an error event instead of the answer)."""
 
     def __init__(self) -> None:
         self.bus = EventBus()
@@ -42,6 +43,7 @@ class Camera:
         self.input_limits = InputLimits(max_question_chars=200)
         self.asked: list[str] = []
         self.silent = self.busy = False
+        self.failing: set[str] = set()
 
     def ask(self, question: str, stream: str | None = None, request: str | None = None) -> list[str]:
         if self.busy:
@@ -50,8 +52,11 @@ class Camera:
         self.asked.append(question)
         for name in names if not self.silent else ():
             self.bus.publish(AnswerStart(stream=name, round=1, question=question, request=request))
-            for piece in PIECES:
+            for piece in PIECES[:2] if name in self.failing else PIECES:
                 self.bus.publish(AnswerPiece(stream=name, round=1, text=piece, request=request))
+            if name in self.failing:
+                self.bus.publish(ErrorEvent(stream=name, where="answer", message="round 1 failed", request=request))
+                continue
             span = EvidenceSpan(stream=name, start=12.0, end=16.0, source="attention", score=0.5)
             stats = AnswerStats(
                 round=1,
@@ -236,6 +241,18 @@ def test_each_streams_answer_is_cut_when_asking_all(ai):
     )
     assert reply.choices[0].finish_reason == "length"
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (2 * PROMPT_TOKENS, 4)
+
+
+def test_a_failed_answer_says_why_and_counts_what_was_sent(ai, camera):
+    camera.failing = {"yard"}
+    reply = ai.chat.completions.create(model="all", messages=ask())
+    assert reply.choices[0].message.content.splitlines()[:2] == [
+        "[door] A red van at the door.",
+        "[yard] (no answer: round 1 failed)",
+    ]
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (PROMPT_TOKENS, len(PIECES))
+    chunks = list(ai.chat.completions.create(model="yard", messages=ask(), stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == "A red(no answer: round 1 failed)"
 
 
 def test_a_streamed_answer_is_cut_and_ends_with_the_usage_chunk_when_asked(ai, http):
