@@ -1,60 +1,86 @@
-"""`python -m app --model demo --video demo.mp4` answers about what is on screen, checked against the video's
-scenes.json. A whole program (in-process) because the command itself is the claim: capture, sampling, change-only
-ingest and the standing question all stand between the model and the answer. The shipped weights name each scene's
-background, not yet the thing on it (docs/demo-model.md): the background is what is checked. (A watch on the demo
-video that turns on and off with its scene waits for weights that see shapes.)"""
+"""`python -m app --model demo --video demo.mp4` answers what is on screen, checked against the video's scenes.json.
+A whole program (in-process) because the command itself is the claim: capture, sampling, change-only ingest and
+the standing question all stand between the model and what it says. (A watch on the demo video that turns on and
+off with its scene is not checked: the shipped weights say yes to "Is there a car?" from the first clip on and
+never no again; docs/demo-model.md.)"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
+import logging
 from pathlib import Path
 
 import pytest
 
-from tests.support.in_process_main import run_main
+from app.__main__ import main
+from tests.support.app_helpers import app_command
 
 REPO = Path(__file__).resolve().parents[2]
-DURATION_S = 40.0  # four of the demo's 10-s scenes: red ball, green square, yellow triangle, white car
+DURATION_S = 50.0  # the demo's five 10-s scenes: red ball, green square, yellow triangle, white car, purple ball
+CLIP_S = 4.0  # --every 4: one answer per 4-s clip
 
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
+    """(exit code, stderr, the events of the run, the video's scenes)."""
     folder = tmp_path_factory.mktemp("demo")
     spec = importlib.util.spec_from_file_location("make_demo_video", REPO / "scripts/make_demo_video.py")
     maker = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(maker)
     video = folder / "demo.mp4"
     maker.main(["--duration", str(DURATION_S), "--out", str(video)])
-    return video, json.loads((folder / "demo.mp4.scenes.json").read_text())
+    log = folder / "events.jsonl"
+    argv = app_command(
+        "--model", "demo", "--video", str(video), "--no-realtime", "--every", str(CLIP_S), "--quiet",
+        "--log-jsonl", str(log),
+    )[3:]  # fmt: skip
+    root = logging.getLogger()
+    kept, level = root.handlers[:], root.level
+    root.handlers.clear()  # the run's logging.basicConfig writes into `err`
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            code = main(argv)
+    finally:
+        root.handlers[:] = kept
+        root.setLevel(level)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    return code, err.getvalue(), records, json.loads((folder / "demo.mp4.scenes.json").read_text())
 
 
-def events(log: Path, kind: str) -> list[dict]:
-    return [e for e in map(json.loads, log.read_text().splitlines()) if e["type"] == kind]
+def of_type(records: list[dict], kind: str) -> list[dict]:
+    return [r for r in records if r["type"] == kind]
 
 
 def caption_at(scenes: list[dict], t: float) -> str:
     return next(s["caption"] for s in scenes if s["start_s"] <= t < s["end_s"])
 
 
-def test_the_demo_model_names_the_background_on_screen(capsys, tmp_path, demo_run):
-    video, scenes = demo_run
-    log = tmp_path / "events.jsonl"
-    code, err = run_main(
-        capsys, "--model", "demo", "--video", str(video), "--no-realtime", "--every", "4", "--quiet",
-        "--log-jsonl", str(log),
-    )  # fmt: skip
+def one_scene(scenes: list[dict], answer: dict) -> bool:
+    """Whether the answer's 4-s clip lies in one scene."""
+    return caption_at(scenes, answer["stream_time"] - CLIP_S) == caption_at(scenes, answer["stream_time"] - 1.0)
+
+
+def test_the_demo_model_names_the_colour_and_the_background_on_screen(demo_run):
+    """Every answer names the colour of the thing on screen and the background it is on, in the ground truth's
+    words. The kind is not checked: the shipped weights tell balls and cars apart but take the square and the
+    triangle for a ball or a square (docs/demo-model.md). A clip that straddles a scene change (28-32 s: two frames
+    of the triangle, two of the car) is not checked: the model reads frames in pairs and names what the clip holds."""
+    code, err, records, scenes = demo_run
     assert code == 0, err
-    answers = events(log, "answer")
-    assert len(answers) >= 8
-    # each answer is about the newest frame the model saw: the last second of its 4-s clip
-    wrong = [
-        (a["stream_time"], a["answer"], caption_at(scenes, a["stream_time"] - 1.0))
-        for a in answers
-        if not a["answer"].strip().endswith(background(caption_at(scenes, a["stream_time"] - 1.0)))
-    ]
-    assert not wrong, f"{len(wrong)} of {len(answers)} answers do not name the background on screen: {wrong}"
-
-
-def background(caption: str) -> str:
-    return " on " + caption.split(" on ", 1)[1]
+    answers = of_type(records, "answer")
+    assert len(answers) >= 10
+    wrong = []
+    whole = [a for a in answers if one_scene(scenes, a)]
+    assert len(whole) >= 10
+    for answer in whole:
+        # each answer is about the newest frame the model saw: the last second of its 4-s clip
+        truth = caption_at(scenes, answer["stream_time"] - 1.0)
+        colour, background = truth.split()[1], truth.split(" on ", 1)[1]
+        said = answer["answer"].strip().rstrip(".")
+        if not (said.split()[1:2] == [colour] and said.endswith(" on " + background)):
+            wrong.append((answer["stream_time"], said, truth))
+    assert not wrong, f"{len(wrong)} of {len(whole)} answers miss the colour or the background: {wrong}"
