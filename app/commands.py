@@ -19,10 +19,10 @@ from bus import Answer, ErrorEvent, Event
 from bus.input_limits import AssistantBusy
 from outputs.commands import BUSY, CONFLICT, INVALID, NOT_FOUND, TOO_MANY, CommandError
 from watches.runtime import Conflict, NotFound, RuntimeWatch, RuntimeWatches, TooMany
-from watches.spec import TABLE_KEYS, WatchSpec
+from watches.spec import SPELLINGS, TABLE_KEYS, WatchSpec, respelled
 
 OWNER = "mqtt"
-ADD_KEYS = frozenset(TABLE_KEYS) | {"name", "stream", "every_s", "expires_in_s", "one_shot", "action"}
+ADD_KEYS = frozenset(TABLE_KEYS) | frozenset(SPELLINGS) | {"name", "expires_in_s", "one_shot", "action"}
 CHANGE_KEYS = ADD_KEYS | {"never_expires"}
 
 
@@ -163,13 +163,7 @@ def _spec_settings(command: dict[str, Any], allowed: frozenset[str]) -> dict[str
     unknown = sorted(set(command) - allowed)
     if unknown:
         raise CommandError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
-    settings = {k: v for k, v in command.items() if k in TABLE_KEYS or k == "name"}
-    for alias, key, make in (("stream", "streams", lambda v: [v]), ("every_s", "every", lambda v: v)):
-        if alias in command:
-            if key in command:
-                raise CommandError(f"give {alias} or {key}, not both")
-            settings[key] = make(command[alias])
-    return settings
+    return respelled({k: v for k, v in command.items() if k in TABLE_KEYS or k in SPELLINGS or k == "name"})
 
 
 def _change_settings(command: dict[str, Any]) -> dict[str, Any]:

@@ -4,11 +4,15 @@ Pure parsing and validation; names follow the stream names' rule (safe in topics
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bus.names import NAME_PATTERN, NAME_RULE
 
 TABLE_KEYS = ("question", "streams", "every", "threshold", "on_after", "off_after", "cooldown", "on_change")
+# other spellings a watch command may use (MQTT's, and the API's too): `stream` is one name of `streams`
+SPELLINGS = {"stream": "streams", "every_s": "every"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,19 @@ class WatchSpec:
 
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def respelled(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` with the other spellings as WatchSpec's: `stream` (one name) as `streams` ([name]), `every_s`
+    as `every`. ValueError when one setting is given in both spellings."""
+    settings = dict(settings)
+    for alias, key in SPELLINGS.items():
+        if alias in settings:
+            if key in settings:
+                raise ValueError(f"give {alias} or {key}, not both")
+            value = settings.pop(alias)
+            settings[key] = [value] if key == "streams" else value
+    return settings
 
 
 def parse_alert_flag(text: str, every: float | None = None, on_change: bool = False) -> WatchSpec:
