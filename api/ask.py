@@ -12,11 +12,11 @@ from fastapi.responses import StreamingResponse
 
 from api.asking import PendingAsk
 from api.context import ApiContext, refusal
-from api.models import AskRequest, AskResult, Problem
+from api.models import AskRequest, AskResult, Problem, refusals
 from api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
 from bus import Answer, AnswerPiece, AnswerStart, ErrorEvent, to_record
 
-REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 413, 422, 429)}
+REFUSALS = refusals(401, 403, 404, 413, 422, 429)
 
 
 async def open_ask(ctx: ApiContext, question: str, stream: str | None, owner: str) -> PendingAsk:

@@ -4,6 +4,7 @@ type), filtered by type and stream, resumable with Last-Event-ID within the repl
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 
@@ -12,11 +13,12 @@ from fastapi.responses import StreamingResponse
 
 from api.context import ApiContext, refusal
 from api.feed import FeedClient, FeedFull, FeedItem
-from api.models import FeedStatus, Problem, StatusView
+from api.models import FeedStatus, StatusView, refusals
 from api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
 from bus import EVENT_TYPES
 
-REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 422, 429)}
+REFUSALS = refusals(401, 403, 404, 422, 429)
+LAST_ID = re.compile(r"[0-9]{1,19}")  # the feed numbers its events from 1; never past a 64-bit id
 
 
 def item_sse(item: FeedItem) -> str:
@@ -74,9 +76,11 @@ def _types(text: str | None) -> frozenset[str] | None:
 
 
 def _last_id(text: str | None) -> int | None:
+    """The event id a client resumes after (None: none given). 422 for anything the feed never sent: not ASCII
+    digits (str.isdigit takes "²", int() does not), or longer than a 64-bit id (int() refuses 5,000 digits)."""
     if text is None or not text.strip():
         return None
-    if not text.strip().isdigit():
+    if not LAST_ID.fullmatch(text.strip()):
         raise HTTPException(422, f"Last-Event-ID must be an event id (a whole number), got {text[:40]!r}")
     return int(text.strip())
 

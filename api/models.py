@@ -3,8 +3,14 @@ are the bus's own `Answer` events; feed events are the records of `bus.records`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+import pydantic
+from pydantic import ConfigDict, Field, model_validator
+
+from watches.runtime import MAX_EVERY_S, MAX_EXPIRY_S, MIN_EVERY_S
+from watches.spec import SPELLINGS, respelled
 
 
 @dataclass
@@ -13,6 +19,59 @@ class Problem:
     OpenAI's error object, api.openai_errors.ErrorResponse)."""
 
     detail: str
+
+
+@dataclass
+class ValidationProblem:
+    """One thing wrong with a request that does not fit the schema (FastAPI's own): `loc` where ("body", "query",
+    "path" or "header", then the field), `msg` what, `type` a name to match on, `input` what was sent there."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+    input: Any = None
+    ctx: dict[str, Any] | None = None
+
+
+@dataclass
+class Invalid:
+    """A 422 under /api/v1. `detail` is a sentence for a value the assistant refused (an empty question, `every`
+    under 1 s, ...), or FastAPI's list of problems for a request that does not fit the schema (malformed JSON, a
+    missing field, a wrong type, an unknown key)."""
+
+    detail: str | list[ValidationProblem]
+
+
+def refusals(*codes: int) -> dict[int, dict[str, Any]]:
+    """The schema's refusals of a route: `Problem` for each status, `Invalid` for 422."""
+    return {code: {"model": Invalid if code == 422 else Problem} for code in codes}
+
+
+def _bounds(**schema: float) -> Any:
+    """JSON-schema bounds of a watch setting, as the watches themselves enforce them (watches.spec,
+    watches.runtime: their messages, the same over MQTT); the schema documents them, it does not check them."""
+    return {"json_schema_extra": schema}
+
+
+def _watch_keys(cls: type, data: Any) -> Any:
+    """A watch request's keys: unknown ones refused (naming the allowed ones), MQTT's spellings (`stream`: one
+    name, `every_s`) taken as `streams` and `every`, as watches.spec.respelled takes them for MQTT."""
+    if not isinstance(data, dict):
+        return data
+    allowed = [f.name for f in fields(cls)] + list(SPELLINGS)
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+    return respelled(data)
+
+
+EVERY = _bounds(minimum=MIN_EVERY_S, maximum=MAX_EVERY_S)
+THRESHOLD = _bounds(minimum=0.0, maximum=1.0)
+CHECKS = _bounds(minimum=1)
+COOLDOWN = _bounds(minimum=0.0)
+EXPIRES_IN = _bounds(exclusiveMinimum=0.0, maximum=MAX_EXPIRY_S)
+STREAMS = "the streams it watches (null: every stream); `stream`: one name, MQTT's spelling"
+EVERY_S = "seconds of stream time between checks; `every_s`: MQTT's spelling"
 
 
 @dataclass
@@ -65,39 +124,51 @@ class Admitted:
     admission: str  # the memory arithmetic
 
 
-@dataclass
+@pydantic.dataclasses.dataclass(config=ConfigDict(extra="forbid"))
 class WatchAdd:
     """A yes/no watch: the TOML's settings, plus expires_in_s (seconds from now; None: until removed) and one_shot
-    (ends itself at its first alert begin). name: made when not given. streams: None watches every stream."""
+    (ends itself at its first alert begin). name: made when not given. streams: None watches every stream.
+    Unknown keys are refused (422); `stream` and `every_s` (MQTT's spellings) are `streams` and `every`."""
 
     question: str
     name: str | None = None
-    streams: list[str] | None = None
-    every: float = 10.0
-    threshold: float = 0.5
-    on_after: int = 2
-    off_after: int = 2
-    cooldown: float = 30.0
+    streams: list[str] | None = Field(None, description=STREAMS)
+    every: float = Field(10.0, description=EVERY_S, **EVERY)
+    threshold: float = Field(0.5, **THRESHOLD)
+    on_after: int = Field(2, **CHECKS)
+    off_after: int = Field(2, **CHECKS)
+    cooldown: float = Field(30.0, **COOLDOWN)
     on_change: bool = False
-    expires_in_s: float | None = None
+    expires_in_s: float | None = Field(None, **EXPIRES_IN)
     one_shot: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        return _watch_keys(cls, data)
 
-@dataclass
+
+@pydantic.dataclasses.dataclass(config=ConfigDict(extra="forbid"))
 class WatchChange:
-    """Only the settings given change. never_expires: true drops an expiry (expires_in_s sets a new one)."""
+    """Only the settings given change. never_expires: true drops an expiry (expires_in_s sets a new one). Unknown
+    keys are refused (422); `stream` and `every_s` (MQTT's spellings) are `streams` and `every`."""
 
     question: str | None = None
-    streams: list[str] | None = None
-    every: float | None = None
-    threshold: float | None = None
-    on_after: int | None = None
-    off_after: int | None = None
-    cooldown: float | None = None
+    streams: list[str] | None = Field(None, description=STREAMS)
+    every: float | None = Field(None, description=EVERY_S, **EVERY)
+    threshold: float | None = Field(None, **THRESHOLD)
+    on_after: int | None = Field(None, **CHECKS)
+    off_after: int | None = Field(None, **CHECKS)
+    cooldown: float | None = Field(None, **COOLDOWN)
     on_change: bool | None = None
-    expires_in_s: float | None = None
+    expires_in_s: float | None = Field(None, **EXPIRES_IN)
     never_expires: bool = False
     one_shot: bool | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys(cls, data: Any) -> Any:
+        return _watch_keys(cls, data)
 
 
 @dataclass

@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Response
 
 from api.context import ApiContext, refusal
-from api.models import Admitted, Problem, StreamAdd, StreamView
+from api.models import Admitted, StreamAdd, StreamView, refusals
 from bus.redact import redact_source
 from capture import SourceError
 
-REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 409, 422, 429, 507)}
+REFUSALS = refusals(401, 403, 404, 409, 422, 429, 507)
 
 
 def view(ctx: ApiContext, stream) -> StreamView:

@@ -7,11 +7,11 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends, Response
 
 from api.context import ApiContext, refusal
-from api.models import Problem, WatchAdd, WatchChange, WatchView
+from api.models import WatchAdd, WatchChange, WatchView, refusals
 from watches.runtime import RuntimeWatch
 from watches.spec import WatchSpec
 
-REFUSALS = {code: {"model": Problem} for code in (401, 403, 404, 409, 422, 429)}
+REFUSALS = refusals(401, 403, 404, 409, 422, 429)
 
 
 def spec_view(spec: WatchSpec, origin: str, runtime: RuntimeWatch | None = None) -> WatchView:
