@@ -290,6 +290,21 @@ def test_bad_watches_are_refused(client, body, status, words):
         assert words in reply.json()["detail"]
 
 
+def test_a_watch_in_mqtts_spellings_watches_the_stream_named_at_that_pace(client):
+    """`stream` and `every_s` (the README's automations, MQTT's commands) mean `streams` and `every`, not
+    "every stream every 10 s"; a key of neither spelling is refused by name."""
+    stream, headers = stream_name(client), auth(ADMIN)
+    body = {"name": "parcel", "question": "Is there a parcel?", "stream": stream, "every_s": 5, "expires_in_s": 600}
+    added = client.post("/api/v1/watches", json=body, headers=headers)
+    assert added.status_code == 201, added.text
+    assert (added.json()["streams"], added.json()["every"]) == ([stream], 5)
+    changed = client.patch("/api/v1/watches/parcel", json={"every_s": 7}, headers=headers)
+    assert changed.status_code == 200 and changed.json()["every"] == 7
+    typo = client.post("/api/v1/watches", json={"question": "q?", "strem": stream}, headers=headers)
+    assert typo.status_code == 422 and "strem" in typo.json()["detail"][0]["msg"]
+    assert client.delete("/api/v1/watches/parcel", headers=headers).status_code == 204
+
+
 def test_a_token_past_its_watch_limit_gets_429_and_the_assistant_keeps_answering(client):
     headers = auth(LIMITED)
     made = [
@@ -363,6 +378,13 @@ def test_the_events_feed_filters_by_type_and_resumes_after_last_event_id(server,
     assert bad_id.status_code == 422
 
 
+@pytest.mark.parametrize("last", [b"9" * 5000, "\u00b2".encode("latin-1")])  # int() refuses both; isdigit() not
+def test_a_last_event_id_no_feed_could_send_is_422_not_a_crash(server, client, last):
+    with client.stream("GET", "/api/v1/events", headers={**auth(READER), "Last-Event-ID": last}) as reply:
+        assert reply.status_code == 422
+        assert "Last-Event-ID" in json.loads(reply.read())["detail"]
+
+
 def test_a_never_reading_feed_client_holds_nothing_up(server, client):
     """A feed client that never reads: questions are still answered. (Loopback's socket buffers take megabytes
     before its mailbox fills; the drop itself is tested on the feed in tests/api/test_api_feed.py.)"""
@@ -395,6 +417,16 @@ def test_history_search_and_thumbnails(client):
     assert client.get("/api/v1/history/999999999/thumbnail", headers=auth(READER)).status_code == 404
     assert client.get("/api/v1/history", params={"limit": 0}, headers=auth(READER)).status_code == 422
     assert client.get("/api/v1/history/notanumber/thumbnail", headers=auth(READER)).status_code == 422
+
+
+def test_history_ids_and_streams_that_cannot_be_there_are_404(client):
+    for row_id in (2**63, 10**40):  # past SQLite's 64-bit integers
+        beyond = client.get(f"/api/v1/history/{row_id}/thumbnail", headers=auth(READER))
+        assert beyond.status_code == 404, beyond.text
+    stream = stream_name(client)
+    nope = client.get("/api/v1/history", params={"stream": "nope"}, headers=auth(READER))
+    assert nope.status_code == 404 and "'nope'" in nope.json()["detail"] and stream in nope.json()["detail"]
+    assert client.get("/api/v1/history", params={"stream": stream}, headers=auth(READER)).status_code == 200
 
 
 # -- OpenAI-compatible chat ---------------------------------------------------------------------------------
