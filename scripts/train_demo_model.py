@@ -132,7 +132,7 @@ def make_example(rng: np.random.Generator, adapter: Qwen2VLAdapter, cfg: TrainCo
             keep = keep & (rng.random(keep.shape) < rng.uniform(0.2, 0.9))
         if not keep.all():
             segment = adapter.sparse_clip(segment, keep)
-        if keep.any():
+        if cfg.seeing_weight and keep.any():  # the seeing loss's labels, made only when it is trained
             classes = token_classes(stream, times, *cfg.frame)
             seen.append(torch.from_numpy(classes.reshape(-1)[keep.reshape(-1)]))
         segments.append(segment)
