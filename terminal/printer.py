@@ -52,13 +52,14 @@ class TerminalPrinter:
 
     def __init__(
         self,
-        out: TextIO = sys.stdout,
-        status_out: TextIO = sys.stderr,
+        out: TextIO | None = None,
+        status_out: TextIO | None = None,
         show_clips: bool = True,
         prefix_streams: bool = False,
     ) -> None:
-        self.out = out
-        self.status_out = status_out
+        # None: the streams of the moment it is made (not of the module's import: a caller may have replaced them)
+        self.out = sys.stdout if out is None else out
+        self.status_out = sys.stderr if status_out is None else status_out
         self.show_clips = show_clips
         # several streams: every line starts with the stream's name, and answers (whose pieces interleave when
         # decoded together) are printed whole when done instead of piece by piece

@@ -42,7 +42,7 @@ class StdinQuestions:
     def __init__(
         self,
         ask: Callable[..., None],
-        stream: TextIO = sys.stdin,
+        stream: TextIO | None = None,
         poll_s: float = 0.2,
         stream_names: list[str] | None = None,
         add: Callable[[str], str | None] | None = None,
@@ -59,7 +59,7 @@ class StdinQuestions:
         self._max_chars = max_chars
         self._say = say or logger.warning
         self._names = list(stream_names or [])
-        self._stream = stream
+        self._stream = sys.stdin if stream is None else stream  # read at start: a caller may have replaced it
         self._poll_s = poll_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="stdin-questions", daemon=True)

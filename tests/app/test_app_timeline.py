@@ -1,12 +1,14 @@
 """The timeline through the app: every answer lands in the timeline (SQLite, and PostgreSQL: the tests taking
 `timeline_location` run against both) and `python -m app history` finds it; a person's question gets earlier
-moments as notes (cited as `timeline` evidence); bad files exit 2 and are never touched."""
+moments as notes (cited as `timeline` evidence); bad files exit 2 and are never touched. The runs go through
+`main` in this process (tests/support/in_process_main.py): what they check is the output and the files."""
 
 import json
 import sqlite3
 
 from app.__main__ import main
-from tests.support.app_helpers import REPO, of_type, read_log, run_app, video
+from tests.support.app_helpers import of_type, read_log, video
+from tests.support.in_process_main import run_app_here
 from tests.support.timeline_backends import cli_args, is_postgres
 
 COMMON = ("--model", "tiny", "--no-realtime", "--budget", "256", "--window", "16", "--max-new-tokens", "8",
@@ -14,14 +16,7 @@ COMMON = ("--model", "tiny", "--no-realtime", "--budget", "256", "--window", "16
 
 
 def _history(*args, env=None):
-    import os
-    import subprocess
-    import sys
-
-    return subprocess.run(
-        [sys.executable, "-m", "app", "history", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
+    return run_app_here("history", *args, env=env)
 
 
 def test_answers_land_in_the_timeline_history_finds_them_and_a_question_cites_them(tmp_path, timeline_location):
@@ -29,7 +24,7 @@ def test_answers_land_in_the_timeline_history_finds_them_and_a_question_cites_th
     question with and without the timeline's notes: only the first cites earlier moments."""
     timeline, log = timeline_location, tmp_path / "events.jsonl"
     where, env = cli_args(timeline)
-    done = run_app("--stream", f"door={video(24)}", *COMMON, "--every", "8", *where, "--log-jsonl", str(log),
+    done = run_app_here("--stream", f"door={video(24)}", *COMMON, "--every", "8", *where, "--log-jsonl", str(log),
                    env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"timeline: {timeline}" in done.stderr
@@ -55,7 +50,7 @@ def test_answers_land_in_the_timeline_history_finds_them_and_a_question_cites_th
     runs = {}
     for notes in ("--timeline-notes", "--no-timeline-notes"):
         log = tmp_path / f"{notes}.jsonl"
-        done = run_app(
+        done = run_app_here(
             "--stream", f"door={video(60)}", *COMMON, "--every", "0", "--max-rounds", "1", *where, notes,
             "--log-jsonl", str(log), stdin="What is happening now?\n", env=env,
         )  # fmt: skip
@@ -90,6 +85,6 @@ def test_no_timeline_when_turned_off(tmp_path, monkeypatch):
 
     share_built_kernels(tmp_path)  # the built kernels, not a rebuild of them
     monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path))
-    done = run_app("--video", str(video(8)), *COMMON, "--every", "4", "--timeline", "", timeout=120)
+    done = run_app_here("--video", str(video(8)), *COMMON, "--every", "4", "--timeline", "")
     assert done.returncode == 0, done.stderr[-1500:]
     assert "timeline:" not in done.stderr and not list(tmp_path.glob("*.sqlite"))
