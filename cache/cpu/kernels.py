@@ -69,6 +69,11 @@ def use_cpu_kernels(enabled: bool) -> None:
     _state["enabled"] = enabled
 
 
+def kernels_enabled() -> bool:
+    """Whether `use_cpu_kernels` left them on (True unless turned off)."""
+    return _state["enabled"]
+
+
 def _build() -> bool:
     if os.environ.get(DISABLE_VARIABLE, "1") == "0":
         logger.info("CPU decode kernels disabled by %s=0", DISABLE_VARIABLE)

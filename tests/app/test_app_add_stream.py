@@ -24,7 +24,8 @@ from capture import CaptureConfig, SourceError
 from model.session import SessionConfig
 from terminal.printer import TerminalPrinter
 from terminal.stdin_questions import StdinQuestions
-from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.support.app_helpers import of_type, read_log, video
+from tests.support.in_process_main import run_app_here
 from tests.support.session_helpers import loaded
 from tests.support.source_servers import FolderServer
 from watches.spec import WatchSpec
@@ -169,7 +170,7 @@ def test_a_stream_typed_as_plus_name_equals_source_in_the_terminal_is_added_and_
             f"+B={url}\n+a={url}\n+c=/nonexistent/c.mp4\n+d=gst:v4l2src ! appsink\n+e=tcp://127.0.0.1:9?listen=1\n"
             f"+b={url}\nb: what is on screen?\n"
         )
-        done = run_app(
+        done = run_app_here(
             "--stream", f"a={video(24)}", "--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256",
             "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
             "--allow-source-net", "127.0.0.0/8", stdin=typed,

@@ -13,7 +13,8 @@ import subprocess
 import pytest
 
 from app.__main__ import main
-from tests.support.app_helpers import REPO, app_command, of_type, read_log, run_app, video
+from tests.support.app_helpers import REPO, app_command, of_type, read_log, video
+from tests.support.in_process_main import run_app_here
 from tests.support.mqtt_broker import MosquittoBroker
 from tests.support.mqtt_watcher import Watcher
 from tests.support.webhook_receiver import Receiver
@@ -43,7 +44,7 @@ def _run(tmp_path, broker, receiver, *extra):
     (tmp_path / "secret").write_text(SECRET + "\n")
     (tmp_path / "secret").chmod(0o600)
     log = tmp_path / "events.jsonl"
-    done = run_app(
+    done = run_app_here(
         "--stream", f"door={video(16)}", "--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256",
         "--window", "16", "--max-new-tokens", "8", "--quiet", "--config", str(tmp_path / "alerts.toml"),
         "--mqtt", broker.url, "--webhook", receiver.url, "--webhook-secret-file", str(tmp_path / "secret"),
@@ -99,7 +100,7 @@ def test_a_killed_app_leaves_offline_through_the_last_will(outputs, tmp_path):
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ}, start_new_session=True,
     )  # fmt: skip
     try:
-        watcher.wait_topic("edge-assistant/door/person/state", b"ON", timeout=120)  # the app's start included
+        watcher.wait_topic("edge-assistant/door/person/state", b"ON")  # the app's start included
         since = len(watcher.messages)
         os.killpg(app.pid, signal.SIGKILL)
         app.wait(10)

@@ -4,8 +4,9 @@ stream, answers of one stream untouched by the others, a network stream that is 
 import pytest
 
 from bus import ErrorEvent, Status, WarningEvent
-from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.support.app_helpers import of_type, read_log, video
 from tests.support.capture_helpers import closed_port_url
+from tests.support.in_process_main import run_app_here
 
 COMMON = ("--model", "tiny", "--no-realtime", "--every", "8", "--budget", "256", "--window", "16",
           "--max-new-tokens", "8", "--quiet")  # fmt: skip
@@ -20,9 +21,9 @@ def two_streams(tmp_path_factory):
     folder = tmp_path_factory.mktemp("streams")
     together, alone = folder / "together.jsonl", folder / "alone.jsonl"
     a, b = video(24), video(24, size=(64, 48), fps=3.0)
-    done = run_app("--stream", f"a={a}", "--stream", f"b={b}", *COMMON, "--log-jsonl", str(together))
+    done = run_app_here("--stream", f"a={a}", "--stream", f"b={b}", *COMMON, "--log-jsonl", str(together))
     assert done.returncode == 0, done.stderr[-2000:]
-    solo = run_app("--stream", f"b={b}", *COMMON, "--log-jsonl", str(alone))
+    solo = run_app_here("--stream", f"b={b}", *COMMON, "--log-jsonl", str(alone))
     assert solo.returncode == 0, solo.stderr[-2000:]
     return done, read_log(together), read_log(alone)
 
@@ -59,7 +60,7 @@ def test_a_stream_answers_the_same_whether_or_not_another_stream_shares_the_mode
 
 def test_a_question_typed_for_one_stream_is_answered_by_that_stream_only(tmp_path):
     log = tmp_path / "typed.jsonl"
-    done = run_app(
+    done = run_app_here(
         "--stream", f"a={video(24)}", "--stream", f"b={video(24, size=(64, 48), fps=3.0)}", *COMMON,
         "--every", "0", "--max-rounds", "3", "--log-jsonl", str(log), stdin="b: what is on screen?\nwhat now?\n",
     )  # fmt: skip
@@ -71,9 +72,9 @@ def test_a_question_typed_for_one_stream_is_answered_by_that_stream_only(tmp_pat
 
 def test_a_network_stream_that_is_down_reconnects_while_the_others_answer(tmp_path):
     log = tmp_path / "down.jsonl"
-    done = run_app(
+    done = run_app_here(
         "--stream", f"a={video(24)}", "--stream", f"cam={closed_port_url()}", *COMMON, "--max-rounds", "3",
-        "--log-jsonl", str(log), timeout=180,
+        "--log-jsonl", str(log),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)

@@ -4,8 +4,9 @@ the clip events of a run over a real H.264 fixed-camera video: what each clip br
 import pytest
 
 from app.__main__ import main
-from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.support.app_helpers import of_type, read_log, video
 from tests.support.camera_clips import camera_video
+from tests.support.in_process_main import run_app_here
 
 
 @pytest.mark.parametrize(
@@ -64,7 +65,7 @@ def test_clip_events_say_what_each_clip_brought_and_kept(tmp_path, camera, drop)
     log = tmp_path / "run.jsonl"
     config = tmp_path / "run.toml"
     config.write_text(f"drop_unchanged = {'true' if drop else 'false'}\nkeyframe_every = 4\n")
-    done = run_app(
+    done = run_app_here(
         "--video", str(camera), "--model", "tiny", "--no-realtime", "--every", "0", "--budget", "256",
         "--window", "8", "--max-new-tokens", "4", "--quiet", "--log-jsonl", str(log), "--config", str(config),
     )  # fmt: skip

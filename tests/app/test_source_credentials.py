@@ -16,9 +16,9 @@ from app.source_credentials import env_name, stream_credentials
 from app.streams import StreamSpec
 from capture import CaptureConfig, CaptureThread, ReconnectPolicy
 from capture.credentials import has_userinfo, read_credentials_file, with_userinfo
-from tests.support.app_helpers import of_type, read_log, run_app
+from tests.support.app_helpers import of_type, read_log
 from tests.support.capture_helpers import Media, drain
-from tests.support.in_process_main import run_main
+from tests.support.in_process_main import run_app_here, run_main
 from tests.support.secret_servers import LoginTsServer
 
 ONE_RETRY = ReconnectPolicy(initial_delay_s=0.05, max_delay_s=0.1, max_attempts=1)
@@ -116,10 +116,10 @@ def test_the_app_takes_logins_from_a_file_and_the_environment(ts_bytes, tmp_path
         config = tmp_path / "streams.toml"
         path = cred_file(tmp_path, f"viewer:{PASSWORD}\n")
         config.write_text(f'[streams.door]\nsource = "{door.url}"\ncredentials_file = "{path}"\n')
-        done = run_app(
+        done = run_app_here(
             "--config", str(config), "--stream", f"back-yard={yard.url}", "--model", "tiny", "--no-realtime",
             "--every", "2", "--budget", "256", "--window", "16", "--max-new-tokens", "4", "--fps", "2",
-            "--clip-seconds", "1", "--max-rounds", "2", "--quiet", "--log-jsonl", str(log), timeout=240,
+            "--clip-seconds", "1", "--max-rounds", "2", "--quiet", "--log-jsonl", str(log),
             env={"EDGE_ASSISTANT_SOURCE_CREDENTIALS_BACK_YARD": "yard:SECRET2"},
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -13,7 +13,7 @@ from bus import Alert, Answer, AnswerStats, EventBus
 from outputs import OutputPublisher
 from outputs.ntfy import NtfyConfig, NtfySink
 from outputs.queued_sink import QueuedSink
-from tests.support.app_helpers import run_app
+from tests.support.in_process_main import run_app_here
 
 WAIT_S = 20.0
 
@@ -102,5 +102,5 @@ def test_a_bad_ntfy_config_says_what_is_allowed():
     with pytest.raises(ValueError, match="ntfy URL 'https://ntfy.sh/…' must not hold credentials") as refused:
         NtfyConfig("https://me:pw@ntfy.sh/x")
     assert "pw" not in str(refused.value) and "webhook" not in str(refused.value)
-    done = run_app("--video", "x.mp4", "--ntfy", "ftp://ntfy.sh/x")
+    done = run_app_here("--video", "x.mp4", "--ntfy", "ftp://ntfy.sh/x")
     assert done.returncode == 2 and "ntfy URL must be http://HOST[:PORT]/PATH" in done.stderr

@@ -4,7 +4,8 @@ import importlib.util
 import subprocess
 import sys
 
-from tests.support.app_helpers import REPO, run_app, video
+from tests.support.app_helpers import REPO, video
+from tests.support.in_process_main import run_app_here
 
 
 def load():
@@ -16,8 +17,9 @@ def load():
 
 def test_plots_a_real_log_and_rejects_bad_ones(tmp_path, capsys):
     log = tmp_path / "inf-mllm.jsonl"
-    done = run_app("--video", str(video(20)), "--model", "tiny", "--no-realtime", "--every", "10", "--budget", "128",
-                   "--window", "8", "--max-new-tokens", "4", "--quiet", "--log-jsonl", str(log))  # fmt: skip
+    done = run_app_here("--video", str(video(20)), "--model", "tiny", "--no-realtime", "--every", "10",
+                        "--budget", "128", "--window", "8", "--max-new-tokens", "4", "--quiet",
+                        "--log-jsonl", str(log))  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     png = tmp_path / "memory.png"
     plot = [sys.executable, "scripts/plot_log.py"]  # the command itself, once

@@ -16,6 +16,7 @@ from typing import TextIO
 import pytest
 
 from app.__main__ import main
+from cache.cpu import kernels as cpu_kernels
 from tests.support.app_helpers import app_command
 
 
@@ -54,6 +55,9 @@ def run_app_here(
         out_path, err_path = Path(folder) / "stdout", Path(folder) / "stderr"
         with open(out_path, "w") as out, open(err_path, "w") as err, _pipe_holding(stdin) as given:
             os.environ.update(env or {})
+            kernels_were = cpu_kernels.kernels_enabled()
+            if cpu_kernels.DISABLE_VARIABLE in (env or {}):  # read once per process: a run here says it itself
+                cpu_kernels.use_cpu_kernels(env[cpu_kernels.DISABLE_VARIABLE] != "0")
             sys.stdin, sys.stdout, sys.stderr = given, out, err
             root.handlers.clear()  # so the run's logging.basicConfig binds its handler to this run's stderr
             try:
@@ -62,6 +66,7 @@ def run_app_here(
                 code = exited.code
             finally:
                 sys.stdin, sys.stdout, sys.stderr = saved_streams
+                cpu_kernels.use_cpu_kernels(kernels_were)
                 root.handlers[:] = kept
                 root.setLevel(level)
                 for key, value in saved_env.items():

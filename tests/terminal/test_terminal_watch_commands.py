@@ -12,7 +12,8 @@ import pytest
 from app.cli import build_parser
 from terminal.stdin_questions import StdinQuestions
 from terminal.watch_commands import USAGE, TerminalWatches, parse_watch, refused_watches
-from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.support.app_helpers import of_type, read_log, video
+from tests.support.in_process_main import run_app_here
 from tests.watches.test_watches_runtime import Clock, FakeAssistant
 from watches.runtime import RuntimeWatches, WatchLimits, state_path
 from watches.spec import WatchSpec
@@ -170,7 +171,7 @@ def test_a_watch_typed_into_a_run_alerts_in_the_log_and_is_kept(tmp_path):
         "watches\n"
         "what is on screen?\n"
     )
-    done = run_app(
+    done = run_app_here(
         "--video", str(video(16)), "--model", "tiny", "--every", "0", "--budget", "256", "--window", "16",
         "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--timeline", str(timeline), stdin=typed,
         env={"EDGE_ASSISTANT_CPU_KERNELS": "0"},

@@ -8,7 +8,7 @@ import pytest
 
 from app.cli import parse_args
 from app.config import AppConfig
-from tests.support.app_helpers import run_app
+from tests.support.in_process_main import run_app_here
 from ui.access import AUTH_ENV, open_warning, weak_password_reason
 
 
@@ -40,7 +40,7 @@ def test_a_page_behind_a_proxy_runs_with_a_login_or_open(monkeypatch):
 
 def test_the_app_exits_2_instead_of_serving_a_proxied_page_without_a_login(monkeypatch):
     monkeypatch.delenv(AUTH_ENV, raising=False)
-    result = run_app("--ui", "--model", "tiny", "--port", "1", "--allowed-host", "box.lan", timeout=120)
+    result = run_app_here("--ui", "--model", "tiny", "--port", "1", "--allowed-host", "box.lan")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "--allowed-host" in result.stderr and "--open" in result.stderr and "Traceback" not in result.stderr
     assert "page ready" not in result.stdout

@@ -9,7 +9,7 @@ import pytest
 
 from app.cli import parse_args
 from app.config import AppConfig, UIConfig
-from tests.support.app_helpers import run_app
+from tests.support.in_process_main import run_app_here
 from ui.access import AUTH_ENV, given_login, is_loopback, open_warning, page_login, ready_lines
 
 
@@ -39,7 +39,7 @@ def test_hosts_beyond_loopback(host):
 
 
 def test_the_argv_login_is_refused_with_exit_2_and_the_way_to_give_one():
-    result = run_app("--ui", "--model", "tiny", "--auth", "ann:secret", timeout=60)
+    result = run_app_here("--ui", "--model", "tiny", "--auth", "ann:secret")
     assert result.returncode == 2
     assert "--auth is refused" in result.stderr and "--auth-file" in result.stderr and AUTH_ENV in result.stderr
     assert "Traceback" not in result.stderr

@@ -4,7 +4,8 @@ end to end (checks on schedule, alerts with ids and snapshots, answers unchanged
 import pytest
 
 from app.__main__ import main
-from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.support.app_helpers import of_type, read_log, video
+from tests.support.in_process_main import run_app_here
 from watches.spec import WatchSpec, check_streams, parse_alert_flag, specs_from_table
 from watches.state import WatchState
 
@@ -99,9 +100,9 @@ def watched(tmp_path_factory):
     )
     with_watches, without = folder / "with.jsonl", folder / "without.jsonl"
     source = str(video(40))
-    done = run_app("--video", source, *COMMON, "--config", str(config), "--log-jsonl", str(with_watches))
+    done = run_app_here("--video", source, *COMMON, "--config", str(config), "--log-jsonl", str(with_watches))
     assert done.returncode == 0, done.stderr[-2000:]
-    plain = run_app("--video", source, *COMMON, "--log-jsonl", str(without))
+    plain = run_app_here("--video", source, *COMMON, "--log-jsonl", str(without))
     assert plain.returncode == 0, plain.stderr[-2000:]
     return done, read_log(with_watches), read_log(without), with_watches
 

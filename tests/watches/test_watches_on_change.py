@@ -6,7 +6,8 @@ import pytest
 from app.cli import parse_args
 from app.config import AppConfig
 from capture.synth_camera import CameraVideoConfig, write_camera_video
-from tests.support.app_helpers import of_type, read_log, run_app
+from tests.support.app_helpers import of_type, read_log
+from tests.support.in_process_main import run_app_here
 from watches.gate import ChangeGate
 from watches.spec import WatchSpec, parse_alert_flag, specs_from_table
 from watches.state import WatchState
@@ -107,9 +108,9 @@ def test_the_app_checks_an_on_change_watch_only_while_the_camera_sees_change(tmp
         '[alerts.always]\nquestion = "Is anyone there?"\nthreshold = 0.0\nevery = 4\n'
     )
     log = tmp_path / "run.jsonl"
-    done = run_app(
+    done = run_app_here(
         "--video", str(camera), "--model", "tiny", "--no-realtime", "--every", "0", "--quiet",
-        "--config", str(alerts), "--log-jsonl", str(log), timeout=600,
+        "--config", str(alerts), "--log-jsonl", str(log),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
