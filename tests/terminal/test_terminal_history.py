@@ -4,9 +4,7 @@ PostgreSQL)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 from app.__main__ import main
 from bus.clock import clock
 from terminal.history import parse_since
+from tests.support.in_process_main import run_app_here
 from tests.support.timeline_backends import cli_args
 from timeline import TimelineConfig, default_timeline_path
 from timeline.store import Row, TimelineStore
@@ -23,14 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def history(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app", "history", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-    )
+    """`python -m app history ARGS`, run by main() in this process (tests/support/in_process_main.py)."""
+    return run_app_here("history", *args, env=env)
 
 
 def history_of(location, *args: str) -> subprocess.CompletedProcess:

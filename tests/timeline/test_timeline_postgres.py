@@ -16,6 +16,7 @@ from app.startup import start_timeline_writer
 from bus import ErrorEvent, EventBus, Status
 from tests.support.app_helpers import REPO, video
 from tests.support.event_helpers import make_event
+from tests.support.in_process_main import run_app_here
 from tests.support.mqtt_broker import free_port
 from tests.support.postgres_server import PASSWORD
 from tests.support.timeline_backends import count, query
@@ -28,10 +29,8 @@ WAIT_S = 60.0
 
 
 def history(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run([sys.executable, "-m", "app", "history", *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, **(env or {})})  # fmt: skip
+    """`python -m app history ARGS`, run by main() in this process (tests/support/in_process_main.py)."""
+    return run_app_here("history", *args, env=env)
 
 
 def wait_for(condition, what: str) -> None:
