@@ -78,11 +78,16 @@ class Server:
         if log:
             self.args += ["--log-jsonl", str(self.log)]
 
+    def start(self) -> None:
+        """Starts the process (`with` waits until it serves; start it early and its start overlaps other work)."""
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with open(self.folder / "server.txt", "w") as out:
+            self.process = subprocess.Popen(self.args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
+
     def __enter__(self) -> Server:
         output = self.folder / "server.txt"
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        with open(output, "w") as out:
-            self.process = subprocess.Popen(self.args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
+        if not hasattr(self, "process"):
+            self.start()
         deadline = time.monotonic() + 600  # a first start on a machine builds the CPU kernels (a minute or more)
         while "api ready" not in output.read_text():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -102,6 +107,12 @@ class Server:
             self.process.kill()
             self.process.wait(10)
 
+    def kill(self) -> None:
+        """Ends a started process that is still running (after `with`: nothing to do)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
     def cpu_s(self) -> float:
         """CPU seconds the server process used so far (every thread: the model worker, capture, HTTP)."""
         t = self.ps.cpu_times()
@@ -118,7 +129,17 @@ class Server:
             time.sleep(0.2)
 
     def records(self) -> list[dict]:
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+        whole = self.log.read_text().split("\n")[:-1]  # the last piece: "" or a line still being written
+        return [json.loads(line) for line in whole if line.strip()]
+
+    def answers(self, requests: list[str], timeout: float = 30.0) -> dict[str, dict]:
+        """The logged answers by request id, once every one of `requests` is in the event log (its writer lags)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = {r["request"]: r for r in self.records() if r["type"] == "answer" and r.get("request")}
+            if all(r in got for r in requests) or time.monotonic() > deadline:
+                return got
+            time.sleep(0.05)
 
 
 def sse_events(lines):
@@ -149,28 +170,53 @@ def row(part, setting, measure, unit, values, note="") -> dict:
 
 class PieceWatcher:
     """A `GET /api/v1/events?types=answer_piece` client on its own thread: the `t_wall` of each request's first
-    piece, taken on the model worker when it was published. It ends when the server does."""
+    piece, taken on the model worker when it was published. `close()` ends it (a feed client still connected holds
+    the server's shutdown until its 10-second join gives up)."""
 
     def __init__(self, server: Server) -> None:
         self.first: dict[str, float] = {}
         self.connected = threading.Event()
-        self.thread = threading.Thread(target=self._read, args=(server.base,), name="piece-watcher", daemon=True)
+        self.loop = asyncio.new_event_loop()
+        self.task = self.loop.create_task(self._read(server.base))
+        self.thread = threading.Thread(target=self._run, name="piece-watcher", daemon=True)
         self.thread.start()
         if not self.connected.wait(60):
             raise TimeoutError("the events feed did not answer")
 
-    def _read(self, base: str) -> None:
+    def _run(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            self.loop.run_until_complete(self.task)
+        self.loop.close()
+
+    async def _read(self, base: str) -> None:
         try:
-            with httpx.stream("GET", f"{base}/api/v1/events?types=answer_piece", timeout=None) as reply:
-                lines = reply.iter_lines()
-                if next(lines).startswith(": connected"):
-                    self.connected.set()
-                for kind, data in sse_events(lines):
-                    record = json.loads(data)
-                    if kind == "answer_piece" and record.get("request"):
-                        self.first.setdefault(record["request"], record["t_wall"])
+            async with httpx.AsyncClient(timeout=None) as client:
+                async with client.stream("GET", f"{base}/api/v1/events?types=answer_piece") as reply:
+                    lines = reply.aiter_lines()
+                    if (await anext(lines)).startswith(": connected"):
+                        self.connected.set()
+                    kept: list[str] = []
+                    async for line in lines:  # sse_events on each event's lines, as they come
+                        kept.append(line)
+                        if line:
+                            continue
+                        for kind, data in sse_events(kept):
+                            record = json.loads(data)
+                            if kind == "answer_piece" and record.get("request"):
+                                self.first.setdefault(record["request"], record["t_wall"])
+                        kept = []
         except httpx.HTTPError:
             pass  # the server stopped: the feed's connection ends with it
+
+    def wait_for(self, requests: list[str], timeout: float = 10.0) -> None:
+        """Until the first piece of each of `requests` came in (bounded: a missing one leaves its delivery out)."""
+        deadline = time.monotonic() + timeout
+        while any(r not in self.first for r in requests) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.task.cancel)
+        self.thread.join(30)
 
 
 def ask_sse(server: Server, stream: str, question: str) -> tuple[str, float, float]:
@@ -296,10 +342,7 @@ class MqttAsker:
         self.client.loop_stop()
 
 
-def measure_first_piece(
-    server: Server, repeats: int, bar: tqdm, broker: Mosquitto | None
-) -> tuple[list[dict], PieceWatcher]:
-    """The rows, and the feed client that watched the pieces (it ends with the server: join it then)."""
+def measure_first_piece(server: Server, repeats: int, bar: tqdm, broker: Mosquitto | None) -> list[dict]:
     from openai import OpenAI
 
     ai = OpenAI(base_url=f"{server.base}/v1", api_key="loopback", max_retries=0)
@@ -320,9 +363,11 @@ def measure_first_piece(
             bar.update()
     if mqtt:
         mqtt.close()
-    time.sleep(1.0)  # the event log's writer catches up
-    records = {r["request"]: r for r in server.records() if r["type"] == "answer" and r.get("request")}
+    asked = [request for answers in got.values() for request, _, _ in answers]
+    records = server.answers(asked)  # once the event log's writer caught up
     ttft = {request: r["ttft_s"] for request, r in records.items()}
+    pieces.wait_for([request for name, answers in got.items() if name != MQTT_ROUTE for request, _, _ in answers])
+    pieces.close()
     piece_wall = pieces.first
     over_mqtt = got.pop(MQTT_ROUTE, None)
     rows = []
@@ -340,7 +385,7 @@ def measure_first_piece(
     rows += (
         mqtt_rows(over_mqtt, records) if over_mqtt else [row("first_piece", MQTT_ROUTE, "answer_ms", "ms", [], NO_MQTT)]
     )
-    return rows, pieces
+    return rows
 
 
 def mqtt_rows(asked: list[tuple[str, float, float]], answers: dict[str, dict]) -> list[dict]:
@@ -484,11 +529,11 @@ WATCH_SETTINGS = (None, True, False)  # 0 watches, on_change watches, plain watc
 
 
 def measure_watches(
-    server: Server, count: int, seconds: float, clip_s: float, bar: tqdm, kinds=WATCH_SETTINGS
+    server: Server, count: int, seconds: float, clip_s: float, bar: tqdm, kinds=WATCH_SETTINGS, settle: int = 2
 ) -> list[dict]:
     """0 watches, `count` on_change watches, `count` plain watches (those of `kinds`: None, True, False), each
     every 2 s; threshold 0.99 so that no alert begins on the random model's p_yes: watches at rest, as most are
-    most of the time."""
+    most of the time. Each window begins `settle` clips after the watches were applied (and one more)."""
     labels = {None: "0 watches", True: f"{count} watches on_change, every 2 s", False: f"{count} watches, every 2 s"}
     settings = [(labels[kind], kind) for kind in kinds]
     rows = []
@@ -504,7 +549,7 @@ def measure_watches(
                 if time.monotonic() > deadline:
                     raise TimeoutError("the watches were not applied")
                 time.sleep(0.2)
-        next_clip(server, 2)  # every watch's first check (always run, even on_change) is behind us
+        next_clip(server, settle)  # every watch's first check (always run, even on_change) is behind us
         cpu, stream_s, w0, w1 = watch_window(server, seconds)
         records = [r for r in server.records() if w0 - 0.5 <= r["t_wall"] < w1]
         checks = [r for r in records if r["type"] == "check"]
@@ -600,13 +645,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--watch-window", type=float, default=32.0, help="seconds each watch setting is measured")
     p.add_argument("--clip-seconds", type=float, default=CLIP_S, help="--clip-seconds of the servers")
     p.add_argument("--quick", action="store_true", help="a smoke run (for the test): 1 question per route, 2 feed "
-                   "clients, 3 plain watches only, windows of 2 s, 2-second clips")  # fmt: skip
+                   "clients, 3 plain watches only, windows of 2 s, 2-second clips, 1 clip (not 2) waited for before "
+                   "the questions, each watch window and the feed")  # fmt: skip
     p.add_argument("--out", type=Path, default=REPO / "docs", help="folder of api_bench.csv and api_bench.png")
     args = p.parse_args(argv)
-    args.watch_kinds = WATCH_SETTINGS
+    args.watch_kinds, args.first_clips = WATCH_SETTINGS, 2
     if args.quick:
         args.questions, args.clients, args.feed_window, args.watches, args.watch_window = 1, [2], 2.0, 3, 2.0
-        args.clip_seconds, args.watch_kinds = CLIP_S / 2, (False,)
+        args.clip_seconds, args.watch_kinds, args.first_clips = CLIP_S / 2, (False,), 1
     return args
 
 
@@ -625,7 +671,18 @@ def main(argv: list[str] | None = None) -> list[dict]:
     return rows
 
 
+def preimport() -> None:
+    """The clients' and the plot's modules (seconds of imports), loaded while the first server starts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401
+    import openai  # noqa: F401
+    import paho.mqtt.client  # noqa: F401
+
+
 def measure(args: argparse.Namespace, work: Path) -> list[dict]:
+    threading.Thread(target=preimport, name="preimport", daemon=True).start()
     video = work / "static.mp4"
     write_camera_video(video, CameraVideoConfig(size=(320, 240), fps=5.0, duration_s=16.0))
     common = [
@@ -643,16 +700,18 @@ def measure(args: argparse.Namespace, work: Path) -> list[dict]:
     with tqdm(total=steps, desc="bench_api", unit="step") as bar, contextlib.ExitStack() as stack:
         broker = stack.enter_context(Mosquitto(work / "mqtt")) if MOSQUITTO else None
         mqtt = ["--mqtt", broker.url, "--mqtt-commands"] if broker else []
+        feed_args = ["--no-realtime", "--every", "1", "--timeline", "", "--api-sse-clients", str(max(args.clients) + 4)]
+        feed = Server(work / "feed", video, args.model, *feed_args, *common, log=False)
         with Server(work / "ask", video, args.model, "--every", "0", "--timeline", str(work / "tl.sqlite"),
                     *mqtt, *common) as server:  # fmt: skip
-            server.wait_for_clips(2)
-            asked, pieces = measure_first_piece(server, args.questions, bar, broker)
+            server.wait_for_clips(args.first_clips)
+            asked = measure_first_piece(server, args.questions, bar, broker)
             rows += asked + measure_watches(server, args.watches, args.watch_window, args.clip_seconds, bar,
-                                            args.watch_kinds)  # fmt: skip
-        pieces.thread.join(60)
-        feed_args = ["--no-realtime", "--every", "1", "--timeline", "", "--api-sse-clients", str(max(args.clients) + 4)]
-        with Server(work / "feed", video, args.model, *feed_args, *common, log=False) as server:
-            server.wait_for_clips(2)
+                                            args.watch_kinds, args.first_clips)  # fmt: skip
+            feed.start()  # its start (imports, the model) overlaps this server's stop; nothing is measured then
+            stack.callback(feed.kill)  # if an error comes before its `with`
+        with feed as server:
+            server.wait_for_clips(args.first_clips)
             rows += measure_feed(server, args.clients, args.feed_window, bar)
     return rows
 
