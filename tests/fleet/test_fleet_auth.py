@@ -27,7 +27,7 @@ from fleet.cluster import FleetError, check_reachable, connect
 from fleet.coordinator import Coordinator
 from tests.support.app_helpers import REPO
 from tests.support.mqtt_broker import free_port
-from tests.support.ray_auth import without_token
+from tests.support.ray_auth import outsider, without_token
 from timeline.postgres_target import PASSWORD_ENV
 
 pytest.importorskip("ray")
@@ -95,10 +95,10 @@ def test_other_drivers_get_nothing_from_the_fleet_and_the_hosts_keep_the_source_
         assert coordinator.describe().startswith("door on a-")
 
         # a driver without the cluster's token: Ray refuses it
-        outsider = co_tenant(address, without_token(dict(os.environ)))
-        assert outsider.returncode != 0 and "Failed to connect to Ray cluster" in outsider.stderr, outsider.stderr
-        assert CAMERA_PASSWORD not in outsider.stdout + outsider.stderr
-        assert "Authentication token is missing or incorrect" in outsider.stderr
+        refused = co_tenant(address, outsider(dict(os.environ)))
+        assert refused.returncode != 0 and "Failed to connect to Ray cluster" in refused.stderr, refused.stderr
+        assert CAMERA_PASSWORD not in refused.stdout + refused.stderr
+        assert "Authentication token is missing or incorrect" in refused.stderr
 
         # a co-tenant with the token finds every host by name; every call is refused, nothing secret comes back
         inside = co_tenant(address, dict(os.environ))
@@ -170,11 +170,11 @@ def test_a_head_started_by_ray_start_makes_its_token_and_refuses_a_driver_withou
                 time.sleep(0.5)
         assert oct(token.stat().st_mode & 0o777) == "0o600" and len(token.read_text()) == 64
         # as `python -m app --ray` joins, and without the token
-        joined, outsider = joins(f"127.0.0.1:{port}", {**env, "RAY_AUTH_MODE": "token"}, without_token(env))
+        joined, refused = joins(f"127.0.0.1:{port}", {**env, "RAY_AUTH_MODE": "token"}, outsider(env))
     finally:
         head.terminate()  # `ray-start` became `ray start --block`: it stops the node's processes
         output = head.communicate(timeout=60)[0]
         shutil.rmtree(session, ignore_errors=True)
     assert "made the cluster's Ray token" in output and "Ray runtime started" in output, output[-3000:]
     assert joined.returncode == 0 and "joined 1" in joined.stdout, joined.stderr[-3000:]
-    assert outsider.returncode != 0 and "Authentication token is missing or incorrect" in outsider.stderr
+    assert refused.returncode != 0 and "Authentication token is missing or incorrect" in refused.stderr

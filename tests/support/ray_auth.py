@@ -20,6 +20,17 @@ def ray_auth_env() -> dict[str, str]:
     return {MODE_ENV: "token", PATH_ENV: str(folder / "auth_token")}
 
 
+# Ray's driver tries to reach the GCS 20 times a second apart (RAY_NUM_REDIS_GET_RETRIES) before it gives up, even
+# when the GCS answered each time that the token is wrong: 20 s of nothing per refused driver. Two tries say the same.
+REFUSED_TRIES = {"RAY_NUM_REDIS_GET_RETRIES": "2"}
+
+
 def without_token(environ: dict[str, str]) -> dict[str, str]:
     """`environ` as a driver that does not have the cluster's token sees it."""
     return {k: v for k, v in environ.items() if not k.startswith("RAY_AUTH")}
+
+
+def outsider(environ: dict[str, str]) -> dict[str, str]:
+    """`environ` of a driver without the cluster's token that gives up after REFUSED_TRIES (only for a driver: a
+    node started so would give its own GCS two seconds)."""
+    return {**without_token(environ), **REFUSED_TRIES}
