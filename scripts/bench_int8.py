@@ -71,12 +71,13 @@ def layer_stack(shapes: list[tuple[str, int, int]]) -> torch.nn.ModuleDict:
     return torch.nn.ModuleDict({name: torch.nn.Linear(i, o) for name, o, i in shapes})
 
 
-def int8_dynamic(module: torch.nn.Module, skip: tuple[str, ...] = ()) -> torch.nn.Module:
+def int8_dynamic(module: torch.nn.Module, skip: tuple[str, ...] = (), copy_first: bool = True) -> torch.nn.Module:
+    """A copy of `module` (or `module` itself, `copy_first=False`) with its linear layers int8 dynamic (FBGEMM)."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     torch.backends.quantized.engine = "fbgemm"
     names = [n for n, m in module.named_modules() if type(m) is torch.nn.Linear and not n.endswith(skip)]
-    quantized = copy.deepcopy(module)
+    quantized = copy.deepcopy(module) if copy_first else module
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the API's deprecation notices, one per layer
         quantize_dynamic(quantized, dict.fromkeys(names, per_channel_dynamic_qconfig), torch.qint8, inplace=True)
@@ -132,7 +133,9 @@ def replace_linears(model: torch.nn.Module, make, ranges: dict[str, torch.Tensor
         parent = model.get_submodule(parent_name) if parent_name else model
         linear = getattr(parent, child)
         factor = smoothing(linear.weight.detach(), None if ranges is None else ranges[name])
-        scaled = torch.nn.Linear(linear.in_features, linear.out_features, bias=linear.bias is not None)
+        scaled = torch.nn.utils.skip_init(  # its weights are set below: no random initialisation first
+            torch.nn.Linear, linear.in_features, linear.out_features, bias=linear.bias is not None
+        )
         scaled.weight.data = linear.weight.detach() * factor
         if linear.bias is not None:
             scaled.bias.data = linear.bias.detach().clone()
@@ -162,7 +165,7 @@ def shipped(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def fbgemm_linear(linear: torch.nn.Linear) -> torch.nn.Module:
-    return int8_dynamic(torch.nn.Sequential(linear))[0]
+    return int8_dynamic(torch.nn.Sequential(linear), copy_first=False)[0]  # a fresh linear: no copy needed
 
 
 class IntMmStack:
