@@ -15,8 +15,10 @@ from tests.support.head_kill import head_kill
 pytest.importorskip("ray")
 
 
-def test_a_head_killed_with_events_in_its_outputs_loses_none_and_the_timeline_keeps_each_once(tmp_path) -> None:
-    run = head_kill(tmp_path)
+def test_a_head_killed_with_events_in_its_outputs_loses_none_and_the_timeline_keeps_each_once(
+    tmp_path, shared_ray_cluster
+) -> None:
+    run = head_kill(tmp_path, shared_ray_cluster.address)  # a head killed, not a node: the session's cluster serves
     assert run.made and set(run.made) - run.webhook_at_kill, "the webhook had every event at the kill: none at stake"
     assert not any(run.missing().values()), f"events the first run made never arrived: {run.missing()}"
     assert run.unacked & run.timeline_at_kill, "nothing in the timeline was unacknowledged at the kill: no repeat"

@@ -2,16 +2,19 @@
 the same box and files (issue 39, "Nothing lost"): the scenario of tests/fleet/test_fleet_head_killed.py and of
 scripts/bench_fleet_loss.py's head-kill rows, which check and count its `HeadKill` outcome.
 
-On a Ray test cluster of one box (tests/support/ray_cluster.py), the head runs as the command line does (`python -m
-app --ray ...`, the tiny model, two always-on watches and the standing question every 2 s, a real mosquitto, a
-webhook receiver and an SQLite timeline). Once it writes the timeline, the broker is frozen (SIGSTOP: it acknowledges
-nothing); the webhook receiver answers nothing from the start. When the burst is in the head's outputs, the head is
-killed (Ray ends its host with it), the broker and the receiver are let go, and a new head is started. The hosts'
-spools (in `$EDGE_ASSISTANT_DATA`, which the caller points at a folder of its own) say what the first run made.
+On a Ray test cluster on this box (tests/support/ray_cluster.py: the session's in the test, one of its own in the
+bench), the head runs as the command line does (`python -m app --ray ...`, the tiny model, two always-on watches
+checked every 4 s and the standing question every second on 1 s clips (the burst comes within seconds, long before
+the webhook output gives up on its first request), a real mosquitto, a webhook receiver and an SQLite timeline).
+Once it writes the timeline, the broker is frozen (SIGSTOP: it acknowledges nothing); the webhook receiver answers
+nothing from the start. When the burst is in the head's outputs, the head is killed (Ray ends its host with it),
+the broker and the receiver are let go, and a new head is started. The hosts' spools (in `$EDGE_ASSISTANT_DATA`,
+which the caller points at a folder of its own) say what the first run made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,12 +40,12 @@ BURST_ROWS = 8  # alert and answer rows in the timeline before the kill (the bur
 SITE = """
 [alerts.w0]
 question = "Is anything there?"
-every = 1.0
+every = 4.0
 threshold = 0.0
 on_after = 1
 [alerts.w1]
 question = "Is anything moving?"
-every = 1.0
+every = 4.0
 threshold = 0.0
 on_after = 1
 """
@@ -163,8 +167,19 @@ def start_head(command: list[str], output: Path) -> subprocess.Popen:
         )  # fmt: skip
 
 
-def head_kill(work: Path) -> HeadKill:
-    """Runs the scenario in folder `work` (see the module); waits at most WAIT_S for the second head to deliver."""
+@contextlib.contextmanager
+def _cluster(address: str | None) -> Iterator[str]:
+    if address is not None:
+        yield address
+        return
+    with ray_cluster(["a"]) as (cluster, _nodes):
+        yield cluster.address
+
+
+def head_kill(work: Path, address: str | None = None) -> HeadKill:
+    """Runs the scenario in folder `work` (see the module); waits at most WAIT_S for the second head to deliver.
+    On the cluster at `address` (its nodes' data folder the caller's `$EDGE_ASSISTANT_DATA`: the test's shared
+    cluster) or, without one, on a cluster of one box started for it."""
     site, timeline, output = work / "site.toml", work / "timeline.sqlite", work / "heads.txt"
     site.write_text(SITE)
     gate = threading.Event()  # closed: the webhook receiver answers nothing (each request waits)
@@ -172,11 +187,11 @@ def head_kill(work: Path) -> HeadKill:
     receiver.thread.start()
     heads: list[subprocess.Popen] = []
     result = HeadKill()
-    with MosquittoBroker(work) as broker, ray_cluster(["a"]) as (cluster, _nodes):
+    with MosquittoBroker(work) as broker, _cluster(address) as address:
         watcher = Watcher(broker.port)
-        command = [sys.executable, "-m", "app", "--ray", cluster.address, "--config", str(site), "--model", "tiny",
-                   "--max-streams", "1", "--every", "2", "--loop", "--max-new-tokens", "4", "--quiet",
-                   "--stream", f"one={video(16)}", "--mqtt", broker.url, "--webhook", receiver.url,
+        command = [sys.executable, "-m", "app", "--ray", address, "--config", str(site), "--model", "tiny",
+                   "--max-streams", "1", "--every", "1", "--clip-seconds", "1", "--loop", "--max-new-tokens", "4",
+                   "--quiet", "--stream", f"one={video(16)}", "--mqtt", broker.url, "--webhook", receiver.url,
                    "--timeline", str(timeline)]  # fmt: skip
         try:
             heads.append(start_head(command, output))
