@@ -24,6 +24,7 @@ from ui.guard import HostRule
 from ui.login_throttle import LoginThrottle
 
 START_TIMEOUT_S = 30.0
+STOP_GRACE_S = 1.0  # seconds an open request (an events feed never ends) has to finish at a stop
 
 
 def serve_api(config: AppConfig) -> int:
@@ -78,7 +79,11 @@ def serve_headless(api: RunningApi, ui) -> tuple[uvicorn.Server, threading.Threa
     """Serves `api` alone on ui.host:ui.port in a thread (returns once it listens) behind the page's guard, and
     prints where. StartupError when it cannot listen there."""
     app = headless_app(api, HostRule(ui.host, ui.allowed_hosts), LoginThrottle())
-    server = uvicorn.Server(uvicorn.Config(app, host=ui.host, port=ui.port, log_level="warning", lifespan="off"))
+    # an events feed never ends by itself: at a stop, open requests get STOP_GRACE_S to finish, then are cut
+    config = uvicorn.Config(
+        app, host=ui.host, port=ui.port, log_level="warning", lifespan="off", timeout_graceful_shutdown=STOP_GRACE_S
+    )
+    server = uvicorn.Server(config)
     server.install_signal_handlers = lambda: None  # the main thread's handlers (app.signals) stay
     thread = threading.Thread(target=server.run, name="api-server", daemon=True)
     thread.start()
