@@ -13,8 +13,10 @@ kernels (`csrc/`) do the hot parts of a step:
 The first two read four rows a quarter of the matrix (or span) apart at a time: four memory streams at once read
 faster than one on that CPU.
 
-They are compiled with torch's C++ extension builder (g++ and ninja) once per machine and torch version
-(about a minute) into `build_directory()`, as torch operators registered in C++ (a Python custom op cost
+They are compiled with torch's C++ extension builder (g++ and ninja, the four sources side by side on all
+cores) once per machine and torch version (about 20 s on 2 cores; most of it is parsing torch's headers, so each
+source includes only those it uses: with `ATen/ATen.h` the build took 1.5 times the CPU time) into
+`build_directory()`, as torch operators registered in C++ (a Python custom op cost
 15 us a call, about 3 ms a step for the reference model's 210 products), so that a compiled decode step
 calls each as one opaque op. `kernels_ready()` says whether they can be used; where the CPU lacks AVX2,
 the build fails or `EDGE_ASSISTANT_CPU_KERNELS=0` is set, it says False and the model runs on SDPA and
@@ -39,7 +41,7 @@ SOURCES = [
     for n in ("bindings.cpp", "decode_attention.cpp", "one_row_linear.cpp", "int8_linear.cpp")
 ]
 DISABLE_VARIABLE = "EDGE_ASSISTANT_CPU_KERNELS"
-STALE_LOCK_SECONDS = 600  # a build takes about a minute; a lock this old was left by a killed build
+STALE_LOCK_SECONDS = 600  # a build takes tens of seconds; a lock this old was left by a killed build
 _state: dict[str, bool] = {"enabled": True}  # "built": whether the ops are loaded, once tried
 _building = threading.Lock()  # one build at a time; a second caller waits for its result
 
@@ -90,7 +92,7 @@ def _build() -> bool:
     from torch.utils.cpp_extension import load
 
     started = time.perf_counter()
-    logger.info("building the CPU decode kernels (once per machine, about a minute)")
+    logger.info("building the CPU decode kernels (once per machine, tens of seconds)")
     try:
         directory = build_directory()
         directory.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,6 @@
 // through the dispatcher without Python in between. Built by cache/cpu_kernels.py.
 #include <torch/library.h>
 
-#include <ATen/ATen.h>
-
 at::Tensor decode_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                             const c10::optional<at::Tensor>& attended, double scaling);
 at::Tensor one_row_linear(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias);

@@ -24,7 +24,8 @@
 // Built by cache/cpu/kernels.py with -mavx2 -mfma -fopenmp, only where torch reports AVX2.
 
 #include <ATen/Parallel.h>
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <limits>

@@ -12,7 +12,8 @@
 // The int32 sums of a group of 64 inputs are exact; each group's sum is scaled (its row's group scale) and
 // added in fp32.
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 

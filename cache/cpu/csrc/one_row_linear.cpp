@@ -8,7 +8,8 @@
 // rows). Every row's result is the one it gets alone, bit for bit: the same products summed in the same order.
 
 #include <ATen/Parallel.h>
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <vector>
