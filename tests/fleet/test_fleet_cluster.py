@@ -25,7 +25,7 @@ from tests.support.app_helpers import REPO, read_log, video
 from tests.support.mqtt_broker import MosquittoBroker
 from tests.support.mqtt_watcher import Watcher
 from tests.support.postgres_server import PASSWORD
-from tests.support.ray_cluster import LOOPBACK_ENV, add_host_node, ray_cluster
+from tests.support.ray_cluster import LOOPBACK_ENV, add_host_node
 from timeline.postgres_target import PASSWORD_ENV
 from timeline.reader import TimelineReader
 
@@ -133,7 +133,7 @@ def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(sh
 
 
 def test_a_lost_node_moves_its_streams_ends_their_alerts_once_and_publishes_nothing_twice(
-    tmp_path, postgres_target, monkeypatch, capsys
+    tmp_path, postgres_target, monkeypatch, capsys, shared_ray_cluster
 ):
     """Three hosts, one stream each, a watch that is always on (threshold 0). The node of `two` is removed: `two`
     runs again on another host within the failover deadline and answers there; its alert ends once (reason: host
@@ -143,7 +143,10 @@ def test_a_lost_node_moves_its_streams_ends_their_alerts_once_and_publishes_noth
 
     monkeypatch.setenv(PASSWORD_ENV, PASSWORD)
     clip = video(16)
-    with MosquittoBroker(tmp_path) as broker, ray_cluster(["a", "b", "c"]) as (cluster, nodes):
+    cluster = shared_ray_cluster.cluster  # nodes a and b, and c for this test (the lease restores a and b after it)
+    nodes = [*shared_ray_cluster.nodes, add_host_node(cluster, "c")]
+    cluster.wait_for_nodes()
+    with MosquittoBroker(tmp_path) as broker:
         watcher = Watcher(broker.port)
         args = parse_args(
             ["--ray", cluster.address, "--model", "tiny", "--max-streams", "2", "--every", "0", "--loop",
@@ -157,7 +160,7 @@ def test_a_lost_node_moves_its_streams_ends_their_alerts_once_and_publishes_noth
         bus.subscribe(recorder)
         publisher = start_publisher(config, {s.name: ["busy"] for s in config.streams}, bus)
         timeline = start_timeline_writer(config, bus, None)
-        ray.init(address=cluster.address, namespace="edge-assistant-test", log_to_driver=False)
+        ray.init(address=cluster.address, namespace=shared_ray_cluster.namespace, log_to_driver=False)
         coordinator = Coordinator(config, config.fleet, bus, ray)
         try:
             coordinator.start()

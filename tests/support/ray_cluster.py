@@ -2,11 +2,12 @@
 127.0.0.1: Ray otherwise binds the machine's interface address. A head that runs no host (0 CPUs, no
 `edge_host`) and nodes that offer one host each, labelled for pins. Usage stats stay off (no traffic leaves).
 
-Tests that neither kill nor add nodes share one cluster of the session (`shared_ray_cluster`: nodes "a" and "b",
-started at its first use, shut down after its last): each gets a fresh namespace, and the nodes' data folder (a
-link, `$EDGE_ASSISTANT_DATA` of their processes) points at the test's own. After each test no host actor may be
-left: the fixture waits until every `edge_host` is free again, and fails the test that leaked one (the cluster is
-then replaced, so later tests do not inherit it)."""
+The tests share one cluster of the session (`shared_ray_cluster`: nodes "a" and "b", started at its first use, shut
+down after its last): each gets a fresh namespace, and the nodes' data folder (a link, `$EDGE_ASSISTANT_DATA` of
+their processes) points at the test's own. A test may add nodes and remove any (a lost node): after it, the nodes it
+added are removed and a shared one it removed is replaced by a new node with the same label. After each test no
+host actor may be left: the fixture waits until every `edge_host` is free again, and fails the test that leaked one
+(the cluster is then replaced, so later tests do not inherit it)."""
 
 from __future__ import annotations
 
@@ -148,7 +149,32 @@ class ClusterPool:
                     self.close()
                     raise AssertionError(f"the test left on the shared Ray cluster: {'; '.join(left)}")
                 time.sleep(0.2)
+            self._restore_nodes()
             self._point_box(self.idle)
+
+    def _restore_nodes(self) -> None:
+        """The nodes SHARED_LABELS again after a test that added or removed nodes: the ones it added are removed, a
+        shared node it removed is replaced by a new one with its label (a node costs seconds, a cluster many)."""
+        if self.cluster is None:
+            return
+        shared = self.cluster.host_nodes
+        for node in list(self.cluster.worker_nodes):
+            if node not in shared:
+                self.cluster.remove_node(node)
+        lost = [i for i, node in enumerate(shared) if node not in self.cluster.worker_nodes]
+        if not lost:
+            return
+        saved = os.environ.get(DATA_ENV)
+        os.environ[DATA_ENV] = str(self.box)  # as at the start: the new node's processes know the link
+        try:
+            for i in lost:
+                shared[i] = add_host_node(self.cluster, SHARED_LABELS[i])
+            self.cluster.wait_for_nodes()
+        finally:
+            if saved is None:
+                os.environ.pop(DATA_ENV)
+            else:
+                os.environ[DATA_ENV] = saved
 
     def close(self) -> None:
         if self.cluster is not None:
