@@ -22,6 +22,15 @@ _FIELDS = ("keys", "values", "positions", "origin", "token_index", "attention")
 _GROW = 256  # capacities are multiples of this many tokens
 
 
+def _slots_buffer(like: torch.Tensor, capacity: int) -> torch.Tensor:
+    """Zeros [B, H, capacity, ...] shaped as `like` (zeros, not empty: masked slots are multiplied by 0 in attention,
+    NaN would leak), the first `capacity` slots of one more: laid out as a stream's row of a batch pool, whose last
+    slot is scratch (`cache.batch_pool`), so a compiled decode step traced on these buffers also runs on a pooled
+    cache's (a stream decoding alone after batched steps) without being traced again."""
+    shape = (*like.shape[:2], capacity + 1, *like.shape[3:])
+    return torch.zeros(shape, dtype=like.dtype, device=like.device)[:, :, :capacity]
+
+
 def static_address(buffer: torch.Tensor) -> torch.Tensor:
     """Marks a CUDA buffer that compiled steps write in place as living at a fixed address, without which
     torch.compile skips CUDA graphs for a step that mutates its inputs (transformers' StaticCache does the same).
@@ -104,9 +113,7 @@ class StaticBoundedLayer(BoundedLayer):
             return buffer
         capacity = max(self.capacity, count, buffer.shape[2] * 3 // 2 if fits else 0)
         self.capacity = -(-capacity // _GROW) * _GROW
-        grown = torch.zeros(  # zeros, not empty: masked slots are multiplied by 0 in attention, NaN would leak
-            (*like.shape[:2], self.capacity, *like.shape[3:]), dtype=like.dtype, device=like.device
-        )
+        grown = _slots_buffer(like, self.capacity)
         if fits:
             kept = self._lengths[name]
             grown[:, :, :kept].copy_(buffer[:, :, :kept])
@@ -124,7 +131,7 @@ class StaticBoundedLayer(BoundedLayer):
             count = self._lengths[name]
             if count > capacity:
                 raise ValueError(f"{count} cached tokens do not fit in {capacity}")
-            resized = buffer.new_zeros((*buffer.shape[:2], capacity, *buffer.shape[3:]))
+            resized = _slots_buffer(buffer, capacity)
             resized[:, :, :count].copy_(buffer[:, :, :count])
             self._buffers[name] = static_address(resized)
         self.capacity = capacity
