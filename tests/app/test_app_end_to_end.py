@@ -1,9 +1,11 @@
 """`python -m app` end to end: tiny model, generated videos, no realtime pacing."""
 
 import pytest
+import torch
 
 from app.cli import DEFAULT_RECALL
 from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.support.in_process_main import run_app_here
 
 BUDGET = 256
 
@@ -95,7 +97,9 @@ def test_compiled_decoding_with_and_without_cpu_kernels_gives_the_eager_answers(
     """Eager decoding, the compiled step with the CPU decode kernels (AVX2 here) and the compiled step with them
     turned off: the same answers, after evictions. The eager answers are the ten-minute run's first minute (the
     same file, eager, kernels on); the two compiled runs watch that minute of it (`--duration 60`). Compiled with
-    the kernels on is what `--compile` runs on this CPU by default."""
+    the kernels on is what `--compile` runs on this CPU by default. The compiled runs go through `main` in this
+    process (no interpreter start nor torch import each), from a reset torch.compile as in a new process: nothing
+    traced by earlier tests is reused, and no earlier trace counts toward its recompilation limit."""
     eager_run, eager_events = ten_minute_run
     assert eager_run.returncode == 0, eager_run.stderr[-2000:]
     assert "decode: eager" in eager_run.stderr
@@ -104,7 +108,8 @@ def test_compiled_decoding_with_and_without_cpu_kernels_gives_the_eager_answers(
     answers = {"eager": [a.answer for a in eager]}
     for name, kernels in (("compiled", "1"), ("compiled, kernels off", "0")):
         log = tmp_path / f"{name.replace(' ', '').replace(',', '-')}.jsonl"
-        done = run_app(
+        torch._dynamo.reset()
+        done = run_app_here(
             "--video", str(video(600)), "--duration", "60", "--model", "tiny", "--no-realtime", "--every", "20",
             "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
             "--compile", env={"EDGE_ASSISTANT_CPU_KERNELS": kernels},
