@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from app.cli import DEFAULT_RECALL
-from tests.support.app_helpers import of_type, read_log, run_app, video
+from tests.support.app_helpers import of_type, read_log, video
 from tests.support.in_process_main import run_app_here
 
 BUDGET = 256
@@ -13,7 +13,7 @@ BUDGET = 256
 @pytest.fixture(scope="module")
 def ten_minute_run(tmp_path_factory):
     log = tmp_path_factory.mktemp("run") / "events.jsonl"
-    done = run_app(
+    done = run_app_here(
         "--video", str(video(600)), "--model", "tiny", "--no-realtime", "--every", "20",
         "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
         env={"EDGE_ASSISTANT_CPU_KERNELS": "1"},
@@ -50,7 +50,7 @@ def test_clip_events_cover_the_stream_in_order(ten_minute_run):
 
 def test_full_policy_grows_past_the_budget(tmp_path):
     log = tmp_path / "full.jsonl"
-    done = run_app(
+    done = run_app_here(
         "--video", str(video(120)), "--model", "tiny", "--no-realtime", "--every", "40", "--policy", "full",
         "--budget", str(BUDGET), "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log),
     )  # fmt: skip
@@ -61,7 +61,7 @@ def test_full_policy_grows_past_the_budget(tmp_path):
 
 def test_stdin_questions_are_answered_in_order(tmp_path):
     log = tmp_path / "stdin.jsonl"
-    done = run_app(
+    done = run_app_here(
         "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "0", "--budget", str(BUDGET),
         "--window", "16", "--max-new-tokens", "6", "--quiet", "--log-jsonl", str(log), "--max-rounds", "3",
         stdin="What color is the square?\n\nHow many shapes?\nWhat changed?\n",
@@ -83,8 +83,9 @@ def test_a_damaged_file_is_an_error_event_and_the_run_ends_cleanly(tmp_path):
     damaged = tmp_path / "damaged.ts"
     damaged.write_bytes(overwrite(data, [len(data) // 3, len(data) // 2], 600))
     log = tmp_path / "damaged.jsonl"
-    done = run_app("--video", str(damaged), "--model", "tiny", "--no-realtime", "--every", "10", "--budget", "128",
-                   "--window", "8", "--max-new-tokens", "4", "--quiet", "--log-jsonl", str(log))  # fmt: skip
+    done = run_app_here("--video", str(damaged), "--model", "tiny", "--no-realtime", "--every", "10",
+                        "--budget", "128", "--window", "8", "--max-new-tokens", "4", "--quiet",
+                        "--log-jsonl", str(log))  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
     errors = of_type(events, "error")
@@ -128,7 +129,7 @@ def test_quantize_int8_runs_the_stream_with_int8_layers(tmp_path):
     """`--quantize int8` end to end: the tiny model's 25 linear layers become int8 before the first clip, and
     the stream is watched and answered as in fp32."""
     log = tmp_path / "events.jsonl"
-    done = run_app(
+    done = run_app_here(
         "--video", str(video(60)), "--model", "tiny", "--no-realtime", "--every", "20", "--budget", str(BUDGET),
         "--window", "16", "--max-new-tokens", "8", "--quiet", "--log-jsonl", str(log), "--quantize", "int8",
     )  # fmt: skip
