@@ -15,6 +15,7 @@ run it in-process.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import os
 import socket
@@ -63,6 +64,8 @@ class FleetHost:
         self.name = name
         self.spools = HostSpools(spools or spool_folder(), name)  # before the model: orphans wait no longer
         self._news = threading.Event()  # an event was posted (wakes a drain's long poll)
+        self._posting = threading.Lock()  # an event's order number and its place in the spool or outbox, together
+        self._posted = itertools.count()  # the order events were made in, across the spool and the outbox
         self.config = config
         self.loaded = load_model(config.model, text_attention=register_attention())
         self.factory = stream_factory(config, self.loaded, share_between=config.max_streams)
@@ -153,13 +156,19 @@ class FleetHost:
         `_spool: [id, seq]`, an adopted orphan's first; then the outbox's, oldest first), and how many the outbox
         dropped so far. acked: spool id -> the seq up to which the head delivered the spooled events. With
         `wait_s`, waits that long for a first event when there is none (a long poll: an event reaches the head
-        as soon as it is made, without a drain every few milliseconds)."""
+        as soon as it is made, without a drain every few milliseconds).
+
+        This host's own events come in the order they were made, spooled or not: an answer's last pieces
+        (outbox) before the answer (spool), or an API client that ends its stream at the answer loses them."""
         self.spools.ack(acked or {})
         self.spools.scan()
         self._news.clear()
         if wait_s > 0 and not self.outbox.qsize() and not self.spools.has_unsent():
             self._news.wait(wait_s)
-        return self.spools.unsent() + self.outbox.drain(), self.outbox.dropped
+        spooled = self.spools.unsent()
+        adopted = [wire for wire in spooled if wire.get("_replay")]
+        own = [wire for wire in spooled if not wire.get("_replay")] + self.outbox.drain()
+        return adopted + sorted(own, key=lambda wire: wire.get("_posted", -1)), self.outbox.dropped
 
     def finish(self, acked: dict[str, int]) -> None:
         """After the last drain of a stopped host: the head's acknowledgements applied, and the spools let go
@@ -202,10 +211,12 @@ class FleetHost:
         if event.stream is None and isinstance(event, (Status, WarningEvent, ErrorEvent)):
             event = _of_host(event, self.name)
         wire = to_wire(redacted(event))
-        if isinstance(event, DURABLE):
-            self.spools.append(wire)
-        else:
-            self.outbox.put(wire)
+        with self._posting:
+            wire["_posted"] = next(self._posted)
+            if isinstance(event, DURABLE):
+                self.spools.append(wire)
+            else:
+                self.outbox.put(wire)
         self._news.set()
 
 

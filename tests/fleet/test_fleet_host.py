@@ -1,13 +1,16 @@
 """A fleet host in this process (fleet/host.py; the coordinator makes it a Ray actor): the coordinator may
-remove any of its streams, its first and its last too, and the host takes new streams after that."""
+remove any of its streams, its first and its last too, and the host takes new streams after that; its drains keep
+the order events were made in."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from app.cli import parse_args
 from app.config import AppConfig, StreamConfig
-from bus import Status, StatusKind
+from bus import Answer, AnswerPiece, Status, StatusKind
 from fleet.host import FleetHost
 from fleet.hosts import host_config
 from fleet.wire import from_wire
@@ -37,5 +40,28 @@ def test_a_host_removes_its_first_and_its_last_stream_and_takes_new_ones_after()
             host.remove_stream("b")
         host.start_stream(StreamConfig("c", config.streams[0].capture, config.schedule))
         assert host.streams() == ["c"]
+    finally:
+        host.stop()
+
+
+def test_a_drain_holding_a_whole_answer_gives_its_pieces_before_the_answer():
+    """The answer is spooled (durable), its pieces are not: a drain that finds both must still give them in the
+    order they were made, or the head's API ends a streamed ask at the answer and drops its last pieces."""
+    clip = str(video(8))
+    args = ["--ray", "auto", "--model", "tiny", "--timeline", "", "--every", "0", "--loop", "--stream", f"a={clip}"]
+    config = AppConfig.from_args(parse_args(args))
+    host = FleetHost(host_config(config), "box-0")
+    try:
+        host.start_stream(config.streams[0])
+        host.drain()
+        host.ask("what is there?", "a", request="r1")
+        deadline = time.monotonic() + 60
+        while not host.spools.has_unsent():  # the answer is spooled: every piece was made before it
+            assert time.monotonic() < deadline, "no answer within 60 s"
+            time.sleep(0.05)
+        events = [from_wire(item) for item in host.drain()[0]]
+        asked = [e for e in events if isinstance(e, (AnswerPiece, Answer)) and e.request == "r1"]
+        assert [type(e) for e in asked] == [AnswerPiece] * (len(asked) - 1) + [Answer] and len(asked) > 1
+        assert "".join(e.text for e in asked[:-1]).strip() == asked[-1].stats.answer.strip()
     finally:
         host.stop()
