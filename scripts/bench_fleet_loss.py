@@ -48,7 +48,6 @@ from app.startup import start_publisher, start_timeline_writer  # noqa: E402
 from bus import Alert, Answer, ErrorEvent, EventBus  # noqa: E402
 from bus.records import to_record  # noqa: E402
 from bus.worker import QueuedSubscriber  # noqa: E402
-from cache.cpu.kernels import share_built_kernels  # noqa: E402
 from capture.synth import write_video  # noqa: E402
 from fleet.coordinator import Coordinator  # noqa: E402
 from fleet.spools import spool_folder  # noqa: E402
@@ -99,7 +98,6 @@ def head_kill_run(work: Path, run: int) -> list[dict]:
     """One cluster, one head killed with SIGKILL while its outputs hold a burst, then the next head; a row per sink."""
     from tests.support.head_kill import head_kill
 
-    share_built_kernels(work / "data")
     os.environ[DATA_ENV] = str(work / "data")  # the spools; the heads and the cluster's workers inherit it
     result = head_kill(work)
     made = list(result.made)
@@ -127,7 +125,6 @@ def kill_run(work: Path, questions: int, run: int) -> list[dict]:
     from tests.support.mqtt_watcher import Watcher
     from tests.support.ray_cluster import ray_cluster
 
-    share_built_kernels(work / "data")  # the CPU kernels already built, not a build per run
     os.environ[DATA_ENV] = str(work / "data")  # the spools; the cluster's workers inherit it
     clip = work / "clip.mp4"
     if not clip.exists():

@@ -16,7 +16,8 @@ faster than one on that CPU.
 They are compiled with torch's C++ extension builder (g++ and ninja, the four sources side by side on all
 cores) once per machine and torch version (about 20 s on 2 cores; most of it is parsing torch's headers, so each
 source includes only those it uses: with `ATen/ATen.h` the build took 1.5 times the CPU time) into
-`build_directory()`, as torch operators registered in C++ (a Python custom op cost
+`build_directory()`, a private folder of the machine's cache checked before each load (`kernel_folder`), as
+torch operators registered in C++ (a Python custom op cost
 15 us a call, about 3 ms a step for the reference model's 210 products), so that a compiled decode step
 calls each as one opaque op. `kernels_ready()` says whether they can be used; where the CPU lacks AVX2,
 the build fails or `EDGE_ASSISTANT_CPU_KERNELS=0` is set, it says False and the model runs on SDPA and
@@ -34,6 +35,8 @@ from pathlib import Path
 
 import torch
 
+from cache.cpu import kernel_folder
+
 logger = logging.getLogger(__name__)
 
 SOURCES = [
@@ -41,6 +44,7 @@ SOURCES = [
     for n in ("bindings.cpp", "decode_attention.cpp", "one_row_linear.cpp", "int8_linear.cpp")
 ]
 DISABLE_VARIABLE = "EDGE_ASSISTANT_CPU_KERNELS"
+LIBRARY = "edge_assistant_cpu_kernels"
 STALE_LOCK_SECONDS = 600  # a build takes tens of seconds; a lock this old was left by a killed build
 _state: dict[str, bool] = {"enabled": True}  # "built": whether the ops are loaded, once tried
 _building = threading.Lock()  # one build at a time; a second caller waits for its result
@@ -92,13 +96,17 @@ def _build() -> bool:
     from torch.utils.cpp_extension import load
 
     started = time.perf_counter()
-    logger.info("building the CPU decode kernels (once per machine, tens of seconds)")
     try:
         directory = build_directory()
-        directory.mkdir(parents=True, exist_ok=True)
+        library = directory / f"{LIBRARY}.so"
+        if library.exists() and not kernel_folder.library_matches(directory, library):
+            logger.warning("%s does not match the library built there: building it again", library)
+            kernel_folder.discard_build(directory)
+        if not library.exists():
+            logger.info("building the CPU decode kernels into %s (once per machine, tens of seconds)", directory)
         clear_stale_lock(directory)
         load(
-            name="edge_assistant_cpu_kernels",
+            name=LIBRARY,
             sources=[str(s) for s in SOURCES],
             # -fopenmp: at::parallel_for runs its threads only in code compiled with it (ATen's OpenMP backend
             # is a pragma in a header); the library links torch's own libgomp, already loaded by torch
@@ -107,7 +115,8 @@ def _build() -> bool:
             build_directory=str(directory),
             is_python_module=False,  # loading the library registers its ops with torch
         )
-    except (RuntimeError, OSError, ImportError) as e:  # no compiler, no ninja, a failed build
+        kernel_folder.record_library(directory, library)
+    except (RuntimeError, OSError, ImportError) as e:  # no compiler, no ninja, a failed build, an unsafe folder
         logger.warning("CPU decode kernels not built (%s: %s); using SDPA and MKL", type(e).__name__, e)
         return False
     _register_fakes()
@@ -116,25 +125,13 @@ def _build() -> bool:
 
 
 def build_directory() -> Path:
-    """Where the kernels are built: `$EDGE_ASSISTANT_DATA` (default ~/.cache/edge-stream-assistant), per torch
-    version (a library built against one torch does not load into another) and per checkout and version of the
-    sources (two checkouts sharing the folder would otherwise rebuild over each other at every start, each
-    waiting for the other's lock)."""
-    data = Path(os.environ.get("EDGE_ASSISTANT_DATA", Path.home() / ".cache" / "edge-stream-assistant"))
-    return data / "cpu-kernels" / f"torch-{torch.__version__}-{_sources_digest()}"
-
-
-def share_built_kernels(data_folder: Path) -> None:
-    """Makes another data folder (a benchmark's or a test's own) use the kernels of the current one through a
-    symbolic link, so that a process pointed at it does not build them again (tens of seconds of both cores).
-    Call it before pointing `$EDGE_ASSISTANT_DATA` at `data_folder`; a folder that has kernels keeps them."""
-    link = data_folder / "cpu-kernels"
-    if link.exists() or link.is_symlink():
-        return
-    target = build_directory().parent
-    target.mkdir(parents=True, exist_ok=True)
-    data_folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    link.symlink_to(target, target_is_directory=True)
+    """Where the kernels are built (cache/cpu/kernel_folder.py: a private folder per machine, checked), per
+    torch version (a library built against one torch does not load into another) and per checkout and version
+    of the sources (two checkouts sharing the folder would otherwise rebuild over each other at every start,
+    each waiting for the other's lock). UnsafeKernelFolder where it is not safe to load from."""
+    return kernel_folder.private_build_folder(
+        kernel_folder.kernel_cache_root(), f"torch-{torch.__version__}-{_sources_digest()}"
+    )
 
 
 def _sources_digest() -> str:

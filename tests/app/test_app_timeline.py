@@ -81,9 +81,6 @@ def test_an_unusable_timeline_exits_2_and_a_corrupt_one_is_left_as_it_was(tmp_pa
 
 
 def test_no_timeline_when_turned_off(tmp_path, monkeypatch):
-    from cache.cpu.kernels import share_built_kernels
-
-    share_built_kernels(tmp_path)  # the built kernels, not a rebuild of them
     monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path))
     done = run_app_here("--video", str(video(8)), *COMMON, "--every", "4", "--timeline", "")
     assert done.returncode == 0, done.stderr[-1500:]

@@ -269,18 +269,78 @@ def test_a_build_in_the_background_is_waited_for_and_never_run_twice(monkeypatch
     assert waiter_result == [True] and builds == ["cpu-kernel-build"]
 
 
-def test_another_data_folder_shares_the_built_kernels(tmp_path, monkeypatch):
-    """A benchmark's or a test's own data folder links to the kernels of the current one instead of building
-    them again; a folder that has kernels of its own keeps them."""
-    from cache.cpu.kernels import build_directory, share_built_kernels
+def test_the_kernels_folder_is_the_machines_not_the_data_folders(tmp_path, monkeypatch):
+    """A test's or a benchmark's own data folder uses the kernels already built (no rebuild per data folder);
+    the folder is created private whatever the umask."""
+    from cache.cpu.kernels import build_directory
 
+    monkeypatch.setenv("EDGE_ASSISTANT_KERNEL_CACHE", str(tmp_path / "kernels"))
     monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path / "first"))
-    built = build_directory()
-    share_built_kernels(tmp_path / "second")
+    old = os.umask(0o002)
+    try:
+        first = build_directory()
+    finally:
+        os.umask(old)
     monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path / "second"))
-    assert build_directory().resolve() == built.resolve() and (tmp_path / "second" / "cpu-kernels").is_symlink()
-    assert oct((tmp_path / "second").stat().st_mode & 0o777) == "0o700"  # a data folder stays private
-    own = tmp_path / "third" / "cpu-kernels"
-    own.mkdir(parents=True)
-    share_built_kernels(tmp_path / "third")
-    assert not own.is_symlink()
+    assert build_directory() == first and first.parent == tmp_path / "kernels"
+    assert [oct(p.stat().st_mode & 0o777) for p in (first.parent, first)] == ["0o700", "0o700"]
+
+
+@pytest.mark.parametrize("planted", ["open folder", "link"])
+def test_a_kernel_folder_others_could_write_is_refused_and_nothing_in_it_loaded(tmp_path, monkeypatch, caplog, planted):
+    """The library runs as the assistant's user: one in a folder another user could write to, reached through
+    a link, or writable by others itself is never loaded; the warning names the folder and the fix."""
+    from cache.cpu import kernels
+
+    monkeypatch.setenv("EDGE_ASSISTANT_KERNEL_CACHE", str(tmp_path / "kernels"))
+    folder = kernels.build_directory()
+    library = folder / f"{kernels.LIBRARY}.so"
+    library.write_bytes(b"planted")
+    if planted == "open folder":
+        os.chmod(folder.parent, 0o777)
+    else:
+        elsewhere = tmp_path / "elsewhere"
+        folder.rename(elsewhere)
+        folder.symlink_to(elsewhere, target_is_directory=True)
+    loads = []
+    monkeypatch.setattr("torch.utils.cpp_extension.load", lambda **kw: loads.append(kw))
+    monkeypatch.setattr(kernels, "_state", {"enabled": True})
+    monkeypatch.setenv(kernels.DISABLE_VARIABLE, "1")
+    with caplog.at_level("WARNING", logger="cache.cpu.kernels"):
+        assert kernels.kernels_ready() is False
+    assert loads == [] and "using SDPA and MKL" in caplog.text
+    fix = {"open folder": "chmod 700", "link": "not a folder"}[planted]
+    assert fix in caplog.text and str(tmp_path) in caplog.text
+
+
+@pytest.mark.parametrize("change", ["changed", "open to others"])
+def test_a_library_that_does_not_match_its_build_record_is_built_again(tmp_path, monkeypatch, change):
+    """A library changed since its build (or cut short by a killed build), or that others may write, is
+    removed before the build runs, never loaded as it is."""
+    from cache.cpu import kernel_folder, kernels
+
+    monkeypatch.setenv("EDGE_ASSISTANT_KERNEL_CACHE", str(tmp_path / "kernels"))
+    folder = kernels.build_directory()
+    library = folder / f"{kernels.LIBRARY}.so"
+    library.write_bytes(b"built")
+    kernel_folder.record_library(folder, library)
+    assert kernel_folder.library_matches(folder, library)
+    if change == "changed":
+        library.write_bytes(b"changed")
+    else:
+        os.chmod(library, 0o666)
+    assert not kernel_folder.library_matches(folder, library)
+    found = []
+
+    def fake_load(**kw):  # what a build finds in its folder, then its "library"
+        found.append(sorted(p.name for p in folder.iterdir()))
+        library.write_bytes(b"rebuilt")
+
+    monkeypatch.setattr("torch.utils.cpp_extension.load", fake_load)
+    monkeypatch.setattr(kernels, "_register_fakes", lambda: None)
+    monkeypatch.setattr(kernels, "_state", {"enabled": True})
+    monkeypatch.setenv(kernels.DISABLE_VARIABLE, "1")
+    if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
+        pytest.skip("the kernels are not built without AVX2")
+    assert kernels.kernels_ready() is True
+    assert found == [[]] and kernel_folder.library_matches(folder, library)

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from cache.cpu.kernels import share_built_kernels
 from timeline.config import DATA_ENV
 
 
 @pytest.fixture(autouse=True)
 def own_data_folder(tmp_path, monkeypatch):
     folder = tmp_path / "data"
-    share_built_kernels(folder)
     monkeypatch.setenv(DATA_ENV, str(folder))
     return folder

@@ -18,7 +18,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cache.cpu.kernels import share_built_kernels
 from tests.api.test_api_server import free_port, parse_sse
 from tests.support.app_helpers import app_command, video
 from tests.support.ray_cluster import lease_for
@@ -86,7 +85,6 @@ class FleetApi:
 @pytest.fixture(scope="module")
 def head(tmp_path_factory, shared_ray_cluster_pool, request):
     tmp = tmp_path_factory.mktemp("fleet-api")
-    share_built_kernels(tmp / "data")  # the head's and its hosts' data folder
     with lease_for(shared_ray_cluster_pool, request, tmp / "data") as cluster:
         running = FleetApi(tmp, cluster.address)
         try:

@@ -23,7 +23,6 @@ import httpx
 import pytest
 
 from bus import Answer, ClipEvent, Status, StatusKind
-from cache.cpu.kernels import share_built_kernels
 from tests.support.app_helpers import read_log, video
 from tests.support.ray_cluster import lease_for
 from tests.ui.test_ui_browser import AppProcess, browser, free_port, run_page_script
@@ -57,7 +56,6 @@ class FleetPage:
 @pytest.fixture(scope="module")
 def fleet_page(tmp_path_factory, shared_ray_cluster_pool, request):
     tmp = tmp_path_factory.mktemp("fleet-page")
-    share_built_kernels(tmp / "data")  # the head's and its hosts' data folder
     clip = video(20)
     log, port = tmp / "events.jsonl", free_port()
     with lease_for(shared_ray_cluster_pool, request, tmp / "data") as cluster, pytest.MonkeyPatch.context() as mp:

@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from cache.cpu.kernels import share_built_kernels
-
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 pytest.importorskip("ray")
@@ -31,7 +29,6 @@ def load():
 
 def test_quick_run_counts_zero_lost_and_zero_duplicated(tmp_path, monkeypatch):
     bench = load()
-    share_built_kernels(tmp_path / "data")  # the CPU kernels already built, not a build for this test
     monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path / "data"))  # the script points it at its own folder
     bench.main(["--quick", "--no-head-kill", "--out", str(tmp_path)])  # the head's kill: the test below, and
     # tests/fleet/test_fleet_head_killed.py runs the scenario itself
@@ -66,7 +63,6 @@ def test_a_head_kill_is_counted_per_sink(tmp_path, monkeypatch):
         recovery_s=4.0,
     )  # fmt: skip
     monkeypatch.setattr(scenario, "head_kill", lambda work: left)
-    monkeypatch.setattr(load(), "share_built_kernels", lambda folder: None)
     monkeypatch.setenv("EDGE_ASSISTANT_DATA", str(tmp_path / "data"))
     rows = {r["sink"]: r for r in load().head_kill_run(tmp_path, 1)}
     assert rows["timeline (SQLite)"]["setting"] == "run 1: 2 answers + 1 alerts"

@@ -216,10 +216,7 @@ def shared_ray_cluster(shared_ray_cluster_pool, request, tmp_path, monkeypatch) 
     if DATA_ENV in os.environ:
         data = Path(os.environ[DATA_ENV])
     else:
-        from cache.cpu.kernels import share_built_kernels
-
         data = tmp_path / "data"
-        share_built_kernels(data)
         monkeypatch.setenv(DATA_ENV, str(data))
     with lease_for(shared_ray_cluster_pool, request, data) as shared:
         yield shared
