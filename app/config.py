@@ -123,7 +123,7 @@ class AppConfig:
                 "nothing to watch: give --video PATH|URL, --camera INDEX or --stream NAME=SOURCE "
                 "(or --ui to pick in the page, --api to add them through the API)"
             )
-        ui = _ui(args, page) if serving else None
+        ui = _ui(args, page, api) if serving else None
         capture_settings = {**values_from(args, CaptureConfig), "realtime": source.realtime}  # --fps ... --loop
         streams = []
         for spec in specs:
@@ -183,16 +183,18 @@ def _api(args: argparse.Namespace, flags: ApiFlags, page: PageFlags, ui: UIConfi
     a login (beyond loopback, or a login given) and no token is given: refused (exit 2) before the model loads."""
     headless = flags.api and not page.ui
     tokens = given_tokens(flags.api_tokens_file, os.environ)
-    if headless and not tokens and ui is not None and (ui.auth is not None or (ui.beyond_loopback and not ui.no_login)):
+    reached = ui is not None and (ui.beyond_loopback or ui.behind_proxy) and not ui.no_login
+    if headless and not tokens and ui is not None and (ui.auth is not None or reached):
         raise ValueError(
-            "--api beyond loopback (or with a page login) needs API tokens: --api-tokens-file FILE (lines TOKEN "
-            "SCOPE[,SCOPE...] [NAME], chmod 600) or $EDGE_ASSISTANT_API_TOKENS"
+            "--api beyond loopback or behind a proxy (or with a page login) needs API tokens: --api-tokens-file FILE "
+            "(lines TOKEN SCOPE[,SCOPE...] [NAME], chmod 600) or $EDGE_ASSISTANT_API_TOKENS"
         )
     return ApiConfig(headless=headless, tokens=tokens, **values_from(args, ApiConfig))
 
 
-def _ui(args: argparse.Namespace, page: PageFlags) -> UIConfig:
-    return UIConfig(**values_from(args, UIConfig), auth=given_login(page.auth_file, os.environ))
+def _ui(args: argparse.Namespace, page: PageFlags, api: ApiFlags) -> UIConfig:
+    login = given_login(page.auth_file, os.environ)
+    return UIConfig(**values_from(args, UIConfig), auth=login, headless_api=api.api and not page.ui)
 
 
 def _fleet(args: argparse.Namespace, page: PageFlags, streams: list[StreamConfig]) -> FleetConfig | None:

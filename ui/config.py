@@ -31,6 +31,7 @@ class UIConfig:
         metadata={"help": "also publish a temporary public Gradio link (needs a login, as --host)"},
     )
     auth: tuple[str, str] | None = field(default=None, repr=False)
+    headless_api: bool = False  # --api without a page serves here: its tokens guard it, not a login (app/config.py)
     max_upload_mb: int = field(default=500, metadata={"help": "largest video upload accepted", "unit": "MiB"})
     max_uploads: int = field(
         default=20, metadata={"help": "video files the page accepts per run (then: restart)"}
@@ -83,7 +84,8 @@ class UIConfig:
                 raise ValueError(f"--allowed-host takes a host name or address without scheme or port, got {name!r}")
         self.allowed_hosts = tuple(name.lower().rstrip(".") for name in self.allowed_hosts)
         self.trusted_proxies = tuple(proxy_address(text) for text in self.trusted_proxies)
-        if self.behind_proxy and not self.beyond_loopback and self.auth is None and not self.no_login:
+        guarded = self.auth is not None or self.no_login or self.headless_api
+        if self.behind_proxy and not self.beyond_loopback and not guarded:
             flag = "--allowed-host" if self.allowed_hosts else "--trusted-proxy"
             raise ValueError(
                 f"{flag} means the page is reached through a reverse proxy, so others can reach it: give it a login "

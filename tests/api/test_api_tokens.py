@@ -69,6 +69,19 @@ def test_the_api_beyond_loopback_needs_tokens(monkeypatch, tmp_path):
     assert config_from(["--api", "--model", "tiny", "--host", "0.0.0.0"], monkeypatch, env=f"{GOOD} read").api.tokens
 
 
+@pytest.mark.parametrize("proxy", [["--allowed-host", "cams.example.org"], ["--trusted-proxy", "127.0.0.1"]])
+def test_a_headless_api_behind_a_proxy_starts_on_tokens_alone(monkeypatch, tmp_path, proxy):
+    """Behind a reverse proxy others reach the API: tokens guard it (no page login asked for), and without
+    tokens it is refused like an API beyond loopback; a page behind a proxy still needs its login."""
+    path = tokens_file(tmp_path, f"{GOOD} read\n")
+    config = config_from(["--api", "--model", "tiny", *proxy, "--api-tokens-file", str(path)], monkeypatch)
+    assert config.api.headless and config.api.tokens and config.ui.behind_proxy
+    with pytest.raises(ValueError, match="behind a proxy.*needs API tokens"):
+        config_from(["--api", "--model", "tiny", *proxy], monkeypatch)
+    with pytest.raises(ValueError, match="give it a login"):
+        config_from(["--ui", "--api", "--model", "tiny", *proxy, "--api-tokens-file", str(path)], monkeypatch)
+
+
 def test_access_checks_scopes_and_tokens_in_constant_time():
     (token,) = parse_tokens(f"{GOOD} read reader", "here")
     access = Access((token,))
