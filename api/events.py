@@ -12,13 +12,13 @@ from fastapi import APIRouter, Depends, Header, HTTPException, Query
 from fastapi.responses import StreamingResponse
 
 from api.context import ApiContext, refusal
-from api.feed import FeedClient, FeedFull, FeedItem
+from api.feed import FeedClient, FeedFull, FeedItem, Resume
 from api.models import FeedStatus, StatusView, refusals
 from api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
 from bus import EVENT_TYPES
 
 REFUSALS = refusals(401, 403, 404, 422, 429)
-LAST_ID = re.compile(r"[0-9]{1,19}")  # the feed numbers its events from 1; never past a 64-bit id
+LAST_ID = re.compile(r"[0-9]{1,19}")  # ids grow across runs (api/feed.py); never past a 64-bit id
 
 
 def item_sse(item: FeedItem) -> str:
@@ -42,15 +42,16 @@ def router(ctx: ApiContext) -> APIRouter:
     ):
         """A client that falls --api-sse-queue events behind is sent a `dropped` event and closed (counted in
         /api/v1/status); it may reconnect with Last-Event-ID. A `gap` event says how many events were no longer
-        kept for a resuming client."""
+        kept for a resuming client; a `reset` event, that its id was of an earlier run (what follows is this
+        run's, from its start)."""
         wanted = _types(types)
         ctx.stream_named(stream)
         last = _last_id(last_event_id)
         try:
-            client, kept, missed = ctx.feed.subscribe(asyncio.get_running_loop(), wanted, stream, last)
+            client, resume = ctx.feed.subscribe(asyncio.get_running_loop(), wanted, stream, last)
         except FeedFull as err:
             raise refusal(err) from None
-        return StreamingResponse(_feed(ctx, client, kept, missed), media_type="text/event-stream", headers=SSE_HEADERS)
+        return StreamingResponse(_feed(ctx, client, resume), media_type="text/event-stream", headers=SSE_HEADERS)
 
     @api.get("/api/v1/status", response_model=StatusView, responses=REFUSALS, summary="Counts of the running API")
     def status(token=reader):
@@ -85,12 +86,15 @@ def _last_id(text: str | None) -> int | None:
     return int(text.strip())
 
 
-async def _feed(ctx: ApiContext, client: FeedClient, kept: list[FeedItem], missed: int) -> AsyncIterator[str]:
+async def _feed(ctx: ApiContext, client: FeedClient, resume: Resume) -> AsyncIterator[str]:
     try:
         yield ": connected\n\n"
-        if missed:
-            yield sse({"missed": missed, "detail": "events no longer kept (--api-replay)"}, event="gap")
-        for item in kept:
+        if resume.reset:
+            restarted = "the assistant restarted since that Last-Event-ID: what follows is this run's, from its start"
+            yield sse({"detail": restarted}, event="reset")
+        if resume.missed:
+            yield sse({"missed": resume.missed, "detail": "events no longer kept (--api-replay)"}, event="gap")
+        for item in resume.kept:
             yield item_sse(item)
         while True:
             items = await client.mailbox.take(KEEPALIVE_S)

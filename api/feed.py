@@ -1,13 +1,19 @@
 """The events feed: every event of the bus as its record (bus.records), numbered, kept in a bounded replay
 buffer and handed to each SSE client through its own bounded mailbox. The bus calls `EventFeed` on the model
 worker's thread: it serialises the record once and never waits; a client whose mailbox is full (it reads slowly
-or never) is dropped and counted, and loses what it did not read (it may come back with `Last-Event-ID`)."""
+or never) is dropped and counted, and loses what it did not read (it may come back with `Last-Event-ID`).
+
+Event ids are whole numbers that keep growing across restarts: a run numbers its events from its start time in
+milliseconds times 1,000 (a run would need a million events a second to reach the next run's first id). So an id
+of an earlier run is recognised: that client is told the feed started again (`reset`) and gets all this run has
+kept, instead of events after a number that meant something else."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -45,6 +51,30 @@ class FeedStats:
     refused_clients: int = 0  # clients refused for --api-sse-clients
 
 
+_bases = {"last": 0}
+_bases_lock = threading.Lock()
+IDS_PER_MS = 1000
+
+
+def run_first_id() -> int:
+    """The first event id of a feed started now: above every id a feed started earlier gave (this process's
+    too, even within one millisecond)."""
+    with _bases_lock:
+        base = max(int(time.time() * 1000) * IDS_PER_MS, _bases["last"] + IDS_PER_MS)
+        _bases["last"] = base
+        return base
+
+
+@dataclass(frozen=True)
+class Resume:
+    """What a new client gets first: the kept events it wants, how many it missed that are no longer kept, and
+    whether its Last-Event-ID was of another run (`reset`: it gets this run's kept events from the start)."""
+
+    kept: list[FeedItem]
+    missed: int = 0
+    reset: bool = False
+
+
 class FeedFull(Exception):
     """As many SSE clients as allowed are connected."""
 
@@ -58,12 +88,13 @@ class EventFeed:
     queue: int = 256
     max_clients: int = 16
     stats: FeedStats = field(default_factory=FeedStats)
+    first_id: int = field(default_factory=run_first_id)
 
     def __post_init__(self) -> None:
         self._items: deque[FeedItem] = deque(maxlen=self.replay)
         self._clients: list[FeedClient] = []
         self._lock = threading.Lock()
-        self._next = 1
+        self._next = self.first_id
 
     def __call__(self, event: Event) -> None:
         """Bus subscriber (the model worker's thread): never blocks."""
@@ -84,9 +115,10 @@ class EventFeed:
         types: frozenset[str] | None,
         stream: str | None,
         last_id: int | None,
-    ) -> tuple[FeedClient, list[FeedItem], int]:
-        """A new client, the kept events after `last_id` it wants (None: none) and how many it missed that are no
-        longer kept. FeedFull when max_clients are connected."""
+    ) -> tuple[FeedClient, Resume]:
+        """A new client and what it gets first (Resume): after `last_id`, the kept events it wants (None: none).
+        An id this run never gave (an earlier run's, or one from the future) is a reset. FeedFull when
+        max_clients are connected."""
         client = FeedClient(Mailbox(loop, self.queue), types, stream)
         with self._lock:
             if len(self._clients) >= self.max_clients:
@@ -95,11 +127,12 @@ class EventFeed:
             self._clients.append(client)
             self.stats.clients = len(self._clients)
             if last_id is None:
-                return client, [], 0
-            kept = [item for item in self._items if item.id > last_id and client.wants(item)]
+                return client, Resume([])
+            reset = not self.first_id - 1 <= last_id < self._next
+            after = self.first_id - 1 if reset else last_id
+            kept = [item for item in self._items if item.id > after and client.wants(item)]
             oldest = self._items[0].id if self._items else self._next
-            missed = max(oldest - last_id - 1, 0) if last_id < self._next else 0
-        return client, kept, missed
+        return client, Resume(kept, max(oldest - after - 1, 0), reset)
 
     def unsubscribe(self, client: FeedClient) -> None:
         client.mailbox.close()

@@ -1,6 +1,7 @@
 """The events feed's bounds (api/feed.py): the bus's thread never waits for a client; a client that does not
 read is dropped once its mailbox is full, and what it lost is counted; other clients get everything; a client
-coming back with Last-Event-ID gets what the replay buffer still holds and is told how much it missed."""
+coming back with Last-Event-ID gets what the replay buffer still holds and is told how much it missed, and one
+coming back with an id of an earlier run is told the feed started again."""
 
 import asyncio
 import threading
@@ -18,10 +19,10 @@ def clip(index: int, stream: str = "door") -> ClipEvent:
 
 def test_a_client_that_never_reads_is_dropped_and_counted_and_never_holds_the_publisher():
     async def scenario():
-        feed = EventFeed(replay=100, queue=64, max_clients=4)
+        feed = EventFeed(replay=100, queue=64, max_clients=4, first_id=1)
         loop = asyncio.get_running_loop()
-        stuck, _, _ = feed.subscribe(loop, None, None, None)
-        reader, _, _ = feed.subscribe(loop, frozenset({"clip"}), "door", None)
+        stuck, _ = feed.subscribe(loop, None, None, None)
+        reader, _ = feed.subscribe(loop, frozenset({"clip"}), "door", None)
         got: list[int] = []
         took: list[float] = []
 
@@ -53,17 +54,42 @@ def test_a_client_that_never_reads_is_dropped_and_counted_and_never_holds_the_pu
 
 def test_resuming_replays_what_is_kept_and_counts_what_is_not():
     async def scenario():
-        feed = EventFeed(replay=10, queue=100, max_clients=2)
+        feed = EventFeed(replay=10, queue=100, max_clients=2, first_id=1)
         for k in range(30):
             feed(clip(k))
         loop = asyncio.get_running_loop()
-        recent, kept, missed = feed.subscribe(loop, None, None, last_id=25)
-        old, kept_old, missed_old = feed.subscribe(loop, None, None, last_id=5)
+        _, recent = feed.subscribe(loop, None, None, last_id=25)
+        _, old = feed.subscribe(loop, None, None, last_id=5)
         with pytest.raises(FeedFull):
             feed.subscribe(loop, None, None, None)
-        return kept, missed, kept_old, missed_old, feed
+        return recent, old, feed
 
-    kept, missed, kept_old, missed_old, feed = asyncio.run(scenario())
-    assert [i.id for i in kept] == [26, 27, 28, 29, 30] and missed == 0
-    assert [i.id for i in kept_old] == list(range(21, 31)) and missed_old == 15  # 6..20 are gone
+    recent, old, feed = asyncio.run(scenario())
+    assert [i.id for i in recent.kept] == [26, 27, 28, 29, 30] and recent.missed == 0 and not recent.reset
+    assert [i.id for i in old.kept] == list(range(21, 31)) and old.missed == 15 and not old.reset  # 6..20 gone
     assert feed.stats.refused_clients == 1
+
+
+def test_ids_grow_across_restarts_and_an_earlier_runs_id_is_a_reset():
+    """A restarted assistant numbers on from above every id of the run before (even within one millisecond), so
+    a client resuming with an id of that run is told so and gets this run's kept events from its start, with a
+    gap for those no longer kept; an id from neither run (from the future) is a reset too."""
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        before = EventFeed(replay=10)
+        for k in range(5):
+            before(clip(k))
+        after = EventFeed(replay=3)  # the next run
+        for k in range(5):
+            after(clip(k))
+        _, earlier = after.subscribe(loop, None, None, last_id=before._items[-1].id)
+        _, future = after.subscribe(loop, None, None, last_id=after._items[-1].id + 10**6)
+        _, now = after.subscribe(loop, None, None, last_id=after._items[-1].id)
+        return before, after, earlier, future, now
+
+    before, after, earlier, future, now = asyncio.run(scenario())
+    assert after.first_id > before._items[-1].id
+    assert earlier.reset and [i.id for i in earlier.kept] == [i.id for i in after._items] and earlier.missed == 2
+    assert future.reset and future.kept == earlier.kept
+    assert not now.reset and now.kept == [] and now.missed == 0

@@ -320,9 +320,10 @@ def test_a_token_past_its_watch_limit_gets_429_and_the_assistant_keeps_answering
 
 
 def test_a_one_shot_watch_alerts_once_and_ends_itself(server, client):
-    """threshold 0 and on_after 1: the first check begins its alert; the watch then ends (reason one-shot)."""
+    """threshold 0 and on_after 1: the first check begins its alert; the watch then ends (reason one-shot). Its
+    `watch` events say when it began to run on the stream and when it ended there."""
     with httpx.Client(base_url=server.base, timeout=60) as feed:
-        with feed.stream("GET", "/api/v1/events?types=alert", headers=auth(READER)) as events:
+        with feed.stream("GET", "/api/v1/events?types=alert,watch", headers=auth(READER)) as events:
             lines = events.iter_lines()
             assert next(lines) == ": connected"
             added = client.post(
@@ -336,10 +337,12 @@ def test_a_one_shot_watch_alerts_once_and_ends_itself(server, client):
             for line in lines:
                 if line.startswith("data: "):
                     records.append(json.loads(line[6:]))
-                if len(records) == 2:
+                if len(records) == 4:
                     break
-    assert [(r["alert"], r["state"]) for r in records] == [("once", "begin"), ("once", "end")]
-    assert records[1]["reason"] == "one-shot"
+    steps = [(r["type"], r["alert"], r.get("state") or r["change"]) for r in records]
+    assert steps == [("watch", "once", "set"), ("alert", "once", "begin"), ("alert", "once", "end"),
+                     ("watch", "once", "ended")]  # fmt: skip
+    assert records[2]["reason"] == records[3]["reason"] == "one-shot"
     assert client.get("/api/v1/watches/once", headers=auth(READER)).status_code == 404
 
 
@@ -372,6 +375,8 @@ def test_the_events_feed_filters_by_type_and_resumes_after_last_event_id(server,
     assert ids == sorted(ids)
     again = read_events(server, "/api/v1/events?types=clip", {**auth(READER), "Last-Event-ID": str(ids[0])}, 2)
     assert [int(i) for _, _, i in again] == ids[1:3]  # replayed from the buffer: nothing lost in between
+    earlier_run = read_events(server, "/api/v1/events?types=clip", {**auth(READER), "Last-Event-ID": "1"}, 2)
+    assert earlier_run[0][0] == "reset" and earlier_run[1][0] in ("gap", "clip")  # 1: an id of no run since
     assert client.get("/api/v1/events?types=nonsense", headers=auth(READER)).status_code == 422
     assert client.get("/api/v1/events?stream=garage", headers=auth(READER)).status_code == 404
     bad_id = client.get("/api/v1/events", headers={**auth(READER), "Last-Event-ID": "abc"})
