@@ -1,7 +1,8 @@
 """Watches set while running, applied on the model worker: a stream's watch list becomes its configured watches
 plus the runtime ones that watch it. A watch whose spec did not change keeps its state (an alert that is on
 stays on); one removed or changed while its alert is on ends it (an `alert` end with a `reason`), so MQTT and
-Home Assistant never keep a state no watch will end."""
+Home Assistant never keep a state no watch will end. A `watch` event says when a watch begins to run on a stream
+and when it ends there for good, so outputs make and remove what shows it (Home Assistant's entities)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 
 from app.stream import Stream
 from app.stream_events import StreamEvents
-from bus import Alert
+from bus import Alert, WatchEvent, WatchLifecycle
 from watches.spec import WatchSpec
 from watches.watch import Watch
 
@@ -33,10 +34,15 @@ def apply_runtime_watches(
         elif wanted.get(name) == watch.spec:
             kept.append(watch)
             del wanted[name]
-        elif watch.state.on:
+        else:
             reason = (reasons or {}).get(name) or ("changed" if name in wanted else "removed")
-            end_alert(stream, watch, reason, events)
-    kept += [Watch(spec, stream.name) for spec in wanted.values()]
+            if watch.state.on:
+                end_alert(stream, watch, reason, events)
+            if name not in wanted:
+                events.publish(WatchEvent, stream, alert=name, change=WatchLifecycle.ENDED, reason=reason)
+    for spec in wanted.values():
+        kept.append(Watch(spec, stream.name))
+        events.publish(WatchEvent, stream, alert=spec.name, change=WatchLifecycle.SET)
     stream.watches = kept
 
 

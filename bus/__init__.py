@@ -23,6 +23,8 @@ from bus.events import (
     StatusKind,
     StreamState,
     WarningEvent,
+    WatchEvent,
+    WatchLifecycle,
 )
 from bus.records import RECORD_VERSION, from_record, read_log, to_json, to_record
 from bus.stats import AnswerStats, ClipStats, EvidenceSpan
@@ -54,6 +56,8 @@ __all__ = [
     "StreamState",
     "Subscriber",
     "WarningEvent",
+    "WatchEvent",
+    "WatchLifecycle",
     "from_record",
     "read_log",
     "to_json",

@@ -70,6 +70,11 @@ class AlertState(enum.StrEnum):
     END = "end"
 
 
+class WatchLifecycle(enum.StrEnum):
+    SET = "set"  # the watch runs on the stream from now (set, changed, or kept from the last run)
+    ENDED = "ended"  # for good: removed, expired, a one-shot that alerted, or changed to watch other streams
+
+
 @dataclass(frozen=True, kw_only=True)
 class Event:
     """Fields every event has. receipt: on a fleet's head, a spooled alert's or answer's (`bus.receipt`): the outputs
@@ -243,6 +248,20 @@ class Alert(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WatchEvent(Event):
+    """A watch set while running began or stopped running on a stream (an alert that was on ended just before).
+    alert: the watch's name, as its alerts name it. reason: why it ended ("removed", "expired", "one-shot")."""
+
+    TYPE: ClassVar[str] = "watch"
+    alert: str
+    change: WatchLifecycle
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "change", WatchLifecycle(self.change))  # ValueError for neither set nor ended
+
+
+@dataclass(frozen=True, kw_only=True)
 class EventsDropped(Event):
     """The fleet: a host's outbox (bounded, drop oldest) dropped events before the head drained them. dropped: so
     far on that host; new: since the last report."""
@@ -275,6 +294,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         End,
         Check,
         Alert,
+        WatchEvent,
         EventsDropped,
     )
 }

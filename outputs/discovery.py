@@ -65,17 +65,30 @@ def node_id(config: MqttConfig) -> str:
     return re.sub(r"[^a-zA-Z0-9_-]", "_", config.prefix)
 
 
-def _common(config: MqttConfig, name: str, unique_id: str) -> dict[str, Any]:
+def device_name(config: MqttConfig) -> str:
+    """The Home Assistant device's name: `config.device_name`, else the prefix ("edge-assistant": "Edge assistant")."""
+    return config.device_name or re.sub(r"[-_]+", " ", config.prefix).capitalize()
+
+
+def entity_slug(text: str) -> str:
+    """`text` as Home Assistant slugs an entity id: lowercase letters and digits joined by single `_`."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def _common(config: MqttConfig, domain: str, name: str, key: str) -> dict[str, Any]:
+    """What every config holds; its entity id is `<domain>.<prefix>_<key>` (`default_entity_id`, Home Assistant
+    2025.10+; `object_id` is deprecated and ignored from 2026.4)."""
+    unique_id = f"{node_id(config)}_{key}"
     return {
         "name": name,
         "unique_id": unique_id,
-        "object_id": unique_id,
+        "default_entity_id": f"{domain}.{entity_slug(unique_id)}",
         "availability_topic": available_topic(config),
         "payload_available": ONLINE,
         "payload_not_available": OFFLINE,
         "device": {
             "identifiers": [node_id(config)],
-            "name": config.device_name,
+            "name": device_name(config),
             "model": "edge-stream-assistant",
             "manufacturer": "edge-stream-assistant",
         },
@@ -85,8 +98,7 @@ def _common(config: MqttConfig, name: str, unique_id: str) -> dict[str, Any]:
 
 def alert_sensor_config(config: MqttConfig, stream: str, alert: str) -> tuple[str, dict[str, Any]]:
     """(topic, payload) announcing (stream, alert) as a binary_sensor reading the ON/OFF state topic."""
-    unique_id = f"{node_id(config)}_{stream}_{alert}"
-    payload = _common(config, f"{stream} {alert}", unique_id)
+    payload = _common(config, "binary_sensor", f"{stream} {alert}", f"{stream}_{alert}")
     payload.update(state_topic=state_topic(config, stream, alert), payload_on=STATE_ON, payload_off=STATE_OFF)
     if alert in DEVICE_CLASSES:
         payload["device_class"] = DEVICE_CLASSES[alert]
@@ -95,8 +107,7 @@ def alert_sensor_config(config: MqttConfig, stream: str, alert: str) -> tuple[st
 
 def snapshot_image_config(config: MqttConfig, stream: str, alert: str) -> tuple[str, dict[str, Any]]:
     """(topic, payload) announcing the alert's latest snapshot as an image entity (raw JPEG on the topic)."""
-    unique_id = f"{node_id(config)}_{stream}_{alert}_snapshot"
-    payload = _common(config, f"{stream} {alert} snapshot", unique_id)
+    payload = _common(config, "image", f"{stream} {alert} snapshot", f"{stream}_{alert}_snapshot")
     payload.update(image_topic=snapshot_topic(config, stream, alert), content_type="image/jpeg")
     return f"{config.discovery_prefix}/image/{node_id(config)}/{stream}_{alert}_snapshot/config", payload
 
@@ -104,8 +115,7 @@ def snapshot_image_config(config: MqttConfig, stream: str, alert: str) -> tuple[
 def answer_sensor_config(config: MqttConfig, stream: str) -> tuple[str, dict[str, Any]]:
     """(topic, payload) announcing the stream's latest answer as a sensor: its state is the answer text cut to
     Home Assistant's 255 characters; the whole answer JSON (full text, question, round...) are its attributes."""
-    unique_id = f"{node_id(config)}_{stream}_answer"
-    payload = _common(config, f"{stream} answer", unique_id)
+    payload = _common(config, "sensor", f"{stream} answer", f"{stream}_answer")
     payload.update(
         state_topic=answer_topic(config, stream),
         value_template=f"{{{{ value_json.answer[:{HA_STATE_MAX}] }}}}",
@@ -119,7 +129,6 @@ def ask_text_config(config: MqttConfig, stream: str) -> tuple[str, dict[str, Any
     """(topic, payload) announcing a text entity whose value, when set, is published as a question to the
     stream's ask topic (optimistic: no state topic; the answer comes on the answer sensor). At most Home
     Assistant's 255 characters; the assistant's own limit (--max-question-chars) applies on top."""
-    unique_id = f"{node_id(config)}_{stream}_ask"
-    payload = _common(config, f"{stream} ask", unique_id)
+    payload = _common(config, "text", f"{stream} ask", f"{stream}_ask")
     payload.update(command_topic=ask_topic(config, stream), max=HA_STATE_MAX, icon="mdi:comment-question-outline")
     return f"{config.discovery_prefix}/text/{node_id(config)}/{stream}_ask/config", payload

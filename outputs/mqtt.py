@@ -2,11 +2,15 @@
 
 paho-mqtt 2.x runs the connection on its own thread (`loop_start`) and reconnects by itself. This sink keeps
 what the broker must hold again after a reconnect (or a broker restart that lost it):
-- the retained messages (`<prefix>/available`, every alert's ON/OFF state and latest snapshot, the discovery
+- the retained states (`<prefix>/available`, every alert's ON/OFF state and latest snapshot, the discovery
   configs), re-published on every connect;
-- the other messages (events, answers) published while disconnected, in a bounded backlog (oldest dropped,
-  counted), sent after the reconnect. Messages handed to paho just before it noticed a lost connection are
-  re-sent by paho itself (QoS 1).
+- the messages (events, answers: an answer is retained too) published while disconnected, in a bounded backlog
+  (oldest dropped, counted), sent after the reconnect. Messages handed to paho just before it noticed a lost
+  connection are re-sent by paho itself (QoS 1).
+
+Home Assistant's entities come and go with what they show: a watch's (a binary_sensor and its snapshot image) are
+announced when it is set (a `watch` event) or first alerts, and removed when it ends for good (an empty retained
+payload on its configs, its state and its snapshot; at the next connect if the broker is down).
 
 An outage is reported twice, whatever its length: once when it starts (connection lost, or the broker
 unreachable or refusing), and once when it ends if messages were dropped meanwhile ("N messages dropped
@@ -24,7 +28,7 @@ with, and publishes each command's result.
 
 Topics (see `outputs.discovery`): `<prefix>/available` online/offline (retained; offline is also the
 last will), `<prefix>/<stream>/<alert>/state` ON/OFF (retained), `<prefix>/<stream>/<alert>/snapshot` JPEG
-(retained), `<prefix>/<stream>/events` alert begin/end JSON, `<prefix>/<stream>/answer` answer JSON.
+(retained), `<prefix>/<stream>/events` alert begin/end JSON, `<prefix>/<stream>/answer` answer JSON (retained).
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.reasoncodes import ReasonCode
 
 import outputs.discovery as topics
-from bus import Alert, Answer, Event, Status, StatusKind
+from bus import Alert, Answer, Event, Status, StatusKind, WatchEvent, WatchLifecycle
 from bus.receipt import Receipt, delivered_before, hold, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
@@ -65,7 +69,8 @@ class MqttSink:
         config: the broker and topics.
         streams: the stream names; each gets an answer sensor in Home Assistant.
         alerts: stream name -> its alert names; each (stream, alert) gets a binary_sensor (and a snapshot
-            image), announced and set OFF at the first connect. A pair first seen in an event is announced then.
+            image), announced and set OFF at the first connect. A pair first seen in an event (a watch set, an
+            alert) is announced then.
         on_error: called with a one-line message when an outage starts (the broker cannot be reached, refuses
             the connection or the connection is lost), when it ends with messages dropped meanwhile (their
             count), and when paho's thread crashed (and restarts). Never raises into the caller.
@@ -97,7 +102,7 @@ class MqttSink:
         self._available = True  # False after the assistant said it stopped
         self._streams: list[str] = []
         self._pairs: list[tuple[str, str]] = []
-        self._retained: dict[str, Payload] = {}  # topic -> latest retained payload (states, snapshots)
+        self._retained: dict[str, Payload] = {}  # topic -> latest retained state ("": a removal, sent once)
         self._backlog: deque[tuple[str, Payload, bool, Receipt | None]] = deque()
         self._acks = threading.Lock()  # paho's on_publish and `_track` (never held while calling paho)
         self._in_flight: dict[int, Receipt | None] = {}  # mid -> the receipt its PUBACK lets go of
@@ -160,23 +165,28 @@ class MqttSink:
                 if self._repeat(event):
                     return
                 hold(event)  # until the broker took it
-                self._publish(
-                    topics.answer_topic(self.config, stream), to_json(answer_payload(event)), receipt=event.receipt
-                )
+                topic = topics.answer_topic(self.config, stream)
+                # retained: Home Assistant's answer sensor shows the latest answer after its own restart too
+                self._publish(topic, to_json(answer_payload(event)), retain=True, receipt=event.receipt)
+            case WatchEvent(stream=str() as stream, change=WatchLifecycle.SET):
+                if self._add_pair(stream, event.alert, announce=True):
+                    self._set_state(topics.state_topic(self.config, stream, event.alert), topics.STATE_OFF)
+            case WatchEvent(stream=str() as stream, change=WatchLifecycle.ENDED):
+                self._remove_pair(stream, event.alert)
             case Status(stream=None, kind=StatusKind.READY | StatusKind.STOPPED as kind):
                 with self._lock:
                     self._available = kind is StatusKind.READY
                 available = topics.ONLINE if kind is StatusKind.READY else topics.OFFLINE
-                self._publish(topics.available_topic(self.config), available, retain=True)
+                self._set_state(topics.available_topic(self.config), available)
 
     def _handle_alert(self, event: Alert) -> None:
         stream, alert = event.stream, event.alert
         self._add_pair(stream, alert, announce=True)
         state = topics.STATE_ON if event.began else topics.STATE_OFF
-        self._publish(topics.state_topic(self.config, stream, alert), state, retain=True)
+        self._set_state(topics.state_topic(self.config, stream, alert), state)
         snapshot = event.snapshot
         if event.began and isinstance(snapshot, (bytes, bytearray)):
-            self._publish(topics.snapshot_topic(self.config, stream, alert), bytes(snapshot), retain=True)
+            self._set_state(topics.snapshot_topic(self.config, stream, alert), bytes(snapshot))
         if self._repeat(event):
             return
         hold(event)  # until the broker took its message on the events topic
@@ -199,31 +209,66 @@ class MqttSink:
             if announce and self._connected:
                 self._announce_stream(stream)
 
-    def _add_pair(self, stream: str, alert: str, announce: bool = False) -> None:
+    def _add_pair(self, stream: str, alert: str, announce: bool = False) -> bool:
+        """Whether (stream, alert) is new; a new pair is announced now when `announce` and connected."""
         self._add_stream(stream, announce)
         with self._lock:
             if (stream, alert) in self._pairs:
-                return
+                return False
             self._pairs.append((stream, alert))
-            self._retained.setdefault(topics.state_topic(self.config, stream, alert), topics.STATE_OFF)
+            for topic, _ in self._pair_configs(stream, alert):
+                if self._retained.get(topic) == "":
+                    del self._retained[topic]  # a removal not sent yet: the watch is back
+            state = topics.state_topic(self.config, stream, alert)
+            if self._retained.get(state, "") == "":
+                self._retained[state] = topics.STATE_OFF
             if announce and self._connected:
                 self._announce_pair(stream, alert)
+            return True
+
+    def _remove_pair(self, stream: str, alert: str) -> None:
+        """A watch ended for good: an empty retained payload on its discovery configs (Home Assistant removes the
+        entities), its state and its snapshot; now, or at the next connect."""
+        with self._lock:
+            if (stream, alert) in self._pairs:
+                self._pairs.remove((stream, alert))
+            for topic in self._pair_topics(stream, alert):
+                if self._connected:
+                    self._retained.pop(topic, None)
+                    self._send(topic, "", True)
+                else:
+                    self._retained[topic] = ""
+
+    def _pair_topics(self, stream: str, alert: str) -> list[str]:
+        """Every retained topic of (stream, alert): its discovery configs (discovery on), state and snapshot."""
+        configs = [topic for topic, _ in self._pair_configs(stream, alert)] if self.config.discovery else []
+        return [
+            *configs,
+            topics.state_topic(self.config, stream, alert),
+            topics.snapshot_topic(self.config, stream, alert),
+        ]
+
+    def _set_state(self, topic: str, payload: Payload) -> None:
+        """A retained state: sent now when connected; only the latest of a topic is kept (in `_retained`) and
+        re-published at every connect."""
+        with self._lock:
+            self._retained[topic] = payload
+            if self._connected:
+                self._send(topic, payload, True)
 
     def _publish(self, topic: str, payload: Payload, retain: bool = False, receipt: Receipt | None = None) -> None:
-        """Sends now when connected; otherwise a retained message waits in `_retained` (re-published on
-        connect) and any other in the bounded backlog (the oldest dropped when full: counted, reported when the
-        outage ends). receipt: held for this message (a non-retained one), let go of once the broker took it."""
+        """A message: sent now when connected, otherwise kept in the bounded backlog (the oldest dropped when full:
+        counted, reported when the outage ends). retain: the broker keeps it for later subscribers too. receipt:
+        held for this message, let go of once the broker took it."""
         dropped: tuple | None = None
         with self._lock:
-            if retain:
-                self._retained[topic] = payload
             if self._connected:
                 self._send(topic, payload, retain, receipt)
-            elif not retain:
+            else:
                 if len(self._backlog) >= self.config.backlog:
                     dropped = self._backlog.popleft()
                     self._count_drop()
-                self._backlog.append((topic, payload, False, receipt))
+                self._backlog.append((topic, payload, retain, receipt))
         if dropped is not None:
             release(dropped[3])
 
@@ -288,12 +333,15 @@ class MqttSink:
             # with commands off, an empty config removes the text entity a run with commands left behind
             self._send(topic, json.dumps(payload) if self.commands else "", True)
 
+    def _pair_configs(self, stream: str, alert: str) -> list[tuple[str, dict]]:
+        return [
+            topics.alert_sensor_config(self.config, stream, alert),
+            topics.snapshot_image_config(self.config, stream, alert),
+        ]
+
     def _announce_pair(self, stream: str, alert: str) -> None:
         if self.config.discovery:
-            for topic, payload in (
-                topics.alert_sensor_config(self.config, stream, alert),
-                topics.snapshot_image_config(self.config, stream, alert),
-            ):
+            for topic, payload in self._pair_configs(stream, alert):
                 self._send(topic, json.dumps(payload), True)
 
     # --- paho -----------------------------------------------------------------------------------------------
@@ -345,9 +393,11 @@ class MqttSink:
                 self._announce_stream(stream)
             for stream, alert in self._pairs:
                 self._announce_pair(stream, alert)
-            for topic, payload in self._retained.items():
+            for topic, payload in list(self._retained.items()):
                 if topic != topics.available_topic(self.config):
                     self._send(topic, payload, True)
+                    if payload == "":
+                        del self._retained[topic]  # a removal is sent once
             while self._backlog:
                 self._send(*self._backlog.popleft())
             if self.commands is not None:  # a clean session: subscribe again at every connect
@@ -400,7 +450,8 @@ register(
         "mqtt",
         MqttConfig,
         _sink,
-        wants=(Alert, Answer, Status),  # Status: the assistant ready or stopped (the availability topic)
+        # Status: the assistant ready or stopped (the availability topic); WatchEvent: a watch's entities made, removed
+        wants=(Alert, Answer, Status, WatchEvent),
         from_flags=MqttConfig.from_environment,  # the credentials from the environment or --mqtt-password-file
     )
 )

@@ -60,7 +60,7 @@ class MqttConfig:
         qos: QoS of every message (1: at least once; paho re-sends unacknowledged ones after a reconnect).
         backlog: messages (events, answers) kept while the broker is down; beyond it the oldest is dropped.
         reconnect_min_s, reconnect_max_s: paho's reconnect delay, doubling from min to max (seconds).
-        device_name: the Home Assistant device grouping the assistant's entities.
+        device_name: the Home Assistant device grouping the assistant's entities (None: named after the prefix).
         commands: take commands from the broker (docs/mqtt-commands.md): questions on `<prefix>/<stream>/ask`
             (a Home Assistant `text` entity per stream) and `<prefix>/ask`, watches on `<prefix>/watches/set`.
             Anyone who may publish to those topics may ask and set watches: off unless asked for.
@@ -108,7 +108,7 @@ class MqttConfig:
     backlog: int = 256
     reconnect_min_s: float = 1.0
     reconnect_max_s: float = 30.0
-    device_name: str = "Edge assistant"
+    device_name: str | None = None
     commands: bool = field(
         default=False,
         metadata={

@@ -1,8 +1,8 @@
 """`python -m app --mqtt URL --mqtt-commands` for real: the tiny model on a looping video, Debian's mosquitto on
 127.0.0.1, a real paho subscriber and publisher. Home Assistant discovers a text entity and an answer sensor per
 stream; a question published to the text entity's command topic is answered on the stream's answer topic; a watch
-added by a command alerts (ON on its state topic) and removing it ends the alert (OFF); bad commands get error
-results and the run keeps answering."""
+added by a command has its entities at once, alerts (ON on its state topic), and removing it ends the alert (OFF)
+and removes its entities; bad commands get error results and the run keeps answering."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_a_question_to_the_text_entitys_topic_is_answered_on_the_streams_answer_
     assert run.answer("mqtt-q7", since)["question"] == "And now?"
 
 
-def test_a_watch_added_by_command_alerts_and_removing_it_ends_the_alert(run):
+def test_a_watch_added_by_command_alerts_and_removing_it_ends_the_alert_and_its_entities(run):
     add = {
         "action": "add",
         "name": "person",
@@ -142,11 +142,16 @@ def test_a_watch_added_by_command_alerts_and_removing_it_ends_the_alert(run):
         "on_after": 1,
         "id": "add-1",
     }  # fmt: skip  (threshold 0: yes at the first check)
+    configs = ("homeassistant/binary_sensor/edge-assistant/door_person/config",
+               "homeassistant/image/edge-assistant/door_person_snapshot/config")  # fmt: skip
+    since = len(run.watcher.messages)
     added = run.command(f"{P}/watches/set", add, f"{P}/watches/result")
     assert added["ok"] is True and added["action"] == "add", added
     assert added["watch"]["owner"] == "mqtt" and added["watch"]["streams"] == ["door"]
-    run.watcher.wait_topic(f"{P}/door/person/state", b"ON", timeout=ANSWER_S)
-    run.watcher.wait_topic("homeassistant/binary_sensor/edge-assistant/door_person/config")
+    for topic in configs:  # its entities come when it is set: OFF until its first alert
+        run.watcher.wait_topic(topic, since=since)
+    run.watcher.wait_topic(f"{P}/door/person/state", b"OFF", since=since)
+    run.watcher.wait_topic(f"{P}/door/person/state", b"ON", since=since, timeout=ANSWER_S)
     again = run.command(f"{P}/watches/set", {**add, "id": "add-2"}, f"{P}/watches/result")
     assert again["ok"] is False and again["code"] == "conflict"
     listed = run.command(f"{P}/watches/set", {"action": "list", "id": "list-1"}, f"{P}/watches/result")
@@ -156,6 +161,8 @@ def test_a_watch_added_by_command_alerts_and_removing_it_ends_the_alert(run):
                           f"{P}/watches/result")  # fmt: skip
     assert removed == {"action": "remove", "ok": True, "name": "person", "id": "rm-1"}
     run.watcher.wait_topic(f"{P}/door/person/state", b"OFF", since=since, timeout=ANSWER_S)
+    for topic in (*configs, f"{P}/door/person/state"):  # an empty retained payload: removed from Home Assistant
+        run.watcher.wait_topic(topic, b"", since=since)
     gone = run.command(f"{P}/watches/set", {"action": "remove", "name": "person", "id": "rm-2"}, f"{P}/watches/result")
     assert gone["ok"] is False and gone["code"] == "not_found"
 

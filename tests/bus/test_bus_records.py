@@ -29,6 +29,7 @@ from bus import (
     StatusKind,
     StreamState,
     WarningEvent,
+    WatchEvent,
     from_record,
     read_log,
     to_record,
@@ -61,6 +62,7 @@ ONE_OF_EACH = [
     Alert(stream="door", id="door-person-1", alert="person", state="begin", p_yes=0.9, stream_time=16.0,
           question="a person?", snapshot=b"\xff\xd8jpeg", snapshot_bytes=6),
     EventsDropped(host="h1", dropped=12, new=5),
+    WatchEvent(stream="door", alert="parcel", change="ended", reason="expired"),
 ]  # fmt: skip
 
 

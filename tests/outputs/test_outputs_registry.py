@@ -16,7 +16,7 @@ import pytest
 from app.cli import build_parser, main, parse_args
 from app.config import AppConfig
 from app.startup import start_publisher
-from bus import Alert, Answer, ErrorEvent, Event, EventBus, Status
+from bus import Alert, Answer, ErrorEvent, Event, EventBus, Status, WatchEvent
 from fleet.hosts import host_config
 from outputs import OUTPUTS, MqttConfig, NtfyConfig, OutputKind, QueuedSink, SinkContext, WebhookConfig, register
 from outputs.registry import build_sinks, per_host, wanted_types
@@ -156,7 +156,7 @@ def test_nothing_configured_starts_no_publisher_and_the_filter_is_what_the_outpu
         Alert,
         Answer,
     )
-    assert set(wanted_types({"mqtt": [MqttConfig("mqtt://h")]})) == {Alert, Answer, Status}
+    assert set(wanted_types({"mqtt": [MqttConfig("mqtt://h")]})) == {Alert, Answer, Status, WatchEvent}
     config = replace(config, outputs={"csv-alerts": [CsvAlertsConfig(tmp_path / "a.csv")]})
     bus = EventBus()
     publisher = start_publisher(config, {"door": ["person"]}, bus)

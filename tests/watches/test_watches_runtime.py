@@ -9,7 +9,7 @@ import pytest
 
 from app.runtime_watch_apply import apply_runtime_watches
 from app.stream_events import StreamEvents
-from bus import Alert, EventBus
+from bus import Alert, EventBus, WatchEvent, WatchLifecycle
 from bus.input_limits import AssistantBusy, InputLimits
 from watches.runtime import Conflict, NotFound, RuntimeWatches, TooMany, WatchLimits, state_path
 from watches.spec import WatchSpec
@@ -207,7 +207,8 @@ def test_the_keeper_ends_expired_and_one_shot_watches(tmp_path):
 
 def test_applying_keeps_unchanged_watches_and_ends_the_alerts_of_removed_ones():
     """On the worker: configured watches stay, an unchanged runtime watch keeps its state, a removed one whose
-    alert is on publishes that alert's end with the reason."""
+    alert is on publishes that alert's end with the reason; a `watch` event says when one begins to run on the
+    stream and when it ends there for good (a changed one runs on)."""
     from types import SimpleNamespace
 
     events = []
@@ -218,17 +219,34 @@ def test_applying_keeps_unchanged_watches_and_ends_the_alerts_of_removed_ones():
     stream = SimpleNamespace(name="door", stream_time=50.0, watches=[configured])
     apply_runtime_watches(stream, (), [gate_spec, cat_spec], StreamEvents(bus))
     assert [w.spec.name for w in stream.watches] == ["person", "gate"]  # cat watches the yard only
-    gate = stream.watches[1]
-    gate.state.on, gate.state.id, gate.state.began_at = True, "door-gate-7", 20.0
+    assert [(e.stream, e.alert, e.change) for e in events] == [("door", "gate", WatchLifecycle.SET)]
+    events.clear()
+
+    def alerting(watch: Watch) -> Watch:
+        watch.state.on, watch.state.id, watch.state.began_at = True, "door-gate-7", 20.0
+        return watch
+
+    gate = alerting(stream.watches[1])
     apply_runtime_watches(stream, [gate_spec, cat_spec], [gate_spec], StreamEvents(bus))
     assert stream.watches[1] is gate and not events  # unchanged: the same watch, its alert still on
-    apply_runtime_watches(stream, [gate_spec], [], StreamEvents(bus), {"gate": "one-shot"})
+    changed = WatchSpec("gate", "Is the gate open?", threshold=0.8)
+    apply_runtime_watches(stream, [gate_spec], [changed], StreamEvents(bus))
+    assert [(type(e), e.alert) for e in events] == [(Alert, "gate"), (WatchEvent, "gate")]
+    assert (events[0].reason, events[1].change) == ("changed", WatchLifecycle.SET)  # set again, never ended
+    events.clear()
+    alerting(stream.watches[1])
+    apply_runtime_watches(stream, [changed], [], StreamEvents(bus), {"gate": "one-shot"})
     assert [w.spec.name for w in stream.watches] == ["person"]
-    (end,) = events
+    end, ended = events  # the alert's end first, then the watch's
     assert (end.alert, end.state, end.id, end.reason, end.duration_s) == (
         "gate",
         "end",
         "door-gate-7",
         "one-shot",
         30.0,
+    )
+    assert isinstance(ended, WatchEvent) and (ended.alert, ended.change, ended.reason) == (
+        "gate",
+        WatchLifecycle.ENDED,
+        "one-shot",
     )
