@@ -22,7 +22,7 @@ from app.answering import Answerer, Notes, Question
 from app.capture_events import CaptureEvents
 from app.clip_publisher import ClipPublisher
 from app.run_limits import RunLimits
-from app.runtime_watch_apply import apply_runtime_watches
+from app.runtime_watch_apply import STOPPED, apply_runtime_watches, end_open_alerts
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
@@ -250,6 +250,7 @@ class Assistant:
                 self.done.set()
             for stream in self.streams.values():
                 stream.close_capture()
+                end_open_alerts(stream, STOPPED, self._events)  # before the outputs close (Home Assistant: off)
             self._close_unstarted()
             self._status(None, StatusKind.STOPPED, "assistant stopped")
 

@@ -14,6 +14,8 @@ from bus import Alert, WatchEvent, WatchLifecycle
 from watches.spec import WatchSpec
 from watches.watch import Watch
 
+STOPPED = "assistant stopped"  # the reason of the ends the assistant gives its open alerts when it stops
+
 
 def apply_runtime_watches(
     stream: Stream,
@@ -46,8 +48,16 @@ def apply_runtime_watches(
     stream.watches = kept
 
 
+def end_open_alerts(stream: Stream, reason: str, events: StreamEvents) -> None:
+    """The `alert` end of every watch of `stream` whose alert is on (the assistant stops: no check will end it)."""
+    for watch in stream.watches:
+        if watch.state.on:
+            end_alert(stream, watch, reason, events)
+
+
 def end_alert(stream: Stream, watch: Watch, reason: str, events: StreamEvents) -> None:
-    """The `alert` end of a watch whose alert is on and that goes away (removed, changed, one-shot, expired)."""
+    """The `alert` end of a watch whose alert is on and that goes away (removed, changed, one-shot, expired, the
+    assistant stopped)."""
     state = watch.state
     duration = max(stream.stream_time - state.began_at, 0.0)
     state.on, state.run = False, 0

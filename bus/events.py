@@ -237,7 +237,7 @@ class Alert(Event):
     snapshot: bytes | None = field(default=None, repr=False, compare=False)
     snapshot_bytes: int | None = None
     duration_s: float | None = None
-    reason: str = ""  # why an alert ended other than by its watch (the fleet: its host was lost)
+    reason: str = ""  # why an alert ended other than by its watch ("one-shot", "host lost", "assistant stopped")
 
     @property
     def began(self) -> bool:

@@ -46,6 +46,7 @@ def alert_row(event: Alert, thumbnail: bytes | None) -> Row:
     end = float(event.stream_time or 0.0)
     duration = event.duration_s
     text = f"{event.alert} began" if event.began else f"{event.alert} ended after {duration or 0:.0f} s"
+    text += f" ({event.reason})" if event.reason else ""  # an end its watch did not decide (host lost, stopped)
     return Row(
         kind="alert",
         t_wall=float(event.t_wall),

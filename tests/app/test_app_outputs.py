@@ -58,7 +58,8 @@ def test_alerts_and_answers_reach_the_broker_and_the_webhook(outputs, tmp_path):
     done, log = _run(tmp_path, broker, receiver)
     assert done.returncode == 0, done.stderr[-2000:]
     events = read_log(log)
-    assert [a.state for a in of_type(events, "alert")] == ["begin"]  # threshold 0: on at the first check
+    # threshold 0: on at the first check, and still on when the video ends: ended as the assistant stops
+    assert [(a.state, a.reason) for a in of_type(events, "alert")] == [("begin", ""), ("end", "assistant stopped")]
     # Home Assistant discovery: the watch as a binary sensor wired to the availability topic
     config = watcher.wait_topic("homeassistant/binary_sensor/edge-assistant/door_person/config").json()
     assert config["state_topic"] == "edge-assistant/door/person/state"
@@ -76,14 +77,21 @@ def test_alerts_and_answers_reach_the_broker_and_the_webhook(outputs, tmp_path):
     answers = [m.json() for m in watcher.messages if m.topic == "edge-assistant/door/answer"]
     assert [a["stream_time"] for a in answers] == [8.0, 16.0]
     watcher.wait_for(lambda m: m.topic == "edge-assistant/available" and m.payload == b"offline", "offline at exit")
+    # the alert's end before the assistant went offline: Home Assistant's binary sensor is off
+    states = [(i, m.payload) for i, m in enumerate(watcher.messages) if m.topic == "edge-assistant/door/person/state"]
+    assert [payload for _, payload in states[-2:]] == [b"ON", b"OFF"], states
+    offline = [i for i, m in enumerate(watcher.messages) if m.topic == "edge-assistant/available"][-1]
+    assert states[-1][0] < offline
+    ends = [m.json() for m in watcher.messages if m.topic == "edge-assistant/door/events"]
+    assert [(e["state"], e.get("reason")) for e in ends] == [("begin", None), ("end", "assistant stopped")]
     # the webhook: the same JSON, signed
-    posts = receiver.wait_for(3)
+    posts = receiver.wait_for(4)
     bodies = [json.loads(body) for _, body in posts]
-    assert sorted(b["type"] for b in bodies) == ["alert", "answer", "answer"]
+    assert sorted(b["type"] for b in bodies) == ["alert", "alert", "answer", "answer"]
     for headers, body in posts:
         expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
         assert headers["X-Edge-Assistant-Signature"] == expected
-    alert = next(b for b in bodies if b["type"] == "alert")
+    alert = next(b for b in bodies if b["type"] == "alert" and b["state"] == "begin")
     assert base64.b64decode(alert["snapshot_jpeg_base64"])[:2] == b"\xff\xd8"
     # the secret is nowhere but in its file
     assert SECRET not in done.stdout + done.stderr + log.read_text()

@@ -10,7 +10,8 @@ import pytest
 
 from app.cli import parse_args
 from app.config import AppConfig, StreamConfig
-from bus import Answer, AnswerPiece, Status, StatusKind
+from app.runtime_watch_apply import STOPPED
+from bus import Alert, Answer, AnswerPiece, Status, StatusKind
 from fleet.host import FleetHost
 from fleet.hosts import host_config
 from fleet.wire import from_wire
@@ -65,3 +66,23 @@ def test_a_drain_holding_a_whole_answer_gives_its_pieces_before_the_answer():
         assert "".join(e.text for e in asked[:-1]).strip() == asked[-1].stats.answer.strip()
     finally:
         host.stop()
+
+
+def test_a_host_that_stops_ends_the_alerts_that_are_on_before_its_last_drain(tmp_path):
+    """The head drains a stopped host once more: an alert on at the stop is ended there, once, with the reason
+    (issue 50), so the head's outputs (MQTT, Home Assistant) and timeline see it end."""
+    alerts = tmp_path / "alerts.toml"
+    alerts.write_text('[alerts.always]\nquestion = "Is anything there?"\nthreshold = 0.0\nevery = 4\non_after = 1\n')
+    args = ["--ray", "auto", "--model", "tiny", "--timeline", "", "--every", "0", "--loop", "--config", str(alerts)]
+    config = AppConfig.from_args(parse_args([*args, "--stream", f"a={video(8)}"]))
+    host = FleetHost(host_config(config), "box-0")
+    try:
+        host.start_stream(config.streams[0])
+        deadline, begun = time.monotonic() + 60, []
+        while not begun:
+            assert time.monotonic() < deadline, "no alert began within 60 s"
+            begun = [e for e in map(from_wire, host.drain(wait_s=0.5)[0]) if isinstance(e, Alert)]
+    finally:
+        host.stop()
+    ends = [e for e in map(from_wire, host.drain()[0]) if isinstance(e, Alert)]
+    assert [(e.id, e.state, e.reason) for e in ends] == [(begun[0].id, "end", STOPPED)]

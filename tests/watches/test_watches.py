@@ -1,9 +1,13 @@
 """Yes/no watches: the begin/end state machine on sequences, their configuration, and `python -m app --alert`
 end to end (checks on schedule, alerts with ids and snapshots, answers unchanged by the checks)."""
 
+import sqlite3
+
 import pytest
 
 from app.__main__ import main
+from app.runtime_watch_apply import STOPPED
+from bus import StatusKind
 from tests.support.app_helpers import of_type, read_log, video
 from tests.support.in_process_main import run_app_here
 from watches.spec import WatchSpec, check_streams, parse_alert_flag, specs_from_table
@@ -100,7 +104,10 @@ def watched(tmp_path_factory):
     )
     with_watches, without = folder / "with.jsonl", folder / "without.jsonl"
     source = str(video(40))
-    done = run_app_here("--video", source, *COMMON, "--config", str(config), "--log-jsonl", str(with_watches))
+    done = run_app_here(
+        "--video", source, *COMMON, "--config", str(config), "--log-jsonl", str(with_watches),
+        "--timeline", str(folder / "timeline.sqlite"),
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     plain = run_app_here("--video", source, *COMMON, "--log-jsonl", str(without))
     assert plain.returncode == 0, plain.stderr[-2000:]
@@ -115,10 +122,28 @@ def test_checks_run_on_their_schedule_and_alerts_begin_with_a_snapshot(watched):
     assert [c.stream_time for c in checks if c.alert == "never"] == [12.0, 20.0, 32.0, 40.0]
     assert all(0.0 <= c.p_yes <= 1.0 and c.ms > 0 for c in checks)
     alerts = of_type(events, "alert")
-    assert [(a.alert, a.state, a.stream_time) for a in alerts] == [("always", "begin", 16.0)]
+    assert [(a.alert, a.state, a.stream_time) for a in alerts] == [("always", "begin", 16.0), ("always", "end", 40.0)]
     assert alerts[0].snapshot_bytes > 0 and '"snapshot":' not in log.read_text()  # the JPEG stays out of the log
     assert alerts[0].id.startswith(f"{alerts[0].stream}-always-")
     assert "ALERT always began at t=16.0s" in done.stdout
+
+
+def test_an_alert_on_when_the_assistant_stops_ends_once_in_the_log_and_the_timeline(watched):
+    """The video ends with the always-on alert on: it gets its end (no check will end it), once, with the reason,
+    before the outputs close: the log and the timeline have it closed (issue 50)."""
+    done, events, _, log = watched
+    begin, end = of_type(events, "alert")
+    assert (end.state, end.id, end.reason, end.duration_s) == ("end", begin.id, STOPPED, 24.0)
+    stopped = next(i for i, e in enumerate(events) if e.TYPE == "status" and e.kind == StatusKind.STOPPED)
+    assert events.index(end) < stopped  # before the assistant's last event
+    assert "alert always ended at t=40.0s after 24.0s (assistant stopped)" in done.stdout
+    rows = sqlite3.connect(log.parent / "timeline.sqlite").execute(
+        "SELECT state, start_s, end_s, text FROM moments WHERE kind = 'alert' AND alert_id = ? ORDER BY id", (begin.id,)
+    )
+    assert rows.fetchall() == [
+        ("begin", 16.0, 16.0, "always began"),
+        ("end", 16.0, 40.0, f"always ended after 24 s ({STOPPED})"),
+    ]
 
 
 def test_checks_leave_the_answers_as_they_were(watched):

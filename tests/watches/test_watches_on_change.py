@@ -124,6 +124,8 @@ def test_the_app_checks_an_on_change_watch_only_while_the_camera_sees_change(tmp
     assert [(a.alert, a.state, a.stream_time) for a in of_type(events, "alert")] == [
         ("moved", "begin", 8.0),
         ("always", "begin", 8.0),
+        ("moved", "end", 40.0),  # both still on at the video's end: ended as the assistant stops
+        ("always", "end", 40.0),
     ]
     assert not {12.0, 16.0, 36.0, 40.0} & set(times)  # before and well after the crossing: skipped
     assert {20.0, 24.0, 28.0} <= set(times)  # the person is in view
