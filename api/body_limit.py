@@ -1,9 +1,12 @@
 """Bounded request bodies for the API's paths (ASGI middleware): a larger declared or sent body gets 413 before
-a route reads it (`{"detail": ...}`; under /v1/ OpenAI's error object, api.openai_errors)."""
+a route reads it, a body not whole `timeout_s` after the request began gets 408 and the connection is closed
+(`{"detail": ...}`; under /v1/ OpenAI's error object, api.openai_errors)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 from api.openai_errors import refusal_body
 
@@ -14,19 +17,26 @@ class BodyTooLarge(Exception):
     pass
 
 
-async def _refuse(send, path: str, status: int, message: str) -> None:
+async def _refuse(send, path: str, status: int, message: str, close: bool = False) -> None:
     body = json.dumps(refusal_body(path, status, message) or {"detail": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
 class BodyLimit:
-    """`Middleware(BodyLimit, max_bytes=N)`: bodies of requests to /api/ and /v1/ are at most N bytes."""
+    """`Middleware(BodyLimit, max_bytes=N, timeout_s=T)`: bodies of requests to /api/ and /v1/ are at most N bytes
+    and whole within T seconds of the request's start (the page's request timeout, ui.connection_limit): a slow
+    body gets 408 and its connection is closed, the route sees a disconnect and what it sends then is dropped."""
 
-    def __init__(self, app, max_bytes: int) -> None:
+    def __init__(self, app, max_bytes: int, timeout_s: float) -> None:
+        if not timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0 seconds, got {timeout_s}")
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith(API_PREFIXES):
@@ -39,18 +49,35 @@ class BodyLimit:
                 return
         seen = 0
         started = False
+        body_done = False
+        timed_out = False
+        deadline = time.monotonic() + self.timeout_s
 
         async def counted():
-            nonlocal seen
-            event = await receive()
+            nonlocal seen, body_done, timed_out
+            if body_done:
+                return await receive()
+            if timed_out:
+                return {"type": "http.disconnect"}
+            try:
+                event = await asyncio.wait_for(receive(), timeout=max(deadline - time.monotonic(), 0.001))
+            except TimeoutError:
+                timed_out = True
+                if not started:
+                    late = f"the request body did not arrive within {self.timeout_s:g} s"
+                    await _refuse(send, scope["path"], 408, late, close=True)
+                return {"type": "http.disconnect"}
             if event["type"] == "http.request":
                 seen += len(event.get("body", b""))
                 if seen > self.max_bytes:
                     raise BodyTooLarge
+            body_done = event["type"] != "http.request" or not event.get("more_body", False)
             return event
 
         async def watched(event):
             nonlocal started
+            if timed_out:
+                return  # the 408 (or the cut answer) was the reply
             if event["type"] == "http.response.start":
                 started = True
             await send(event)

@@ -17,6 +17,7 @@ from api.body_limit import API_PREFIXES, BodyLimit
 from api.context import ApiContext
 from api.feed import EventFeed
 from api.openai_errors import refusal_body
+from ui.connection_limit import ConnectionLimits
 from watches.runtime import RuntimeWatches
 
 OPENAPI_PATH = "/api/v1/openapi.json"
@@ -89,22 +90,26 @@ def openapi_schema(routes: list) -> dict:
     )
 
 
-def middleware(rule, throttle, settings) -> list[Middleware]:
+def middleware(rule, throttle, settings, body_timeout_s: float) -> list[Middleware]:
     """The page's guard (Host, Origin, throttled logins; the API's routes check their bearer tokens themselves;
-    its refusals under /v1/ are OpenAI's error object) and bounded API bodies."""
+    its refusals under /v1/ are OpenAI's error object) and bounded API bodies (at most --api-max-body-kb, whole
+    within `body_timeout_s` seconds: 408 after, with a page login or without)."""
     from ui.guard import PageGuard
 
     return [
         Middleware(PageGuard, rule=rule, throttle=throttle, bearer_prefixes=API_PREFIXES, refusal_body=refusal_body),
-        Middleware(BodyLimit, max_bytes=settings.max_body_kb * 1024),
+        Middleware(BodyLimit, max_bytes=settings.max_body_kb * 1024, timeout_s=body_timeout_s),
     ]
 
 
-def headless_app(api: RunningApi, rule, throttle) -> FastAPI:
-    """The API alone (`--api`): no page, no docs pages; the schema at /api/v1/openapi.json."""
+def headless_app(
+    api: RunningApi, rule, throttle, body_timeout_s: float = ConnectionLimits.request_timeout_s
+) -> FastAPI:
+    """The API alone (`--api`): no page, no docs pages; the schema at /api/v1/openapi.json. `body_timeout_s`: the
+    seconds a request body may take to arrive (the page's request timeout)."""
     return FastAPI(
         routes=api.routes,
-        middleware=middleware(rule, throttle, api.context.settings),
+        middleware=middleware(rule, throttle, api.context.settings, body_timeout_s),
         openapi_url=None,
         docs_url=None,
         redoc_url=None,

@@ -20,6 +20,8 @@ from app.startup import StartupError, build_assistant, fail, start_session
 from capture import SourceError
 from monitor.memory_monitor import MemoryMonitor
 from ui.access import url_host
+from ui.connection_limit import ConnectionLimits, raise_fd_limit
+from ui.connection_limit import install as install_connection_limit
 from ui.guard import HostRule
 from ui.login_throttle import LoginThrottle
 
@@ -75,15 +77,22 @@ def serve_until(done: threading.Event, api: RunningApi, ui) -> None:
         stop_server(server, thread)
 
 
-def serve_headless(api: RunningApi, ui) -> tuple[uvicorn.Server, threading.Thread]:
-    """Serves `api` alone on ui.host:ui.port in a thread (returns once it listens) behind the page's guard, and
-    prints where. StartupError when it cannot listen there."""
-    app = headless_app(api, HostRule(ui.host, ui.allowed_hosts), LoginThrottle())
+def serve_headless(
+    api: RunningApi, ui, limits: ConnectionLimits | None = None
+) -> tuple[uvicorn.Server, threading.Thread]:
+    """Serves `api` alone on ui.host:ui.port in a thread (returns once it listens) behind the page's guard and the
+    page's connection bounds (`limits`, ui.connection_limit: connections at most, a request head and an API body
+    within its request timeout; tests pass low ones), and prints where. StartupError when it cannot listen there."""
+    limits = limits or ConnectionLimits()
+    raise_fd_limit()
+    app = headless_app(api, HostRule(ui.host, ui.allowed_hosts), LoginThrottle(), limits.request_timeout_s)
     # an events feed never ends by itself: at a stop, open requests get STOP_GRACE_S to finish, then are cut
     config = uvicorn.Config(
         app, host=ui.host, port=ui.port, log_level="warning", lifespan="off", timeout_graceful_shutdown=STOP_GRACE_S
     )
     server = uvicorn.Server(config)
+    config.load()  # uvicorn's protocol class chosen, then bounded before it listens
+    install_connection_limit(server, limits)
     server.install_signal_handlers = lambda: None  # the main thread's handlers (app.signals) stay
     thread = threading.Thread(target=server.run, name="api-server", daemon=True)
     thread.start()

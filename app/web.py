@@ -101,7 +101,10 @@ def launch_page(
     raise_fd_limit()
     guard = Middleware(PageGuard, rule=rule, throttle=throttle or LoginThrottle())
     extra = {} if api is None else {"routes": api.routes}
-    gate = [guard] if api is None else api_middleware(rule, guard.kwargs["throttle"], api.context.settings)
+    if api is None:
+        gate = [guard]
+    else:  # API bodies have the page's request timeout too, with or without a login
+        gate = api_middleware(rule, guard.kwargs["throttle"], api.context.settings, limits.request_timeout_s)
     exempt = () if api is None else API_PREFIXES
     anonymous = Middleware(AnonymousRequestLimit, limits=limits, exempt_prefixes=exempt)
     uploads = Middleware(UploadGuard, limits=UploadLimits(ui.max_uploads, ui.max_upload_total_mb * 2**20))

@@ -12,7 +12,8 @@ must not take the process's file descriptors, which the assistant needs for its 
   get 503; their bodies must arrive within `request_timeout_s`.
 
 Gradio's launch makes uvicorn's Config itself, so the protocol is installed on the running server right after it
-listens (`install`): a connection accepted in that moment keeps uvicorn's plain protocol.
+listens (`install`): a connection accepted in that moment keeps uvicorn's plain protocol. The headless API
+(app.serve_api) installs it before it listens, and bounds its bodies' time itself (api.body_limit).
 """
 
 from __future__ import annotations
