@@ -8,7 +8,11 @@ the system prompt, 1-8 clips of 4 frames at 1 frame/s (half of the examples 1 or
 stream (capture/scenes.py), and after some clips and always after the last one or two questions with their answers
 from the ground truth
 (quality/video_qa.py). Like the session, most streams keep only the visual tokens that changed (model/change.py),
-at their true M-RoPE positions; some older clips lose a random share of their tokens, as eviction would take them.
+at their true M-RoPE positions; some older clips lose a random share of their tokens, as eviction would take them,
+but never the current picture (the newest version of each region), which the session pins. Half the streams are
+placed as late in a long run: thousands of positions between the system prompt and the first clip, and some clips
+tens of clips' positions after the one before, as a bounded cache leaves them after hours of stream (the first
+weights, trained on 8 clips from position 0, lost the thing on screen after 180 clips).
 The loss is on the answers (and the token that ends them), plus a per-token "seeing" loss: a linear head on the
 vision tower's merged tokens (used in training only, never saved) names what lies under each token, a (kind,
 colour) or the background, from the generator's own drawing. Without it the tower learnt backgrounds but not the
@@ -69,6 +73,9 @@ class TrainConfig:
     eval_every: int = 250
     seeing_weight: float = 1.0  # the per-token loss that teaches the vision tower what lies under each token
     seeing_thing_weight: float = 5.0  # a token with a thing on it counts this many background tokens (they are rare)
+    long_share: float = 0.5  # streams placed as late in a long run: the positions of what was evicted skipped
+    long_lead: int = 6000  # at most this many positions between the system prompt and the first clip (as if evicted)
+    long_skip_clips: int = 40  # at most this many evicted clips' positions skipped between two clips
 
 
 @dataclass
@@ -77,6 +84,7 @@ class Example:
     answer_mask: list  # per segment: [T] bool, tokens whose next-token prediction is trained (None: none)
     kinds: list[str]
     seen: list  # per clip: [N_kept] long, the class of what lies under each kept visual token (0: background)
+    skips: list  # per segment: the positions skipped before it (what the session evicted took them)
 
 
 # what a visual token can show: nothing (the background), a (kind, colour) pair, or a person
@@ -114,10 +122,9 @@ def make_example(rng: np.random.Generator, adapter: Qwen2VLAdapter, cfg: TrainCo
     stream = random_stream(rng, clips * cfg.clip_seconds + int(rng.integers(0, 8)))
     offset = float(cfg.clip_seconds * rng.integers(0, 250)) if rng.random() < 0.5 else 0.0
     tracker = ChangeTracker(ChangeConfig()) if rng.random() < cfg.drop_unchanged_share else None
+    late = rng.random() < cfg.long_share  # late in a long run: far from the system prompt, clips between evicted
     layout = adapter.change_layout()
-    segments, masks, kinds, seen = [adapter.conversation_prefix()], [None], [], []
-    kinds_all = NOW_KINDS + PAST_KINDS
-    end_ids = adapter.answer_end_ids()
+    built = []  # per clip: (segment, keep, times, ask)
     for i in range(clips):
         t0 = float(i * cfg.clip_seconds)
         times = t0 + np.arange(cfg.fps * cfg.clip_seconds) / cfg.fps
@@ -127,16 +134,29 @@ def make_example(rng: np.random.Generator, adapter: Qwen2VLAdapter, cfg: TrainCo
         keep = np.ones((grid[0], grid[1] // 2, grid[2] // 2), dtype=bool)
         if tracker is not None:
             keep = tracker.select(segment.view, layout, keyframe=i == 0).keep
-        ask = i == clips - 1 or rng.random() < cfg.ask_share
-        if not ask and rng.random() < cfg.evict_share:
-            keep = keep & (rng.random(keep.shape) < rng.uniform(0.2, 0.9))
+        built.append((segment, keep, times, i == clips - 1 or rng.random() < cfg.ask_share))
+    pinned = current_picture([keep for _, keep, _, _ in built])
+    segments, masks, kinds, seen = [adapter.conversation_prefix()], [None], [], []
+    skips = [0]
+    kinds_all = NOW_KINDS + PAST_KINDS
+    end_ids = adapter.answer_end_ids()
+    clip_positions = adapter.segment_position_ids(built[0][0], 0)[1]  # what one whole clip takes
+    for i, (segment, keep, times, ask) in enumerate(built):
+        if not ask and rng.random() < cfg.evict_share:  # eviction takes a share; the pinned current picture stays
+            keep = keep & ((rng.random(keep.shape) < rng.uniform(0.2, 0.9)) | pinned[i])
         if not keep.all():
             segment = adapter.sparse_clip(segment, keep)
         if cfg.seeing_weight and keep.any():  # the seeing loss's labels, made only when it is trained
             classes = token_classes(stream, times, *cfg.frame)
             seen.append(torch.from_numpy(classes.reshape(-1)[keep.reshape(-1)]))
+        skip = 0
+        if late:
+            skip = int(rng.integers(0, cfg.long_lead + 1)) if i == 0 else clip_positions * int(
+                rng.integers(0, cfg.long_skip_clips + 1) if rng.random() < 0.5 else 0
+            )  # fmt: skip
         segments.append(segment)
         masks.append(None)
+        skips.append(skip)
         if not ask:
             continue
         for _ in range(int(rng.integers(1, 3))):
@@ -150,8 +170,23 @@ def make_example(rng: np.random.Generator, adapter: Qwen2VLAdapter, cfg: TrainCo
             mask[: answer.num_tokens - end_ids.shape[1] + 1] = True  # the answer and the token that ends it
             segments.append(answer)
             masks.append(mask)
+            skips += [0, 0]
             kinds.append(question.kind)
-    return Example(segments, masks, kinds, seen)
+    return Example(segments, masks, kinds, seen, skips)
+
+
+def current_picture(keeps: list[np.ndarray]) -> list[np.ndarray]:
+    """Per clip, the kept tokens that are still the newest of their cell after the last clip: the current
+    picture, which the session pins (eviction never takes it)."""
+    newest = np.full(keeps[0].shape[1:], -1)  # per cell: the (clip, group) that last kept it, flattened
+    for c, keep in enumerate(keeps):
+        for g in range(keep.shape[0]):
+            newest[keep[g]] = c * keep.shape[0] + g
+    pinned = []
+    for c, keep in enumerate(keeps):
+        order = c * keep.shape[0] + np.arange(keep.shape[0])[:, None, None]
+        pinned.append(keep & (newest[None] == order))
+    return pinned
 
 
 def batch_inputs(model, adapter: Qwen2VLAdapter, examples: list[Example]):
@@ -179,8 +214,8 @@ def batch_inputs(model, adapter: Qwen2VLAdapter, examples: list[Example]):
             mask = (ids == adapter.video_token_id).unsqueeze(1)
             embeds = embeds.masked_scatter(mask, torch.cat(visual).to(embeds.dtype))
         pos, start = [], 0
-        for segment in example.segments:
-            p, start = adapter.segment_position_ids(segment, start)
+        for segment, skip in zip(example.segments, example.skips, strict=True):
+            p, start = adapter.segment_position_ids(segment, start + skip)
             pos.append(p[:, 0])
         target = torch.full_like(ids, -100)
         offset = 0
