@@ -22,7 +22,7 @@ from app.answering import Answerer, Notes, Question
 from app.capture_events import CaptureEvents
 from app.clip_publisher import ClipPublisher
 from app.run_limits import RunLimits
-from app.runtime_watch_apply import STOPPED, apply_runtime_watches, end_open_alerts
+from app.runtime_watch_apply import REMOVED, STOPPED, apply_runtime_watches, end_open_alerts
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
@@ -349,6 +349,7 @@ class Assistant:
             if done.is_set():
                 return
             stream.close_capture()
+            end_open_alerts(stream, REMOVED, self._events)  # no check will end them (Home Assistant: off)
             stream.session.reset()  # its host store's blocks (and files) go now; its buffers with the session
             self._answerer.forget(stream.name)
             stream.state, stream.finished = StreamState.REMOVED, True

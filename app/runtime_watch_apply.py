@@ -15,6 +15,7 @@ from watches.spec import WatchSpec
 from watches.watch import Watch
 
 STOPPED = "assistant stopped"  # the reason of the ends the assistant gives its open alerts when it stops
+REMOVED = "stream removed"  # ... and a removed stream's open alerts
 
 
 def apply_runtime_watches(
