@@ -15,7 +15,10 @@ from typing import Any
 
 from timeline.backends import open_reader
 from timeline.config import Location, TimelineError
+from timeline.period import Period
 from timeline.query import MAX_SEARCH_CHARS, RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, recency_boost
+from timeline.recap import DEFAULT_LINES, DEFAULT_THUMBNAILS, Recap, recap
+from timeline.summary import Summary, known_names, summarize
 
 __all__ = ["RECENCY_HALF_LIFE_S", "RECENCY_WEIGHT", "Moment", "TimelineReader", "recency_boost"]
 
@@ -80,6 +83,27 @@ class TimelineReader:
             sql = f"SELECT {select}, NULL FROM moments m WHERE {filters} ORDER BY m.t_wall DESC, m.id DESC LIMIT ?"
             return self._moments(self.db.query(sql, [*params, limit]))
         return self._moments(self.db.text_search(select, filters, params, text, now, limit))
+
+    def summary(
+        self, span: Period, stream: str | None = None, watch: str | None = None, bucket: str | None = None
+    ) -> Summary:
+        """Counts and durations of `span` per watch and per stream (timeline.summary)."""
+        return summarize(self.db, span, stream=stream, watch=watch, bucket=bucket)
+
+    def recap(
+        self,
+        span: Period,
+        stream: str | None = None,
+        watch: str | None = None,
+        max_lines: int = DEFAULT_LINES,
+        max_thumbnails: int = DEFAULT_THUMBNAILS,
+    ) -> Recap:
+        """The period's alerts, runs of equal answers and gaps, each citing its moments (timeline.recap)."""
+        return recap(self.db, span, stream, watch, max_lines=max_lines, max_thumbnails=max_thumbnails)
+
+    def names(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """Every stream, and every (stream, watch), the timeline holds a row of."""
+        return known_names(self.db)
 
     def thumbnail(self, row_id: int) -> bytes | None:
         """The JPEG thumbnail of row `row_id`, or None."""
