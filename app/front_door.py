@@ -11,6 +11,9 @@ from app.config import AppConfig
 from capture.options import CaptureOptions
 from timeline import Moment, PostgresTarget, TimelineError, TimelineReader
 from timeline.config import Location
+from timeline.period import Period
+from timeline.recap import Recap
+from timeline.summary import Summary
 from ui.history import HistoryUnavailable
 
 
@@ -25,6 +28,25 @@ class TimelineHistory:
         try:
             with TimelineReader(self.path) as reader:
                 return reader.search(text, since_s=since_s, stream=stream, limit=limit)
+        except TimelineError as err:
+            raise HistoryUnavailable(str(err)) from err
+
+    def summary(self, span: Period, **options) -> Summary:
+        """Counts and durations of `span` (timeline.summary); `options`: stream, watch, bucket."""
+        return self._read(lambda reader: reader.summary(span, **options))
+
+    def recap(self, span: Period, **options) -> Recap:
+        """The recap of `span` (timeline.recap); `options`: stream, watch, max_lines, max_thumbnails."""
+        return self._read(lambda reader: reader.recap(span, **options))
+
+    def names(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """Every stream and (stream, watch) the timeline holds a row of."""
+        return self._read(lambda reader: reader.names())
+
+    def _read(self, read):
+        try:
+            with TimelineReader(self.path) as reader:
+                return read(reader)
         except TimelineError as err:
             raise HistoryUnavailable(str(err)) from err
 

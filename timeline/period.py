@@ -4,10 +4,16 @@ refused with what to ask instead."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 DAY_S = 86400.0
+AGE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY_S}
+AGE = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
+TIME_FORMS = "an age (90s, 30m, 2h, 1d: that long ago), seconds since the epoch, or an ISO 8601 time (2026-12-02T18:00)"
+MAX_TIME_CHARS = 40
 
 
 class PeriodError(ValueError):
@@ -54,3 +60,28 @@ def period(
             "(--timeline-days): ask about a shorter period"
         )
     return Period(since, min(until, now))
+
+
+def parse_time(text: str, now: float | None = None) -> float:
+    """Wall seconds for `text`: an age (`2h` means two hours before `now`), seconds since the epoch (`1780000000`),
+    or an ISO 8601 date or time (`2026-12-02`, `2026-12-02T18:00`, local time unless it names its zone).
+    PeriodError naming the forms otherwise."""
+    now = time.time() if now is None else now
+    stripped = text.strip().lower()
+    if len(stripped) > MAX_TIME_CHARS:
+        raise PeriodError(f"a time is at most {MAX_TIME_CHARS} characters: expected {TIME_FORMS}")
+    age = AGE.fullmatch(stripped)
+    if age:
+        return now - float(age.group(1)) * AGE_UNITS[age.group(2)]
+    try:
+        value = float(stripped)
+    except ValueError:
+        value = None
+    if value is not None:
+        if value != value or abs(value) == float("inf"):
+            raise PeriodError(f"invalid time {text[:MAX_TIME_CHARS]!r}: expected {TIME_FORMS}")
+        return value
+    try:
+        return datetime.fromisoformat(text.strip()).timestamp()
+    except (ValueError, OverflowError, OSError):
+        raise PeriodError(f"invalid time {text[:MAX_TIME_CHARS]!r}: expected {TIME_FORMS}") from None

@@ -34,8 +34,9 @@ ALERTS_SQL = (
 # ends in the period whose begin the timeline no longer holds (retention took it, or it was never written)
 ORPHAN_ENDS_SQL = (
     "SELECT e.stream, e.alert, e.t_wall, e.duration_s FROM moments e"
-    " WHERE e.kind = 'alert' AND e.state = 'end' AND e.t_wall >= ? AND e.t_wall < ? AND " + _FILTERS.format(a="e") +
-    " AND NOT EXISTS (SELECT 1 FROM moments b WHERE b.kind = 'alert' AND b.alert_id = e.alert_id"
+    " WHERE e.kind = 'alert' AND e.state = 'end' AND e.t_wall >= ? AND e.t_wall < ? AND "
+    + _FILTERS.format(a="e")
+    + " AND NOT EXISTS (SELECT 1 FROM moments b WHERE b.kind = 'alert' AND b.alert_id = e.alert_id"
     " AND b.state = 'begin')"
 )
 COUNTS_SQL = (
@@ -223,7 +224,5 @@ def _streams(db: Any, span: Period, stream: str | None) -> list[StreamSummary]:
     summaries = []
     for name in sorted(set(counts) | set(gaps)):
         down = sum((gap.end if gap.end is not None else span.until) - gap.start for gap in gaps[name])
-        summaries.append(
-            StreamSummary(name, counts[name]["answer"], counts[name]["alert"], round(down, 3), gaps[name])
-        )
+        summaries.append(StreamSummary(name, counts[name]["answer"], counts[name]["alert"], round(down, 3), gaps[name]))
     return summaries

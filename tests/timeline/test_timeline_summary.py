@@ -160,3 +160,14 @@ def test_periods_that_cannot_be_summed_are_refused_with_the_reason():
 
 def test_runs_compare_words_not_case_spacing_or_end_punctuation():
     assert same_words(" A red  Ball. ") == same_words("a red ball") != same_words("a red balls")
+
+
+def test_times_are_read_as_ages_epoch_seconds_or_iso_dates():
+    from timeline.period import parse_time
+
+    assert parse_time("2h", now=NOW) == NOW - 7200 and parse_time("1d", now=NOW) == NOW - DAY_S
+    assert parse_time(str(T0)) == T0
+    assert parse_time("2026-12-02T18:00+00:00") == 1_796_234_400.0
+    for bad in ("nan", "soon", "1e999", "9" * 100):
+        with pytest.raises(PeriodError, match="expected|at most"):
+            parse_time(bad)
