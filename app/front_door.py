@@ -19,10 +19,12 @@ from ui.history import HistoryUnavailable
 
 class TimelineHistory:
     """The History tab's `HistorySource`: each call opens the timeline (a file or a `PostgresTarget`) read-only
-    (it never blocks the writer) on the calling thread (a Gradio handler's), and closes it."""
+    (it never blocks the writer) on the calling thread (a Gradio handler's), and closes it. `keep_days`: how long
+    the running assistant keeps rows (--timeline-days; None: not known), the furthest back a period may reach."""
 
-    def __init__(self, path: Location) -> None:
+    def __init__(self, path: Location, keep_days: float | None = None) -> None:
         self.path = path if isinstance(path, PostgresTarget) else Path(path)
+        self.keep_days = keep_days
 
     def search(self, text: str | None, since_s: float | None, stream: str | None, limit: int) -> Sequence[Moment]:
         try:
@@ -66,7 +68,7 @@ class TimelineHistory:
 def timeline_history(config: AppConfig) -> TimelineHistory | None:
     """The timeline to search from the page; None when it is off (`--timeline ""`)."""
     timeline = getattr(config, "timeline", None)
-    return None if timeline is None else TimelineHistory(timeline.path)
+    return None if timeline is None else TimelineHistory(timeline.path, keep_days=timeline.days)
 
 
 def capture_options(
