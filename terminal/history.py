@@ -1,4 +1,6 @@
-"""`python -m app history`: search the timeline (tier 3 memory) from the terminal, one moment per line or JSON."""
+"""`python -m app history`: search the timeline (tier 3 memory) from the terminal, one moment per line or JSON;
+or sum up a period (`--summary`: how many times, how long) or recap it (`--recap`: what happened), printed by
+terminal/history_period.py."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ from pathlib import Path
 from bus.clock import clock
 from bus.redact import redact_source
 from bus.text_safety import BIDI_CONTROLS, printable
+from terminal.history_period import recap_lines, summary_text, unknown_name
 from timeline.config import DATA_ENV, TimelineError, default_timeline_path, timeline_location
+from timeline.period import TIME_FORMS, Period, PeriodError, parse_time, period
 from timeline.reader import Moment, TimelineReader
+from timeline.summary import BUCKETS
 
 SINCE_FORMS = "a number with s, m, h or d: 90s, 30m, 2h, 1d"
 SINCE_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -58,7 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Search what the assistant saw: its answers, alerts and stream events (the timeline). "
         "With TEXT, moments matching any of its words come first (FTS5 bm25, recent ones boosted; on "
         'PostgreSQL, websearch syntax too: "red car" -blue); without, the newest moments come first. '
+        "With --summary or --recap, a period instead: how many times each watch began and how long it was on, "
+        "each stream's answers and gaps; or what happened, line by line. "
         "The timeline is only read, never created or changed.",
+    )
+    period_of = parser.add_mutually_exclusive_group()
+    period_of.add_argument(
+        "--summary",
+        action="store_true",
+        help="sum up a period (default: the day up to now) per watch and per stream instead of searching",
+    )
+    period_of.add_argument(
+        "--recap",
+        action="store_true",
+        help="what happened in a period (default: the day up to now): alerts, runs of equal answers, gaps",
     )
     parser.add_argument(
         "text",
@@ -67,9 +85,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="words to look for (any of them; stopwords ignored; before a TEXT starting with -, put --)",
     )
     parser.add_argument(
-        "--since", type=_since, metavar="AGE", help=f"only moments of the last AGE: {SINCE_FORMS} (default: all)"
+        "--since",
+        type=_since,
+        metavar="AGE",
+        help=f"only moments of the last AGE: {SINCE_FORMS} (default: all; with --summary/--recap, "
+        "the period starts AGE ago, default: a day before --until)",
+    )
+    parser.add_argument(
+        "--until",
+        metavar="TIME",
+        help=f"with --summary/--recap: the period ends at TIME, {TIME_FORMS} (default: now)",
     )
     parser.add_argument("--stream", metavar="NAME", help="only moments of this stream (default: all)")
+    parser.add_argument("--watch", metavar="NAME", help="with --summary/--recap: only this watch's alerts")
+    parser.add_argument(
+        "--bucket", choices=BUCKETS, help="with --summary: also per hour or day of local time (default: none)"
+    )
     default = default_timeline_path()
     parser.add_argument(
         "--timeline",
@@ -86,8 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="the PostgreSQL password in this file's first line (mode 600)",
     )
-    parser.add_argument("--limit", type=_positive, default=20, metavar="N", help="at most N moments (default: 20)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per moment and line instead of text")
+    parser.add_argument(
+        "--limit",
+        type=_positive,
+        default=20,
+        metavar="N",
+        help="at most N moments of a search (default: 20; --recap: the newest 50 lines)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per moment and line instead of text (--summary/--recap: one JSON object)",
+    )
     return parser
 
 
@@ -105,7 +146,12 @@ def what(moment: Moment) -> str:
 
 def json_line(moment: Moment) -> str:
     """One moment as a JSON line, its text as stored but every control character escaped."""
-    return _C1.sub(_escape, json.dumps(moment.to_dict(), ensure_ascii=False))
+    return json_object(moment.to_dict())
+
+
+def json_object(data: dict) -> str:
+    """`data` as one JSON line, every control character escaped."""
+    return _C1.sub(_escape, json.dumps(data, ensure_ascii=False))
 
 
 def format_moment(moment: Moment) -> str:
@@ -120,10 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     text = " ".join(args.text) or None
+    span = _period_asked(parser, args)
     try:
         location = timeline_location(args.timeline, args.timeline_password_file)
     except ValueError as err:
         parser.error(redact_source(str(err)))
+    if span is not None:
+        return _period_main(args, location, span)
     try:
         with TimelineReader(location) as reader:
             moments = reader.search(text, since_s=args.since, stream=args.stream, limit=args.limit)
@@ -137,4 +186,50 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(format_moment(moment))
     if not moments and not args.json:
         print("no matching moments", file=sys.stderr)
+    return 0
+
+
+def _period_asked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Period | None:
+    """The period of --summary/--recap (None: a search); exits 2 with why for a bad one or a flag out of place."""
+    if not (args.summary or args.recap):
+        misplaced = [flag for flag, value in (("--until", args.until), ("--watch", args.watch)) if value is not None]
+        if misplaced or args.bucket is not None:
+            parser.error(f"{', '.join(misplaced or ['--bucket'])}: only with --summary or --recap")
+        return None
+    if args.text:
+        parser.error("TEXT searches the moments; --summary and --recap read a period: give one or the other")
+    if args.bucket is not None and not args.summary:
+        parser.error("--bucket: only with --summary")
+    now = time.time()
+    try:
+        until = None if args.until is None else parse_time(args.until, now=now)
+    except PeriodError as err:
+        parser.error(f"--until: {err}")
+    try:
+        return period(None if args.since is None else now - args.since, until, now=now)
+    except PeriodError as err:
+        parser.error(str(err))
+
+
+def _period_main(args: argparse.Namespace, location, span: Period) -> int:
+    """Prints the summary or the recap of `span`; exit 2 for a stream or watch the timeline never held."""
+    try:
+        with TimelineReader(location) as reader:
+            if args.summary:
+                result = reader.summary(span, stream=args.stream, watch=args.watch, bucket=args.bucket)
+                empty = not result.streams and not result.watches
+            else:
+                result = reader.recap(span, stream=args.stream, watch=args.watch)
+                empty = not result.lines
+            unknown = unknown_name(reader.names(), args.stream, args.watch) if empty else None
+    except TimelineError as err:
+        print(f"error: {redact_source(str(err))}", file=sys.stderr)
+        return 2
+    if unknown is not None:
+        print(f"error: {unknown}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json_object(result.to_dict()))
+    else:
+        print(summary_text(result) if args.summary else recap_lines(result))
     return 0
