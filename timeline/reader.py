@@ -15,6 +15,7 @@ from typing import Any
 
 from timeline.backends import open_reader
 from timeline.config import Location, TimelineError
+from timeline.day import MAX_SEGMENTS, Day, day
 from timeline.period import Period
 from timeline.query import MAX_SEARCH_CHARS, RECENCY_HALF_LIFE_S, RECENCY_WEIGHT, recency_boost
 from timeline.recap import DEFAULT_LINES, DEFAULT_THUMBNAILS, Recap, recap
@@ -100,6 +101,10 @@ class TimelineReader:
     ) -> Recap:
         """The period's alerts, runs of equal answers and gaps, each citing its moments (timeline.recap)."""
         return recap(self.db, span, stream, watch, max_lines=max_lines, max_thumbnails=max_thumbnails)
+
+    def day(self, span: Period, stream: str | None = None, max_segments: int = MAX_SEGMENTS) -> Day:
+        """The period's strips per stream and per watch, each segment citing its moment (timeline.day)."""
+        return day(self.db, span, stream=stream, max_segments=max_segments)
 
     def names(self) -> tuple[list[str], list[tuple[str, str]]]:
         """Every stream, and every (stream, watch), the timeline holds a row of."""
