@@ -10,7 +10,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
-from api import ask, events, history, history_period, openai_chat, streams, watches
+from api import ask, events, history, history_day, history_period, openai_chat, streams, watches
 from api.asking import Asks
 from api.auth import access_for
 from api.body_limit import API_PREFIXES, BodyLimit
@@ -67,7 +67,8 @@ def start_api(config, assistant, options, history, runtime: RuntimeWatches) -> R
 def api_routes(context: ApiContext) -> list:
     """Every route of the API, the schema's own route last."""
     routers: list[APIRouter] = [
-        module.router(context) for module in (ask, streams, watches, events, history, history_period, openai_chat)
+        module.router(context)
+        for module in (ask, streams, watches, events, history_day, history, history_period, openai_chat)
     ]
     routes = [route for router in routers for route in router.routes]
     schema: dict = {}

@@ -4,6 +4,7 @@ without it (about 3 s less)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -11,7 +12,8 @@ from app.config import AppConfig
 from capture.options import CaptureOptions
 from timeline import Moment, PostgresTarget, TimelineError, TimelineReader
 from timeline.config import Location
-from timeline.period import Period
+from timeline.day import Day
+from timeline.period import Period, period
 from timeline.recap import Recap
 from timeline.summary import Summary
 from ui.history import HistoryUnavailable
@@ -40,6 +42,15 @@ class TimelineHistory:
     def recap(self, span: Period, **options) -> Recap:
         """The recap of `span` (timeline.recap); `options`: stream, watch, max_lines, max_thumbnails."""
         return self._read(lambda reader: reader.recap(span, **options))
+
+    def day(self, span: Period, **options) -> Day:
+        """The strips of `span` per stream and watch (timeline.day); `options`: stream, max_segments."""
+        return self._read(lambda reader: reader.day(span, **options))
+
+    def day_back(self, seconds: float, stream: str | None = None) -> Day:
+        """The page's Day view: the strips of the last `seconds`, no further back than the timeline keeps
+        (PeriodError, a ValueError, saying why otherwise)."""
+        return self.day(period(time.time() - seconds, keep_days=self.keep_days), stream=stream)
 
     def names(self) -> tuple[list[str], list[tuple[str, str]]]:
         """Every stream and (stream, watch) the timeline holds a row of."""

@@ -563,6 +563,7 @@ def test_the_openapi_schema_lists_exactly_the_routes_served(server, client):
         ("/api/v1/history/{row_id}/thumbnail", "GET"),
         ("/api/v1/history/summary", "GET"),
         ("/api/v1/history/recap", "GET"),
+        ("/api/v1/history/day.png", "GET"),
         ("/v1/models", "GET"),
         ("/v1/models/{model}", "GET"),
         ("/v1/chat/completions", "POST"),
