@@ -34,6 +34,11 @@ ALERT_ONCE = (
 EVENT_KEY_ONCE = (
     "CREATE UNIQUE INDEX IF NOT EXISTS moments_event_key ON moments (event_key) WHERE event_key IS NOT NULL;"
 )
+# summaries of a period (timeline.summary): rows of one kind in a time range, everything they read in the index
+KIND_T_WALL = (
+    "CREATE INDEX IF NOT EXISTS moments_kind_t_wall"
+    " ON moments (kind, t_wall, stream, state, alert, alert_id, duration_s);"
+)
 SCHEMA = f"""
 CREATE TABLE moments (
     id INTEGER PRIMARY KEY,
@@ -58,6 +63,7 @@ CREATE INDEX moments_t_wall ON moments (t_wall);
 CREATE INDEX moments_stream_t_wall ON moments (stream, t_wall);
 {ALERT_ONCE}
 {EVENT_KEY_ONCE}
+{KIND_T_WALL}
 CREATE TABLE thumbnails (moment_id INTEGER PRIMARY KEY, jpeg BLOB NOT NULL);
 CREATE VIRTUAL TABLE moments_fts USING fts5 (
     question, text, alert, content='moments', content_rowid='id', tokenize='porter unicode61'
@@ -93,6 +99,7 @@ def open_for_writing(path: Path, busy_timeout_s: float, wal_bytes: int) -> sqlit
             _create_schema(conn)
         _add_alert_once(conn, path)
         _add_event_key(conn)
+        conn.execute(KIND_T_WALL)  # a timeline from before summaries gets it (built once, a second per million rows)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # safe against a killed process in WAL mode
         conn.execute(f"PRAGMA journal_size_limit = {int(wal_bytes)}")

@@ -24,6 +24,11 @@ SCHEMA_VERSION = "1"
 TEXT_CONFIG = "english"
 SCHEMA_LOCK = 0x45534154  # advisory lock: several boxes starting together create the tables once
 
+# summaries of a period (timeline.summary): rows of one kind in a time range, everything they read in the index
+KIND_T_WALL = (
+    "CREATE INDEX IF NOT EXISTS moments_kind_t_wall"
+    " ON moments (kind, t_wall, stream, state, alert, alert_id, duration_s);"
+)
 SCHEMA = f"""
 CREATE TABLE timeline_meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE moments (
@@ -56,6 +61,7 @@ CREATE INDEX moments_stream_t_wall ON moments (stream, t_wall);
 CREATE INDEX moments_search ON moments USING GIN (search);
 CREATE UNIQUE INDEX moments_alert_once ON moments (alert_id, state) WHERE kind = 'alert' AND alert_id IS NOT NULL;
 CREATE UNIQUE INDEX moments_event_key ON moments (event_key) WHERE event_key IS NOT NULL;
+{KIND_T_WALL}
 CREATE TABLE thumbnails (
     moment_id bigint PRIMARY KEY REFERENCES moments (id) ON DELETE CASCADE,
     jpeg bytea NOT NULL
@@ -112,6 +118,8 @@ def open_for_writing(target: PostgresTarget) -> Any:
                 )
             elif not _has_column(conn, "moments", "event_key"):
                 conn.execute(ADD_EVENT_KEY)
+            # a timeline from before summaries (timeline.summary) gets their index
+            conn.execute(KIND_T_WALL)
     except psycopg.Error as err:
         conn.close()
         raise TimelineError(f"cannot create the timeline's tables in {target}: {one_line(err)}; {SETUP}") from None

@@ -12,6 +12,7 @@ or ends after it counts the part of its wall-clock span inside the period, in pr
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
@@ -24,33 +25,66 @@ DOWN_STATES = ("reconnect", "stop", "end")  # a stream's capture dropped, or the
 UP_STATES = ("start", "reconnected")
 _FILTERS = "(CAST(? AS TEXT) IS NULL OR {a}.stream = ?) AND (CAST(? AS TEXT) IS NULL OR {a}.alert = ?)"
 
-# every alert whose span meets the period: its begin (before `until`) and its end, if any (at or after `since`)
-ALERTS_SQL = (
-    "SELECT b.stream, b.alert, b.t_wall, e.t_wall, e.duration_s FROM moments b"
+# per watch: the period's ends (to tell whether some lost their begin), read in the index (moments_kind_t_wall)
+END_COUNTS_SQL = (
+    "SELECT m.stream, m.alert, count(*) FROM moments m WHERE m.kind = 'alert' AND m.t_wall >= ? AND m.t_wall < ?"
+    " AND m.state = 'end' AND m.alert_id IS NOT NULL AND " + _FILTERS.format(a="m") + " GROUP BY m.stream, m.alert"
+)
+# an alert's seconds on inside [since, until) when it began inside (timeline.summary._inside, in SQL)
+_LENGTH = "COALESCE(e.duration_s, e.t_wall - b.t_wall)"
+_INSIDE = (
+    f"CASE WHEN e.t_wall IS NULL THEN ? - b.t_wall WHEN e.t_wall < ? THEN {_LENGTH}"
+    f" WHEN e.t_wall > b.t_wall THEN {_LENGTH} * (? - b.t_wall) / (e.t_wall - b.t_wall) ELSE {_LENGTH} END"
+)
+# per watch, the alerts begun in the period with their ends: begins, first, last, ends inside, seconds on,
+# the longest, and how many are still on at the period's end
+BEGUN_SQL = (
+    f"SELECT b.stream, b.alert, count(*), min(b.t_wall), max(b.t_wall), count(CASE WHEN e.t_wall < ? THEN 1 END),"
+    f" sum({_INSIDE}), max({_INSIDE}), count(CASE WHEN e.t_wall IS NULL OR e.t_wall >= ? THEN 1 END)"
+    " FROM moments b LEFT JOIN moments e ON e.kind = 'alert' AND e.alert_id = b.alert_id AND e.state = 'end'"
+    " WHERE b.kind = 'alert' AND b.t_wall >= ? AND b.t_wall < ? AND b.state = 'begin' AND b.alert_id IS NOT NULL"
+    " AND " + _FILTERS.format(a="b") + " GROUP BY b.stream, b.alert"
+)
+# one row each: the alerts begun in the period and not ended in it (for buckets)
+CROSSING_SQL = (
+    "SELECT b.alert_id, b.stream, b.alert, b.t_wall, e.t_wall, e.duration_s FROM moments b"
     " LEFT JOIN moments e ON e.kind = 'alert' AND e.alert_id = b.alert_id AND e.state = 'end'"
-    " WHERE b.kind = 'alert' AND b.state = 'begin' AND b.alert_id IS NOT NULL AND b.t_wall < ?"
+    " WHERE b.kind = 'alert' AND b.t_wall >= ? AND b.t_wall < ? AND b.state = 'begin' AND b.alert_id IS NOT NULL"
     " AND (e.t_wall IS NULL OR e.t_wall >= ?) AND " + _FILTERS.format(a="b")
 )
-# ends in the period whose begin the timeline no longer holds (retention took it, or it was never written)
-ORPHAN_ENDS_SQL = (
+ORPHAN_ENDS_SQL = (  # ends in the period whose begin the timeline no longer holds (retention took it)
     "SELECT e.stream, e.alert, e.t_wall, e.duration_s FROM moments e"
-    " WHERE e.kind = 'alert' AND e.state = 'end' AND e.t_wall >= ? AND e.t_wall < ? AND "
+    " WHERE e.kind = 'alert' AND e.t_wall >= ? AND e.t_wall < ? AND e.state = 'end' AND e.alert_id IS NOT NULL AND "
     + _FILTERS.format(a="e")
     + " AND NOT EXISTS (SELECT 1 FROM moments b WHERE b.kind = 'alert' AND b.alert_id = e.alert_id"
     " AND b.state = 'begin')"
 )
-COUNTS_SQL = (
-    "SELECT m.stream, m.kind, count(*) FROM moments m WHERE m.t_wall >= ? AND m.t_wall < ?"
-    " AND m.stream IS NOT NULL AND (m.kind = 'answer' OR (m.kind = 'alert' AND m.state = 'begin'))"
-    " AND (CAST(? AS TEXT) IS NULL OR m.stream = ?) GROUP BY m.stream, m.kind"
+# the period's alert begins and ends, one row each (for buckets), then the alerts begun before it, not ended before
+ALERT_ROWS_SQL = (
+    "SELECT m.alert_id, m.state, m.stream, m.alert, m.t_wall, m.duration_s FROM moments m"
+    " WHERE m.kind = 'alert' AND m.t_wall >= ? AND m.t_wall < ? AND m.alert_id IS NOT NULL AND "
+    + _FILTERS.format(a="m")
+)
+EARLIER_ALERTS_SQL = (
+    "SELECT b.alert_id, b.stream, b.alert, b.t_wall, e.t_wall, e.duration_s FROM moments b"
+    " LEFT JOIN moments e ON e.kind = 'alert' AND e.alert_id = b.alert_id AND e.state = 'end'"
+    " WHERE b.kind = 'alert' AND b.t_wall < ? AND b.state = 'begin' AND b.alert_id IS NOT NULL"
+    " AND (e.t_wall IS NULL OR e.t_wall >= ?) AND " + _FILTERS.format(a="b")
+)
+ANSWER_COUNTS_SQL = (
+    "SELECT m.stream, count(*) FROM moments m WHERE m.kind = 'answer' AND m.t_wall >= ? AND m.t_wall < ?"
+    " AND m.stream IS NOT NULL AND (CAST(? AS TEXT) IS NULL OR m.stream = ?) GROUP BY m.stream"
 )
 _STATES = ", ".join(f"'{state}'" for state in DOWN_STATES + UP_STATES)
-# each stream's last up/down row before the period (was it down when the period began?), then the period's own
+# the period's up/down rows of each stream, and each stream's last one before the period (down when it began?)
 STREAM_STATES_SQL = (
-    "SELECT m.stream, m.t_wall, m.state FROM moments m WHERE m.kind = 'stream' AND m.state IN (" + _STATES + ")"
-    " AND (CAST(? AS TEXT) IS NULL OR m.stream = ?) AND (m.t_wall >= ? AND m.t_wall < ? OR m.id IN"
-    " (SELECT max(p.id) FROM moments p WHERE p.kind = 'stream' AND p.state IN (" + _STATES + ")"
-    " AND p.t_wall < ? GROUP BY p.stream)) ORDER BY m.t_wall, m.id"
+    "SELECT m.stream, m.t_wall, m.state FROM moments m WHERE m.kind = 'stream' AND m.t_wall >= ? AND m.t_wall < ?"
+    " AND m.state IN (" + _STATES + ") AND (CAST(? AS TEXT) IS NULL OR m.stream = ?) ORDER BY m.t_wall, m.id"
+)
+STATES_BEFORE_SQL = (
+    "SELECT m.stream, m.t_wall, m.state FROM moments m WHERE m.id IN (SELECT max(p.id) FROM moments p"
+    " WHERE p.kind = 'stream' AND p.t_wall < ? AND p.state IN (" + _STATES + ")"
+    " AND (CAST(? AS TEXT) IS NULL OR p.stream = ?) GROUP BY p.stream)"
 )
 WATCH_NAMES_SQL = "SELECT DISTINCT m.stream, m.alert FROM moments m WHERE m.kind = 'alert' AND m.alert IS NOT NULL"
 STREAM_NAMES_SQL = "SELECT DISTINCT m.stream FROM moments m WHERE m.stream IS NOT NULL"
@@ -129,15 +163,84 @@ def summarize(
     if bucket is not None and bucket not in BUCKETS:
         raise ValueError(f"invalid bucket {bucket!r}: expected one of {', '.join(BUCKETS)}")
     filters = [stream, stream, watch, watch]
-    alerts: dict[tuple[str, str], list[_On]] = defaultdict(list)
-    for name, alert, begin, end, duration in db.query(ALERTS_SQL, [span.until, span.since, *filters]):
-        alerts[(name, alert)].append(_On(begin, end, duration))
-    for name, alert, end, duration in db.query(ORPHAN_ENDS_SQL, [span.since, span.until, *filters]):
-        length = float(duration or 0.0)
-        alerts[(name, alert)].append(_On(end - length, end, length))
-    watches = [_watch(name, alert, spans, span, bucket) for (name, alert), spans in sorted(alerts.items())]
-    streams = _streams(db, span, stream) if watch is None else []
+    if bucket is None:
+        watches = _watches_in_sql(db, span, filters)
+    else:
+        watches = [
+            _watch(name, alert, spans, span, bucket)
+            for (name, alert), spans in sorted(_spans(db, span, filters).items())
+        ]
+    streams = []
+    if watch is None:  # every alert of the stream(s) was read above: their begins are counted from those
+        begun: dict[str, int] = defaultdict(int)
+        for summary in watches:
+            begun[summary.stream] += summary.began
+        streams = _streams(db, span, stream, begun)
     return Summary(span.since, span.until, bucket, streams, watches)
+
+
+@dataclass
+class _Totals:
+    began: int = 0
+    ended: int = 0  # ends in the period
+    first: float | None = None
+    last: float | None = None
+    joined: int = 0  # ends in the period whose begin was found
+    on_s: float = 0.0
+    longest_s: float = 0.0
+    on_now: bool = False
+
+
+def _watches_in_sql(db: Any, span: Period, filters: list[Any]) -> list[WatchSummary]:
+    """The summary per watch from SQL aggregates: only the alerts that cross the period's edges come one by one."""
+    totals: dict[tuple[str, str], _Totals] = defaultdict(_Totals)
+    until, inside = span.until, [span.until] * 3
+    params = [until, *inside, *inside, until, span.since, span.until, *filters]
+    for name, alert, count, first, last, ended, on_s, longest, open_ in db.query(BEGUN_SQL, params):
+        total = totals[(name, alert)]
+        total.began, total.first, total.last, total.joined = int(count), first, last, int(ended)
+        total.on_s, total.longest_s, total.on_now = float(on_s or 0.0), float(longest or 0.0), bool(open_)
+    for name, alert, count in db.query(END_COUNTS_SQL, [span.since, span.until, *filters]):
+        totals[(name, alert)].ended = int(count)
+    for _, name, alert, begin, end, duration in db.query(EARLIER_ALERTS_SQL, [span.since, span.since, *filters]):
+        total = totals[(name, alert)]
+        inside = _inside(_On(begin, end, duration), span.since, span.until)
+        total.on_s += inside
+        total.longest_s = max(total.longest_s, inside)
+        total.on_now = total.on_now or end is None or end >= span.until
+        total.joined += end is not None and span.since <= end < span.until
+    if any(total.joined < total.ended for total in totals.values()):
+        for name, alert, _, duration in db.query(ORPHAN_ENDS_SQL, [span.since, span.until, *filters]):
+            total = totals[(name, alert)]
+            total.on_s += float(duration or 0.0)
+            total.longest_s = max(total.longest_s, float(duration or 0.0))
+    return [
+        WatchSummary(name, alert, t.began, round(t.on_s, 3), round(t.longest_s, 3), t.first, t.last, t.on_now)
+        for (name, alert), t in sorted(totals.items())
+    ]
+
+
+def _spans(db: Any, span: Period, filters: list[Any]) -> dict[tuple[str, str], list[_On]]:
+    """Every alert that meets the period, one by one, per watch (for buckets)."""
+    alerts: dict[tuple[str, str], list[_On]] = defaultdict(list)
+    earlier: set[str] = set()
+    for alert_id, name, alert, begin, end, duration in db.query(EARLIER_ALERTS_SQL, [span.since, span.since, *filters]):
+        earlier.add(alert_id)
+        alerts[(name, alert)].append(_On(begin, end, duration))
+    begins: dict[str, _On] = {}
+    for alert_id, state, name, alert, t_wall, duration in db.query(ALERT_ROWS_SQL, [span.since, span.until, *filters]):
+        if state == "begin":
+            begins[alert_id] = on = _On(t_wall, None, None)  # open, unless its end comes in the period
+            alerts[(name, alert)].append(on)
+        elif alert_id in begins:
+            begins[alert_id].end, begins[alert_id].length = t_wall, duration
+        elif state == "end" and alert_id not in earlier:  # an end whose begin is gone (retention took it)
+            length = float(duration or 0.0)
+            alerts[(name, alert)].append(_On(t_wall - length, t_wall, length))
+    for alert_id, _, _, _, end, duration in db.query(CROSSING_SQL, [span.since, span.until, span.until, *filters]):
+        if end is not None and alert_id in begins:  # ended after the period: its length, for its share inside
+            begins[alert_id].end, begins[alert_id].length = end, duration
+    return alerts
 
 
 def known_names(db: Any) -> tuple[list[str], list[tuple[str, str]]]:
@@ -162,16 +265,7 @@ def _inside(on: _On, start: float, stop: float) -> float:
 def _watch(stream: str, alert: str, spans: list[_On], span: Period, bucket: str | None) -> WatchSummary:
     begun = sorted(on.begin for on in spans if span.since <= on.begin < span.until)
     inside = [_inside(on, span.since, span.until) for on in spans]
-    buckets = []
-    if bucket is not None:
-        for start, stop in _bucket_edges(span, bucket):
-            buckets.append(
-                Bucket(
-                    start=start,
-                    began=sum(1 for on in spans if start <= on.begin < stop),
-                    on_s=round(sum(_inside(on, start, stop) for on in spans), 3),
-                )
-            )
+    buckets = _buckets(spans, _bucket_edges(span, bucket)) if bucket is not None else []
     return WatchSummary(
         stream=stream,
         watch=alert,
@@ -183,6 +277,23 @@ def _watch(stream: str, alert: str, spans: list[_On], span: Period, bucket: str 
         on_now=any(on.end is None or on.end >= span.until for on in spans),
         buckets=buckets,
     )
+
+
+def _buckets(spans: list[_On], edges: list[tuple[float, float]]) -> list[Bucket]:
+    """Begins and seconds on per bucket; each alert visits only the buckets its span touches."""
+    starts = [start for start, _ in edges]
+    began, on_s = [0] * len(edges), [0.0] * len(edges)
+    for on in spans:
+        end = edges[-1][1] if on.end is None else on.end
+        first = max(bisect.bisect_right(starts, on.begin) - 1, 0)
+        last = max(bisect.bisect_left(starts, end), first + 1)
+        for index in range(first, min(last, len(edges))):
+            start, stop = edges[index]
+            began[index] += start <= on.begin < stop
+            on_s[index] += _inside(on, start, stop)
+    return [
+        Bucket(start, count, round(seconds, 3)) for (start, _), count, seconds in zip(edges, began, on_s, strict=True)
+    ]
 
 
 def _bucket_edges(span: Period, bucket: str) -> list[tuple[float, float]]:
@@ -205,14 +316,14 @@ def _bucket_edges(span: Period, bucket: str) -> list[tuple[float, float]]:
     return edges
 
 
-def _streams(db: Any, span: Period, stream: str | None) -> list[StreamSummary]:
-    counts: dict[str, dict[str, int]] = defaultdict(lambda: {"answer": 0, "alert": 0})
-    for name, kind, count in db.query(COUNTS_SQL, [span.since, span.until, stream, stream]):
-        counts[name][kind] = int(count)
+def _streams(db: Any, span: Period, stream: str | None, begun: dict[str, int]) -> list[StreamSummary]:
+    answers = {
+        name: int(count) for name, count in db.query(ANSWER_COUNTS_SQL, [span.since, span.until, stream, stream])
+    }
     gaps: dict[str, list[Gap]] = defaultdict(list)
     down_since: dict[str, tuple[float, str]] = {}
-    params = [stream, stream, span.since, span.until, span.since]
-    for name, t_wall, state in db.query(STREAM_STATES_SQL, params):
+    before = db.query(STATES_BEFORE_SQL, [span.since, stream, stream])
+    for name, t_wall, state in [*before, *db.query(STREAM_STATES_SQL, [span.since, span.until, stream, stream])]:
         if state in DOWN_STATES and name not in down_since:
             down_since[name] = (max(t_wall, span.since), state)
         elif state in UP_STATES and name in down_since:
@@ -222,7 +333,7 @@ def _streams(db: Any, span: Period, stream: str | None) -> list[StreamSummary]:
     for name, (start, reason) in down_since.items():
         gaps[name].append(Gap(start, None, reason))
     summaries = []
-    for name in sorted(set(counts) | set(gaps)):
+    for name in sorted(set(answers) | {name for name, count in begun.items() if count} | set(gaps)):
         down = sum((gap.end if gap.end is not None else span.until) - gap.start for gap in gaps[name])
-        summaries.append(StreamSummary(name, counts[name]["answer"], counts[name]["alert"], round(down, 3), gaps[name]))
+        summaries.append(StreamSummary(name, answers.get(name, 0), begun.get(name, 0), round(down, 3), gaps[name]))
     return summaries

@@ -85,13 +85,18 @@ def test_a_period_cut_through_an_alert_counts_only_its_share(reader):
     assert reader.summary(Period(T0 + 400, T0 + 450), watch="car").watches == []
 
 
-def test_hour_buckets_add_up_to_the_whole(reader):
-    summary = reader.summary(Period(T0 - 3 * 3600, NOW), bucket="hour", watch="door")
-    door = summary.watches[0]
-    assert sum(b.began for b in door.buckets) == door.began == 4
-    assert sum(b.on_s for b in door.buckets) == pytest.approx(door.on_s)
+@pytest.mark.parametrize("until", [NOW, T0 + 305])  # the second cuts through alert a2
+def test_hour_buckets_add_up_to_the_whole_summed_in_sql(reader, until):
+    span = Period(T0 - 3 * 3600, until)
+    door = reader.summary(span, bucket="hour", watch="door").watches[0]  # alert by alert, in Python
+    whole = reader.summary(span, watch="door").watches[0]  # SQL aggregates and the alerts across the edges
+    assert door.buckets[0].start == span.since
+    assert sum(b.began for b in door.buckets) == door.began == whole.began == (4 if until == NOW else 3)
+    assert sum(b.on_s for b in door.buckets) == pytest.approx(door.on_s) == pytest.approx(whole.on_s)
+    assert (door.longest_s, door.first, door.last, door.on_now) == (
+        pytest.approx(whole.longest_s), whole.first, whole.last, whole.on_now)  # fmt: skip
     starts = [b.start for b in door.buckets]
-    assert starts == sorted(starts) and starts[0] == T0 - 3 * 3600 and len(door.buckets) in (4, 5)
+    assert starts == sorted(starts) and len(door.buckets) in (4, 5)
     assert all(time.localtime(s).tm_min == 0 for s in starts[1:])  # whole local hours after the first
 
 
