@@ -45,9 +45,9 @@ ALERT_LINES_SQL = (
 @dataclass(frozen=True)
 class RecapLine:
     """One line of a recap. `start`/`end`: wall seconds (`end` None: still so at the period's end);
-    `start_s`/`end_s`: the stream's seconds, where known; `moments`: the timeline ids it cites (first, last);
-    `thumbnail`: the id whose thumbnail shows it (GET /api/v1/history/{id}/thumbnail), or None; `count`: answers
-    in a run, 1 otherwise."""
+    `start_s`/`end_s`: the stream's seconds, where known (a run: when its first and its last answer were given);
+    `moments`: the timeline ids it cites (first, last); `thumbnail`: the id whose thumbnail shows it
+    (GET /api/v1/history/{id}/thumbnail), or None; `count`: answers in a run, 1 otherwise."""
 
     kind: str  # alert | answers | asked | gap
     stream: str
@@ -169,7 +169,7 @@ def _run_line(kind: str, run: list[Any]) -> RecapLine:
         " ".join((last[6] or "").split()),
         count=len(run),
         question=first[5],
-        start_s=first[3],
+        start_s=first[4],  # the stream times the run's first and last answer were given
         end_s=last[4],
         moments=[first[0]] if len(run) == 1 else [first[0], last[0]],
         thumbnail=with_thumbnail,

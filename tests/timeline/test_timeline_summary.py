@@ -117,6 +117,7 @@ def test_the_recap_collapses_equal_answers_into_runs_that_cite_their_moments(rea
     runs = [line for line in recap.lines if line.kind == "answers"]
     assert [(line.count, line.start - T0, line.end - T0) for line in runs] == [(3, 10, 30), (2, 40, 60), (1, 70, 70)]
     assert runs[0].text == "a red ball on a blue floor" and len(runs[0].moments) == 2
+    assert (runs[0].start_s, runs[0].end_s) == (10, 30)  # the stream times of its first and last answer
     assert runs[1].thumbnail is not None and reader.thumbnail(runs[1].thumbnail) == b"\xff\xd8jpeg"
     asked = [line for line in recap.lines if line.kind == "asked"]
     assert [line.text for line in asked] == ["What? Nothing."]
