@@ -25,7 +25,8 @@ from ui.state import LiveState, Snapshot
 FAST_REFRESH_S = 0.3
 PLOT_REFRESH_S = 1.0
 LIVE_OUTPUTS = ("chat", "preview", "caption", "status", "log", "banner", "alerts")
-SELECTORS = ("ask-stream", "source-stream", "history-stream", "watch-stream")  # given the names of streams added later
+# the stream selectors, given the names of streams added later
+SELECTORS = ("ask-stream", "source-stream", "history-stream", "day-stream", "watch-stream")
 
 
 def live_outputs(streams: tuple[str, ...]) -> tuple[str, ...]:

@@ -81,6 +81,7 @@ def selector_updates(snap: Snapshot, seen: dict, values: dict[str, Any]) -> None
     values["ask-stream"] = gr.update(choices=[ALL_STREAMS, *names], visible=len(names) > 1)
     values["source-stream"] = gr.update(choices=names, visible=len(names) > 1)
     values["history-stream"] = gr.update(choices=[history.ALL, *names])  # the History tab's (when it has one)
+    values["day-stream"] = gr.update(choices=[history.ALL, *names])  # its Day view's
     values["watch-stream"] = gr.update(choices=[ALL_STREAMS, *names], visible=len(names) > 1)  # "Watch for"
 
 

@@ -124,7 +124,7 @@ def test_a_one_stream_page_keeps_its_preview_and_shows_an_added_stream_in_a_spar
     stream_slots.selector_updates(live.snapshot(), seen, out)
     assert out["ask-stream"]["choices"] == [ALL_STREAMS, "a", "b"] and out["ask-stream"]["visible"] is True
     assert out["source-stream"]["choices"] == ["a", "b"] and seen["names"] == ["a", "b"]
-    assert out["history-stream"]["choices"] == [history.ALL, "a", "b"]
+    assert out["history-stream"]["choices"] == out["day-stream"]["choices"] == [history.ALL, "a", "b"]
 
     live(_clip("b", 1, 8.0, 8))  # once shown, the spare gets plain values, and the selectors are left alone
     seen, out = live_updates(live.snapshot(), seen, schedule, first_shown=True)

@@ -1,0 +1,29 @@
+"""The History tab's Day view in a real browser: the shared one-stream page app (`python -m app --ui --model tiny
+--stream a=VIDEO --every 4 --timeline FILE`, tests/support/ui_browser_apps.py; the one the History test uses),
+driven by headless chromium (tests/ui_browser/day_test.js): Draw shows stream a's strip with its answer runs; a
+mouse click on one shows that moment's thumbnail (inline JPEG) and its answer's text, which the timeline holds.
+The screenshot is kept in artifacts/ui-test/day.png (failure.png when a check failed). The app's clean exit on
+Ctrl-C is checked by its last user (tests/ui/test_ui_browser_watches.py) or at the end of the session."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.ui_browser_apps import ARTIFACTS, browser, one_stream_app, run_page_script, shared_apps
+from timeline import TimelineReader
+
+__all__ = ["browser", "one_stream_app", "shared_apps"]  # fixtures: a missing browser fails (or skips) first
+
+
+def test_the_day_view_draws_the_streams_strip_and_a_click_shows_its_moment(one_stream_app, tmp_path):
+    app = one_stream_app
+    seen = run_page_script("day_test.js", app.url, tmp_path, [], app.process, ["day.png"])
+    (ARTIFACTS / "day.json").write_text(json.dumps(seen, indent=1))
+    assert "a" in seen["labels"], seen["labels"]
+    clicked, detail = seen["clicked"], seen["detail"]
+    assert clicked["kind"] == "answer" and detail["text"] and clicked["title"].endswith(detail["text"]), seen
+    assert detail["image"]["naturalWidth"] > 0 and detail["image"]["src"].startswith("data:image/jpeg")
+    with TimelineReader(app.timeline) as reader:
+        [moment] = [m for m in reader.search(stream="a", limit=200) if m.id == int(detail["moment"])]
+    assert moment.kind == "answer" and " ".join((moment.text or "").split()) == detail["text"]
+    assert "Traceback" not in app.output, app.output
