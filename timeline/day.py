@@ -1,7 +1,7 @@
 """The day as strips: for a period, one strip per stream (the standing answers, one segment per run of equal answers
 from the moment it began to the moment the next one began, and the stream's gaps) and one strip per watch (its on
 intervals), each segment citing its moment. What the day picture (timeline.day_picture) and the page's Day view
-draw; read with the recap's and the summary's SQL (SQLite and PostgreSQL alike).
+draw; read with SQL of its own and the summary's gaps (SQLite and PostgreSQL alike).
 
 Bounded: a strip keeps at most `max_segments` segments (a stream's gaps at most a fifth of them). Past that, the
 neighbours whose union is shortest merge (a merged segment keeps its first member's moment and text and counts its
@@ -16,9 +16,23 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from timeline.period import Period
-from timeline.recap import ALERT_LINES_SQL, ANSWERS_SQL, same_words
+from timeline.recap import same_words
 from timeline.summary import summarize
 
+_HAS_THUMBNAIL = "EXISTS (SELECT 1 FROM thumbnails t WHERE t.moment_id = {a}.id)"
+# the period's standing answers in each stream's order
+STANDING_SQL = (
+    "SELECT m.id, m.stream, m.t_wall, m.question, m.text, " + _HAS_THUMBNAIL.format(a="m") + " FROM moments m"
+    " WHERE m.kind = 'answer' AND m.who = 'standing' AND m.t_wall >= ? AND m.t_wall < ?"
+    " AND (CAST(? AS TEXT) IS NULL OR m.stream = ?) ORDER BY m.stream, m.t_wall, m.id"
+)
+# every alert on at some time in the period: begun before its end, not ended before its start
+ALERTS_ON_SQL = (
+    "SELECT b.id, b.stream, b.alert, b.question, b.t_wall, e.t_wall, " + _HAS_THUMBNAIL.format(a="b") + " FROM"
+    " moments b LEFT JOIN moments e ON e.kind = 'alert' AND e.alert_id = b.alert_id AND e.state = 'end'"
+    " WHERE b.kind = 'alert' AND b.state = 'begin' AND b.alert_id IS NOT NULL AND b.t_wall < ?"
+    " AND (e.t_wall IS NULL OR e.t_wall >= ?) AND (CAST(? AS TEXT) IS NULL OR b.stream = ?) ORDER BY b.t_wall, b.id"
+)
 MAX_SEGMENTS = 500
 MAX_TICKS = 12
 TICK_STEPS = (60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400)  # seconds
@@ -104,12 +118,10 @@ def _answer_runs(db: Any, span: Period, stream: str | None) -> dict[str, list[Se
     """Per stream, its standing answers as runs of equal ones (timeline.recap's comparison): a run lasts from its
     first answer to the next run's first (the last one to its last answer)."""
     rows: dict[str, list[list[Any]]] = {}
-    for row in db.query(ANSWERS_SQL, [span.since, span.until, stream, stream]):
-        if row[7] != "standing":
-            continue
+    for row in db.query(STANDING_SQL, [span.since, span.until, stream, stream]):
         runs = rows.setdefault(row[1] or "", [])
         last = runs[-1][-1] if runs else None
-        if last is not None and last[5] == row[5] and same_words(last[6]) == same_words(row[6]):
+        if last is not None and last[3] == row[3] and same_words(last[4]) == same_words(row[4]):
             runs[-1].append(row)
         else:
             runs.append([row])
@@ -121,9 +133,9 @@ def _answer_runs(db: Any, span: Period, stream: str | None) -> dict[str, list[Se
                 "answer",
                 run[0][2],
                 end,
-                " ".join((run[0][6] or "").split()),
+                " ".join((run[0][4] or "").split()),
                 moment=run[0][0],
-                thumbnail=next((row[0] for row in run if row[8]), None),
+                thumbnail=next((row[0] for row in run if row[5]), None),
                 count=len(run),
             )
             for run, end in zip(runs, ends, strict=True)
@@ -134,8 +146,8 @@ def _answer_runs(db: Any, span: Period, stream: str | None) -> dict[str, list[Se
 def _watch_intervals(db: Any, span: Period, stream: str | None) -> dict[tuple[str, str], list[Segment]]:
     """Per (stream, watch), the wall spans its alerts were on inside the period, each citing its begin."""
     out: dict[tuple[str, str], list[Segment]] = {}
-    params = [span.until, span.since, stream, stream, None, None]
-    for row_id, name, alert, question, begin, _, end, _, _, has_thumb in db.query(ALERT_LINES_SQL, params):
+    params = [span.until, span.since, stream, stream]
+    for row_id, name, alert, question, begin, end, has_thumb in db.query(ALERTS_ON_SQL, params):
         on = end is None or end >= span.until
         segment = Segment(
             "on",
