@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from timeline.period import Period
-from timeline.summary import summarize
+from timeline.summary import EARLIER_ALERTS_SQL, summarize
 
 MAX_LINES = 200
 MAX_THUMBNAILS = 20
@@ -26,19 +26,35 @@ DEFAULT_LINES = 50
 DEFAULT_THUMBNAILS = 8
 _END_PUNCTUATION = re.compile(r"[\s.!?;:,]+$")
 
-ANSWERS_SQL = (
-    "SELECT m.id, m.stream, m.t_wall, m.start_s, m.end_s, m.question, m.text, m.who,"
-    " EXISTS (SELECT 1 FROM thumbnails t WHERE t.moment_id = m.id) FROM moments m"
-    " WHERE m.kind = 'answer' AND m.t_wall >= ? AND m.t_wall < ? AND (CAST(? AS TEXT) IS NULL OR m.stream = ?)"
-    " ORDER BY m.t_wall, m.id"
+_ANSWER = "m.id, m.stream, m.t_wall, m.start_s, m.end_s, m.question, m.text, m.who"
+_HAS_THUMBNAIL = "EXISTS (SELECT 1 FROM thumbnails t WHERE t.moment_id = {a}.id)"
+_PERIOD = "m.kind = 'answer' AND m.t_wall >= ? AND m.t_wall < ? AND (CAST(? AS TEXT) IS NULL OR m.stream = ?)"
+ASKED_SQL = (  # a person's answered questions (and any answer not of the standing question)
+    f"SELECT {_ANSWER}, {_HAS_THUMBNAIL.format(a='m')} FROM moments m"
+    f" WHERE {_PERIOD} AND COALESCE(m.who, '') <> 'standing' ORDER BY m.t_wall, m.id"
 )
-ALERT_LINES_SQL = (
-    "SELECT b.id, b.stream, b.alert, b.question, b.t_wall, b.start_s, e.t_wall, e.duration_s, e.text,"
-    " EXISTS (SELECT 1 FROM thumbnails t WHERE t.moment_id = b.id) FROM moments b"
-    " LEFT JOIN moments e ON e.kind = 'alert' AND e.alert_id = b.alert_id AND e.state = 'end'"
+STANDING_SQL = (  # the standing question's answers, in each stream's order (thumbnails: looked up for the lines kept)
+    f"SELECT {_ANSWER}, 0 FROM moments m WHERE {_PERIOD} AND m.who = 'standing' ORDER BY m.stream, m.t_wall, m.id"
+)
+_ALERT_WHERE = (
     " WHERE b.kind = 'alert' AND b.state = 'begin' AND b.alert_id IS NOT NULL AND b.t_wall < ?"
     " AND (e.t_wall IS NULL OR e.t_wall >= ?) AND (CAST(? AS TEXT) IS NULL OR b.stream = ?)"
-    " AND (CAST(? AS TEXT) IS NULL OR b.alert = ?) ORDER BY b.t_wall, b.id"
+    " AND (CAST(? AS TEXT) IS NULL OR b.alert = ?)"
+)
+_END_OF = " LEFT JOIN moments e ON e.kind = 'alert' AND e.alert_id = b.alert_id AND e.state = 'end'"
+_ALERT_LINE = (
+    "SELECT b.id, b.stream, b.alert, b.question, b.t_wall, b.start_s, e.t_wall, e.duration_s, e.text,"
+    f" {_HAS_THUMBNAIL.format(a='b')} FROM moments b{_END_OF}{_ALERT_WHERE}"
+)
+ALERT_LINES_SQL = _ALERT_LINE + " ORDER BY b.t_wall, b.id"  # every alert that meets the period
+NEWEST_ALERTS_SQL = _ALERT_LINE + " ORDER BY b.t_wall DESC, b.id DESC LIMIT ?"  # the newest of them
+ANSWERS_SQL = (  # every answer of the period, in order
+    f"SELECT {_ANSWER}, {_HAS_THUMBNAIL.format(a='m')} FROM moments m WHERE {_PERIOD} ORDER BY m.t_wall, m.id"
+)
+ALERTS_BEGUN_SQL = (  # how many alerts began in the period (read in the index), for what was left out
+    "SELECT count(*) FROM moments m WHERE m.kind = 'alert' AND m.t_wall >= ? AND m.t_wall < ? AND m.state = 'begin'"
+    " AND m.alert_id IS NOT NULL AND (CAST(? AS TEXT) IS NULL OR m.stream = ?)"
+    " AND (CAST(? AS TEXT) IS NULL OR m.alert = ?)"
 )
 
 
@@ -95,7 +111,7 @@ def recap(
         raise ValueError(f"invalid max_lines {max_lines}: expected 1 to {MAX_LINES}")
     if not 0 <= max_thumbnails <= MAX_THUMBNAILS:
         raise ValueError(f"invalid max_thumbnails {max_thumbnails}: expected 0 to {MAX_THUMBNAILS}")
-    lines = _alert_lines(db, span, stream, watch)
+    lines, alerts_left_out = _alert_lines(db, span, stream, watch, max_lines)
     if watch is None:
         lines += _answer_lines(db, span, stream)
         for summary in summarize(db, span, stream=stream).streams:
@@ -105,16 +121,20 @@ def recap(
             ]
     lines.sort(key=lambda line: (line.start, line.kind, line.stream))
     left_out = max(len(lines) - max_lines, 0)
-    lines = lines[left_out:]
+    lines = _with_run_thumbnails(db, lines[left_out:])
+    left_out += alerts_left_out
     lines = _thumbnails_for(lines, max_thumbnails)
     return Recap(span.since, span.until, lines, left_out, _message(lines, left_out, span))
 
 
-def _alert_lines(db: Any, span: Period, stream: str | None, watch: str | None) -> list[RecapLine]:
+def _alert_lines(
+    db: Any, span: Period, stream: str | None, watch: str | None, limit: int
+) -> tuple[list[RecapLine], int]:
+    """The newest `limit` alert lines, and how many older ones were not read."""
     lines = []
     params = [span.until, span.since, stream, stream, watch, watch]
     for row_id, name, alert, question, begin, start_s, end, duration, end_text, has_thumb in db.query(
-        ALERT_LINES_SQL, params
+        NEWEST_ALERTS_SQL, [*params, limit]
     ):
         if end is None:
             text = f"{alert}: on since it began"
@@ -137,28 +157,54 @@ def _alert_lines(db: Any, span: Period, stream: str | None, watch: str | None) -
                 thumbnail=row_id if has_thumb else None,
             )
         )
-    return lines
+    if len(lines) < limit:
+        return lines[::-1], 0
+    begun = db.query(ALERTS_BEGUN_SQL, [span.since, span.until, stream, stream, watch, watch])[0][0]
+    earlier = db.query(EARLIER_ALERTS_SQL, [span.since, span.since, stream, stream, watch, watch])
+    return lines[::-1], max(int(begun) + len(earlier) - len(lines), 0)
 
 
 def _answer_lines(db: Any, span: Period, stream: str | None) -> list[RecapLine]:
     """The standing question's answers as runs per stream (and question); a person's answers one line each."""
-    lines: list[RecapLine] = []
-    open_runs: dict[str, list[Any]] = {}  # stream -> the rows of its current run
-    for row in db.query(ANSWERS_SQL, [span.since, span.until, stream, stream]):
-        name, question, text, who = row[1] or "", row[5], row[6], row[7]
-        if who != "standing":
-            lines.append(_run_line("asked", [row]))
+    params = [span.since, span.until, stream, stream]
+    lines = [_run_line("asked", [row], 1) for row in db.query(ASKED_SQL, params)]
+    first = last = None
+    count = 0
+    for row in db.query(STANDING_SQL, params):
+        same = last is not None and row[1] == last[1] and row[5] == last[5]
+        if same and (row[6] == last[6] or _continues(first, row)):  # (the same text: no need to compare words)
+            last, count = row, count + 1
             continue
-        run = open_runs.get(name)
-        if run and (run[-1][5] != question or same_words(run[-1][6]) != same_words(text)):
-            lines.append(_run_line("answers", run))
-            run = None
-        open_runs[name] = [*run, row] if run else [row]
-    lines += [_run_line("answers", run) for run in open_runs.values()]
+        if first is not None:
+            lines.append(_run_line("answers", [first, last], count))
+        first, last, count = row, row, 1
+    if first is not None:
+        lines.append(_run_line("answers", [first, last], count))
     return lines
 
 
-def _run_line(kind: str, run: list[Any]) -> RecapLine:
+def _with_run_thumbnails(db: Any, lines: list[RecapLine]) -> list[RecapLine]:
+    """Each run's thumbnail: its first answer's, else its last's (looked up for the lines kept only)."""
+    wanted = [moment for line in lines if line.kind == "answers" for moment in line.moments]
+    if not wanted:
+        return lines
+    marks = ", ".join("?" * len(wanted))
+    found = {row[0] for row in db.query(f"SELECT moment_id FROM thumbnails WHERE moment_id IN ({marks})", wanted)}
+    return [
+        RecapLine(**{**asdict(line), "thumbnail": next((m for m in line.moments if m in found), None)})
+        if line.kind == "answers"
+        else line
+        for line in lines
+    ]
+
+
+def _continues(start: Any, row: Any) -> bool:
+    """Whether `row` says what the run begun at `start` says (same stream and question, same words)."""
+    return start[1] == row[1] and start[5] == row[5] and same_words(start[6]) == same_words(row[6])
+
+
+def _run_line(kind: str, run: list[Any], count: int) -> RecapLine:
+    """A run of `count` answers from its first and last row (one row: a run of one)."""
     first, last = run[0], run[-1]
     with_thumbnail = next((row[0] for row in run if row[8]), None)
     return RecapLine(
@@ -167,11 +213,11 @@ def _run_line(kind: str, run: list[Any]) -> RecapLine:
         first[2],
         last[2],
         " ".join((last[6] or "").split()),
-        count=len(run),
+        count=count,
         question=first[5],
         start_s=first[4],  # the stream times the run's first and last answer were given
         end_s=last[4],
-        moments=[first[0]] if len(run) == 1 else [first[0], last[0]],
+        moments=[first[0]] if first[0] == last[0] else [first[0], last[0]],
         thumbnail=with_thumbnail,
     )
 

@@ -132,8 +132,12 @@ def test_the_recap_collapses_equal_answers_into_runs_that_cite_their_moments(rea
 
 
 def test_the_recap_keeps_the_newest_lines_and_says_how_many_went(reader):
-    recap = reader.recap(Period(T0, NOW), max_lines=3, max_thumbnails=0)
-    assert len(recap.lines) == 3 and recap.left_out > 0 and f"{recap.left_out} older" in recap.message
+    whole = reader.recap(Period(T0, NOW), max_lines=200)
+    for lines in (1, 3, 6):  # fewer lines than the alerts alone, and more
+        recap = reader.recap(Period(T0, NOW), max_lines=lines, max_thumbnails=0)
+        shown = [(line.kind, line.start, line.count) for line in recap.lines]
+        assert shown == [(line.kind, line.start, line.count) for line in whole.lines[-lines:]]
+        assert recap.left_out == len(whole.lines) - lines and f"{recap.left_out} older" in recap.message
     assert all(line.thumbnail is None for line in recap.lines)
     with pytest.raises(ValueError, match="max_lines"):
         reader.recap(Period(T0, NOW), max_lines=0)
