@@ -98,6 +98,8 @@ def _read(ctx: ApiContext, read: Callable):
         return read(_timeline(ctx))
     except HistoryUnavailable as err:
         raise HTTPException(503, str(err)) from None
+    except PeriodError as err:  # a period too long for the buckets asked
+        raise HTTPException(422, str(err)) from None
 
 
 def _period(ctx: ApiContext, since: str | None, until: str | None) -> Period:

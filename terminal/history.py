@@ -222,6 +222,9 @@ def _period_main(args: argparse.Namespace, location, span: Period) -> int:
                 result = reader.recap(span, stream=args.stream, watch=args.watch)
                 empty = not result.lines
             unknown = unknown_name(reader.names(), args.stream, args.watch) if empty else None
+    except PeriodError as err:  # a period too long for the buckets asked
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except TimelineError as err:
         print(f"error: {redact_source(str(err))}", file=sys.stderr)
         return 2

@@ -18,9 +18,10 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from timeline.period import Period
+from timeline.period import Period, PeriodError
 
 BUCKETS = ("hour", "day")
+MAX_BUCKETS = 800  # a month of hours (744) fits; a year of them is asked per day
 DOWN_STATES = ("reconnect", "stop", "end")  # a stream's capture dropped, or the stream stopped or its source ended
 UP_STATES = ("start", "reconnected")
 _FILTERS = "(CAST(? AS TEXT) IS NULL OR {a}.stream = ?) AND (CAST(? AS TEXT) IS NULL OR {a}.alert = ?)"
@@ -159,9 +160,13 @@ def summarize(
     db: Any, span: Period, stream: str | None = None, watch: str | None = None, bucket: str | None = None
 ) -> Summary:
     """The aggregates of `span` (see the module), of one stream and/or watch when given. `db`: a backend reader
-    (`query(sql, params)`). ValueError for an unknown `bucket`."""
+    (`query(sql, params)`). ValueError for an unknown `bucket`; PeriodError for more than MAX_BUCKETS of them."""
     if bucket is not None and bucket not in BUCKETS:
         raise ValueError(f"invalid bucket {bucket!r}: expected one of {', '.join(BUCKETS)}")
+    if bucket is not None and span.seconds / (3600.0 if bucket == "hour" else 86400.0) > MAX_BUCKETS - 2:
+        raise PeriodError(
+            f"the period holds more than {MAX_BUCKETS - 2} {bucket}s: ask per day or for a shorter period"
+        )
     filters = [stream, stream, watch, watch]
     if bucket is None:
         watches = _watches_in_sql(db, span, filters)

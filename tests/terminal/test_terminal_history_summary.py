@@ -135,6 +135,13 @@ def test_unknown_names_exit_2_naming_those_there_are(timeline):
     assert known.returncode == 0, known.stderr
 
 
+def test_more_hours_than_a_month_are_asked_per_day(timeline):
+    hours = history_of(timeline, "--summary", "--since", "40d", "--bucket", "hour")
+    assert hours.returncode == 2 and "more than 798 hours: ask per day" in hours.stderr and hours.stdout == ""
+    days = history_of(timeline, "--summary", "--since", "40d", "--bucket", "day")
+    assert days.returncode == 0, days.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [

@@ -100,6 +100,12 @@ def test_hour_buckets_add_up_to_the_whole_summed_in_sql(reader, until):
     assert all(time.localtime(s).tm_min == 0 for s in starts[1:])  # whole local hours after the first
 
 
+def test_buckets_are_bounded(reader):
+    with pytest.raises(PeriodError, match="more than 798 hours"):
+        reader.summary(Period(NOW - 40 * DAY_S, NOW), bucket="hour")
+    assert len(reader.summary(Period(NOW - 40 * DAY_S, NOW), bucket="day").watches[0].buckets) in (40, 41)
+
+
 def test_streams_count_answers_and_alerts_and_their_gaps(reader):
     streams = {s.stream: s for s in reader.summary(Period(T0, NOW)).streams}
     cam, yard = streams["cam"], streams["yard"]
