@@ -137,7 +137,13 @@ def _percent(result: Any, t: float) -> float:
 
 
 def _title(segment: Any) -> str:
-    return f"{local_time(segment.start)}: {hide_upload_folder(segment.text)}"
+    return f"{local_time(segment.start)}: {shown_text(segment.text)}"
+
+
+def shown_text(text: str | None) -> str:
+    """The text as the view shows it: without the upload folder's path, nor control characters (a NUL reads as
+    nothing in the page's text but as U+FFFD in an attribute)."""
+    return "".join(c for c in hide_upload_folder(text or "") if c.isprintable() or c == "\n")
 
 
 def segment_at(result: Any, key: str | None) -> Any:
@@ -173,5 +179,5 @@ def moment_html(source: DaySource | None, result: Any, key: str | None) -> str:
         f'<div class="day-detail" data-moment="{"" if segment.moment is None else int(segment.moment)}">{image}'
         f"<b>{KIND_NAMES.get(segment.kind, html.escape(segment.kind))}</b>{count}{cites}: "
         f"{html.escape(local_time(segment.start))} to {html.escape(until)}"
-        f'<br><span class="day-text">{html.escape(hide_upload_folder(segment.text))}</span></div>'
+        f'<br><span class="day-text">{html.escape(shown_text(segment.text))}</span></div>'
     )

@@ -145,3 +145,9 @@ def test_the_pages_source_draws_a_real_timeline_and_a_click_shows_its_thumbnail(
     assert "a dog" in shown and "(2 answers)" in shown and 'src="data:image/jpeg;base64,' in shown
     assert 'src="data:image/jpeg;base64,' in day.moment_html(source, result, "1:0")  # the alert's snapshot
     assert "cannot draw the day" in day.day_view(source, "last 7 days", None)[0]  # the timeline keeps 1 day
+
+
+def test_control_characters_are_not_shown():
+    result = Day(T0, T0 + 60, [Strip("cam", None, [Segment("answer", T0, T0 + 60, "a\x00b\x07c", moment=1)])], [])
+    page, shown = day.strips_html(result), day.moment_html(FakeSource(), result, "0:0")
+    assert "\x00" not in page + shown and "\x07" not in page + shown and "abc" in page and "abc" in shown
