@@ -18,7 +18,7 @@ from app.commands import RunCommands
 from app.config import AppConfig
 from app.stream import Stream
 from app.stream_factory import StreamFactory
-from bus import DEFAULT_STREAM, ErrorEvent, EventBus, Status, StatusKind, Subscriber
+from bus import DEFAULT_STREAM, ErrorEvent, Event, EventBus, Status, StatusKind, Subscriber
 from bus.redact import redact_source, redacted
 from bus.worker import QueuedSubscriber
 from cache.attention import register_attention
@@ -306,8 +306,15 @@ def start_publisher(
     def report(message: str) -> None:
         bus.publish(redacted(ErrorEvent(where="outputs", message=message)))
 
-    sinks = build_sinks(config.outputs, SinkContext(on_error=report, alerts=alerts, commands=commands))
+    made: list[OutputPublisher] = []  # what a digest is delivered to: the publisher, made once the sinks are
+
+    def deliver(event: Event) -> None:
+        made[0](event)
+
+    context = SinkContext(report, alerts, commands, timeline=config.timeline, deliver=deliver)
+    sinks = build_sinks(config.outputs, context)
     publisher = OutputPublisher(sinks, on_error=report, wants=wanted_types(config.outputs))
+    made.append(publisher)
     bus.subscribe(publisher)
     publisher.start()
     return publisher

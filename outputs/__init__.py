@@ -1,4 +1,4 @@
-"""Outputs that leave the process: the publisher fed by the event bus, and its sinks (MQTT, webhooks, ntfy).
+"""Outputs that leave the process: the publisher fed by the event bus, and its sinks (MQTT, webhooks, ntfy, the digest).
 
 Every output is one registered `OutputKind` (outputs/registry.py): its settings (flags and --config keys), its
 sink's factory, the events it wants and where it runs in a fleet. Each registers itself at the bottom of its own
@@ -13,6 +13,8 @@ from outputs.webhook import WebhookConfig, WebhookSink
 
 __all__ = [
     "OUTPUTS",
+    "DigestConfig",
+    "DigestSink",
     "MqttConfig",
     "MqttSink",
     "NtfyConfig",
@@ -27,3 +29,6 @@ __all__ = [
     "WebhookSink",
     "register",
 ]
+
+# registered after the sinks it feeds (the registry keeps their order: mqtt, webhook, ntfy first)
+from outputs.digest import DigestConfig, DigestSink  # noqa: E402

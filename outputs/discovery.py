@@ -132,3 +132,49 @@ def ask_text_config(config: MqttConfig, stream: str) -> tuple[str, dict[str, Any
     payload = _common(config, "text", f"{stream} ask", f"{stream}_ask")
     payload.update(command_topic=ask_topic(config, stream), max=HA_STATE_MAX, icon="mdi:comment-question-outline")
     return f"{config.discovery_prefix}/text/{node_id(config)}/{stream}_ask/config", payload
+
+
+def today_topic(config: MqttConfig, stream: str, alert: str) -> str:
+    """The watch's day so far (JSON {"count", "on_s", "since"}, retained): with the timeline on only."""
+    return f"{config.prefix}/{stream}/{alert}/today"
+
+
+def recap_topic(config: MqttConfig) -> str:
+    """Where a recap command is published: plain text (the time to recap since) or JSON."""
+    return f"{config.prefix}/recap"
+
+
+def recap_result_topic(config: MqttConfig) -> str:
+    return f"{config.prefix}/recap/result"
+
+
+def digest_topic(config: MqttConfig) -> str:
+    """Where the scheduled digest (--digest-at) is published (JSON: its text and the recap)."""
+    return f"{config.prefix}/digest"
+
+
+def today_count_config(config: MqttConfig, stream: str, alert: str) -> tuple[str, dict[str, Any]]:
+    """(topic, payload) announcing how many times the watch's alert began since local midnight (a sensor)."""
+    key = f"{stream}_{alert}_today_count"
+    payload = _common(config, "sensor", f"{stream} {alert} today", key)
+    payload.update(
+        state_topic=today_topic(config, stream, alert),
+        value_template="{{ value_json.count }}",
+        state_class="total_increasing",  # back to 0 at midnight: Home Assistant reads that as a new cycle
+        icon="mdi:counter",
+    )
+    return f"{config.discovery_prefix}/sensor/{node_id(config)}/{key}/config", payload
+
+
+def today_on_config(config: MqttConfig, stream: str, alert: str) -> tuple[str, dict[str, Any]]:
+    """(topic, payload) announcing how long the watch's alert was on since local midnight (seconds, a duration)."""
+    key = f"{stream}_{alert}_today_on"
+    payload = _common(config, "sensor", f"{stream} {alert} on today", key)
+    payload.update(
+        state_topic=today_topic(config, stream, alert),
+        value_template="{{ value_json.on_s }}",
+        device_class="duration",
+        unit_of_measurement="s",
+        state_class="total_increasing",
+    )
+    return f"{config.discovery_prefix}/sensor/{node_id(config)}/{key}/config", payload

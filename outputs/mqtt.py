@@ -22,7 +22,13 @@ payload (`event_key`), and are held until the broker acknowledged their message 
 paho's `on_publish`; QoS 0: once paho wrote it) or it was dropped: the head acknowledges them to their host only
 then. A head that dies before that sends them again in its next run: at least once, the key to drop a repeat by.
 
-With `--mqtt-commands` it also takes questions and watches from the broker (`outputs.mqtt_commands`): it
+With the timeline on, each watch also gets two sensors of its day so far (`<prefix>/<stream>/<alert>/today`,
+retained: alerts begun since local midnight and seconds on), exact from the timeline: read on the sink's own
+timeline thread (`outputs.timeline_reads`) after each begin and end of that watch (once the writer wrote its row)
+and at local midnight; made and removed with the watch's other entities. The scheduled digest (`outputs.digest`)
+is published on `<prefix>/digest`.
+
+With `--mqtt-commands` it also takes questions, watches and recaps from the broker (`outputs.mqtt_commands`): it
 subscribes to the command topics at every connect, announces a Home Assistant `text` entity per stream to ask
 with, and publishes each command's result.
 
@@ -36,8 +42,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
@@ -48,12 +55,16 @@ from bus import Alert, Answer, Event, Status, StatusKind, WatchEvent, WatchLifec
 from bus.receipt import Receipt, delivered_before, hold, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
-from outputs.commands import Commands
+from outputs.commands import NOT_FOUND, CommandError, Commands
 from outputs.mqtt_client import SupervisedClient
-from outputs.mqtt_commands import MqttCommands
+from outputs.mqtt_commands import MqttCommands, _error
 from outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
 from outputs.payloads import alert_payload, answer_payload, to_json
+from outputs.recaps import NOT_AVAILABLE, Digest, recap_reply
 from outputs.registry import OutputKind, SinkContext, register
+from outputs.timeline_reads import TimelineReads, today_payload
+from timeline import TimelineConfig, TimelineError, TimelineReader
+from timeline.period import Period
 
 __all__ = ["URL_FORMS", "MqttConfig", "MqttSink", "parse_mqtt_url"]
 
@@ -76,6 +87,8 @@ class MqttSink:
             count), and when paho's thread crashed (and restarts). Never raises into the caller.
         restarts: how paho's network thread restarts after a crash.
         commands: the running assistant, for `config.commands` (None: commands are not taken, said once).
+        timeline: the running assistant's timeline, for the today sensors and recaps (None: off, none of them).
+        clock: wall seconds, for "today" and recap periods (tests pass their own).
     """
 
     def __init__(
@@ -86,13 +99,25 @@ class MqttSink:
         on_error: ErrorCallback | None = None,
         restarts: RestartPolicy | None = None,
         commands: Commands | None = None,
+        timeline: TimelineConfig | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
+        self.clock = clock
         self.name = f"mqtt {config.broker}"
         self.mark_name = f"mqtt {config.broker} {config.prefix}"  # what its delivery marks name (bus.delivery_marks)
         self.repeats_skipped = 0  # replayed events it had delivered before a fleet's head restarted
         self.on_error = on_error
-        self.commands = MqttCommands(config, commands, on_error) if config.commands and commands else None
+        self.reads = (
+            None
+            if timeline is None
+            else TimelineReads(f"mqtt {config.broker}", timeline, on_error, clock=clock, midnight=self._refresh_all)
+        )
+        self.commands = (
+            MqttCommands(config, commands, on_error, timeline=timeline, recap=self._queue_recap, wall=clock)
+            if config.commands and commands
+            else None
+        )
         if config.commands and commands is None:
             call_reporter(on_error, f"{self.name}: --mqtt-commands is not available in this run (a fleet); ignored")
         self._lock = threading.Lock()
@@ -131,6 +156,9 @@ class MqttSink:
 
     def start(self) -> None:
         """Connects in the background; a broker that is down is retried (and reported), never raised."""
+        if self.reads is not None:
+            self.reads.start()
+            self.reads.submit(self._refresh_all)  # the watches known at start: their day so far
         self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive_s)
         self._client.loop_start()
 
@@ -145,6 +173,8 @@ class MqttSink:
                 info.wait_for_publish(timeout)
             except (RuntimeError, ValueError) as exc:
                 logger.warning("%s: offline not published at close: %s", self.name, exc)
+        if self.reads is not None:
+            self.reads.close(timeout)
         self._client.stop_restarts()
         self._client.disconnect()
         self._client.loop_stop()
@@ -158,8 +188,9 @@ class MqttSink:
     def handle(self, event: Event) -> None:
         """Maps one bus event to its messages; never waits on the network."""
         match event:
-            case Alert(stream=str()):
+            case Alert(stream=str() as stream):
                 self._handle_alert(event)
+                self._refresh_today(stream, event.alert, (event.id, "begin" if event.began else "end"))
             case Answer(stream=str() as stream) if stream:
                 self._add_stream(stream, announce=True)
                 if self._repeat(event):
@@ -171,8 +202,11 @@ class MqttSink:
             case WatchEvent(stream=str() as stream, change=WatchLifecycle.SET):
                 if self._add_pair(stream, event.alert, announce=True):
                     self._set_state(topics.state_topic(self.config, stream, event.alert), topics.STATE_OFF)
+                self._refresh_today(stream, event.alert)
             case WatchEvent(stream=str() as stream, change=WatchLifecycle.ENDED):
                 self._remove_pair(stream, event.alert)
+            case Digest():
+                self._publish(topics.digest_topic(self.config), to_json(event.payload()))
             case Status(stream=None, kind=StatusKind.READY | StatusKind.STOPPED as kind):
                 with self._lock:
                     self._available = kind is StatusKind.READY
@@ -191,6 +225,50 @@ class MqttSink:
             return
         hold(event)  # until the broker took its message on the events topic
         self._publish(topics.events_topic(self.config, stream), to_json(alert_payload(event)), receipt=event.receipt)
+
+    # --- the timeline's reads (on `self.reads`' thread) --------------------------------------------------------
+
+    def _refresh_today(self, stream: str, alert: str, row: tuple[str, str] | None = None) -> None:
+        """Queues a read of the watch's day so far; `row`: (alert id, begin|end), waited for in the timeline."""
+        if self.reads is None:
+            return
+
+        def job(reader: TimelineReader) -> None:
+            if row is not None and not self.reads.wait_for_alert(reader, *row):
+                logger.warning("%s: alert %s not in the timeline yet; today's sensors read without it", self.name, row)
+            self._set_today(stream, alert, today_payload(reader, stream, alert, self.clock()))
+
+        if not self.reads.submit(job):
+            logger.warning("%s: the timeline's queue is full; today's sensors of %s/%s wait", self.name, stream, alert)
+
+    def _refresh_all(self, reader: TimelineReader) -> None:
+        """Every watch's day so far (at start, and at local midnight: the day starts again)."""
+        with self._lock:
+            pairs = list(self._pairs)
+        for stream, alert in pairs:
+            self._set_today(stream, alert, today_payload(reader, stream, alert, self.clock()))
+
+    def _set_today(self, stream: str, alert: str, payload: dict) -> None:
+        with self._lock:
+            if (stream, alert) not in self._pairs:
+                return  # the watch ended meanwhile: its sensors are gone
+        self._set_state(topics.today_topic(self.config, stream, alert), to_json(payload))
+
+    def _queue_recap(self, span: Period, stream: str | None, watch: str | None, request_id: str | None) -> bool:
+        """A recap command (paho's thread): read on the timeline thread, its result published from there."""
+        if self.reads is None:
+            return False
+
+        def job(reader: TimelineReader) -> None:
+            try:
+                result = recap_reply(reader.recap(span, stream=stream, watch=watch), request_id)
+            except TimelineError as err:
+                result = _error("recap", request_id, CommandError(f"cannot read the timeline: {err}", NOT_AVAILABLE))
+            except ValueError as err:
+                result = _error("recap", request_id, CommandError(str(err), NOT_FOUND))
+            self._publish(topics.recap_result_topic(self.config), to_json(result))
+
+        return self.reads.submit(job)
 
     def _repeat(self, event: Event) -> bool:
         """A replayed event the broker took before the fleet's head restarted: its message is not sent again."""
@@ -246,6 +324,7 @@ class MqttSink:
             *configs,
             topics.state_topic(self.config, stream, alert),
             topics.snapshot_topic(self.config, stream, alert),
+            *([topics.today_topic(self.config, stream, alert)] if self.reads is not None else []),
         ]
 
     def _set_state(self, topic: str, payload: Payload) -> None:
@@ -334,9 +413,11 @@ class MqttSink:
             self._send(topic, json.dumps(payload) if self.commands else "", True)
 
     def _pair_configs(self, stream: str, alert: str) -> list[tuple[str, dict]]:
+        today = (topics.today_count_config, topics.today_on_config) if self.reads is not None else ()
         return [
             topics.alert_sensor_config(self.config, stream, alert),
             topics.snapshot_image_config(self.config, stream, alert),
+            *(make(self.config, stream, alert) for make in today),
         ]
 
     def _announce_pair(self, stream: str, alert: str) -> None:
@@ -441,7 +522,12 @@ class MqttSink:
 
 def _sink(config: MqttConfig, context: SinkContext) -> MqttSink:
     return MqttSink(
-        config, streams=context.streams, alerts=context.alerts, on_error=context.on_error, commands=context.commands
+        config,
+        streams=context.streams,
+        alerts=context.alerts,
+        on_error=context.on_error,
+        commands=context.commands,
+        timeline=context.timeline,
     )
 
 
@@ -451,7 +537,7 @@ register(
         MqttConfig,
         _sink,
         # Status: the assistant ready or stopped (the availability topic); WatchEvent: a watch's entities made, removed
-        wants=(Alert, Answer, Status, WatchEvent),
+        wants=(Alert, Answer, Status, WatchEvent, Digest),
         from_flags=MqttConfig.from_environment,  # the credentials from the environment or --mqtt-password-file
     )
 )

@@ -6,7 +6,10 @@ Topics (see `outputs.discovery`; docs/mqtt-commands.md):
   both answered on `<prefix>/ask/result` (queued or refused), the answer itself later on `<prefix>/<stream>/answer`
   carrying `request` = `mqtt-<id>`;
 - `<prefix>/watches/set`: `{"action": "add" | "change" | "remove" | "list", "id": ..., ...}`, answered on
-  `<prefix>/watches/result`.
+  `<prefix>/watches/result`;
+- `<prefix>/recap`: the time to recap since as plain text, or `{"since", "until", "stream", "watch", "id"}`
+  (`outputs.digest.recap_request`), answered on `<prefix>/recap/result`: a refusal at once, the recap once the
+  sink's timeline thread read it (`recap` below; nothing is read on paho's thread).
 
 A result is `{"action", "ok": true, "id", ...}` or `{"action", "ok": false, "id", "code", "error"}`. Pure of the
 network: `MqttCommands.handle(topic, payload, retained)` returns the reply to publish (or None); the MQTT sink
@@ -34,9 +37,12 @@ from typing import Any
 
 import outputs.discovery as topics
 from bus.reporting import ErrorCallback, call_reporter
-from outputs.commands import INVALID, NOT_FOUND, CommandError, Commands
+from outputs.commands import BUSY, INVALID, NOT_FOUND, CommandError, Commands
 from outputs.mqtt_config import MqttConfig
 from outputs.payloads import to_json
+from outputs.recaps import recap_request
+from timeline import TimelineConfig
+from timeline.period import Period
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +51,23 @@ ASK_KEYS = ("question", "stream", "id")
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 MAX_STREAM_CHARS = 64  # a topic level longer than this is not echoed back as a stream name
 RATE, TOO_LARGE, RETAINED = "rate", "too_large", "retained"
+RESULT_TOPICS = {
+    "watch": topics.watches_result_topic,
+    "recap": topics.recap_result_topic,
+    "ask_json": topics.ask_result_topic,
+    "ask_text": topics.ask_result_topic,
+}
+ACTION_OF = {"recap": "recap", "ask_json": "ask", "ask_text": "ask"}  # a watch's action is read from its command
 
 
 @dataclass(frozen=True)
 class Reply:
     topic: str
     payload: bytes
+
+
+# (period, stream, watch, id) -> whether the recap was queued (its result is published later)
+RecapQueue = Callable[[Period, str | None, str | None, str | None], bool]
 
 
 class TokenBucket:
@@ -78,6 +95,9 @@ class MqttCommands:
         commands: the running assistant (`outputs.commands.Commands`).
         on_error: told once when a flood starts dropping commands unanswered.
         clock: monotonic seconds, for the rate (tests pass their own).
+        timeline: the running assistant's timeline (None: off; a recap command is refused saying so).
+        recap: queues a recap read (None: no recaps, as with the timeline off).
+        wall: wall seconds, for a recap's period (tests pass their own).
     """
 
     def __init__(
@@ -86,8 +106,12 @@ class MqttCommands:
         commands: Commands,
         on_error: ErrorCallback | None = None,
         clock: Callable[[], float] = time.monotonic,
+        timeline: TimelineConfig | None = None,
+        recap: RecapQueue | None = None,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
+        self.timeline, self.recap, self.wall = timeline, recap, wall
         self.commands = commands
         self.on_error = on_error
         self._lock = threading.Lock()
@@ -98,14 +122,19 @@ class MqttCommands:
 
     def subscriptions(self) -> list[str]:
         """The topic filters to subscribe to."""
-        return [topics.ask_topic(self.config, "+"), topics.ask_topic(self.config), topics.watches_topic(self.config)]
+        return [
+            topics.ask_topic(self.config, "+"),
+            topics.ask_topic(self.config),
+            topics.watches_topic(self.config),
+            topics.recap_topic(self.config),
+        ]
 
     def handle(self, topic: str, payload: bytes, retained: bool = False) -> Reply | None:
         """The reply to one command message, or None (not a command topic, or dropped in a flood)."""
         kind, stream = self._kind(topic)
         if kind is None:
             return None
-        result_topic = (topics.watches_result_topic if kind == "watch" else topics.ask_result_topic)(self.config)
+        result_topic = RESULT_TOPICS[kind](self.config)
         with self._lock:
             if not self._taken.take():
                 if not self._refusals.take():
@@ -116,12 +145,17 @@ class MqttCommands:
                     f"{self.config.command_rate_s:g} a second; try again in a moment",
                     RATE,
                 )
-                return self._reply(result_topic, _error("ask" if kind != "watch" else None, None, refused))
-        action, request_id = ("ask" if kind != "watch" else None), None
+                return self._reply(result_topic, _error(ACTION_OF.get(kind), None, refused))
+        action, request_id = ACTION_OF.get(kind), None
         try:
             text = self._text(payload, retained)
             if kind == "ask_text":
                 result = self._ask(text, stream, None)
+            elif kind == "recap":
+                body = _json_object(text) if text.lstrip().startswith("{") else {"since": text.strip()}
+                request_id = _request_id(body.pop("id", None))
+                self._recap(body, request_id)
+                return None  # queued: the sink publishes its result once read
             else:
                 body = _json_object(text)
                 request_id = _request_id(body.pop("id", None))
@@ -142,9 +176,17 @@ class MqttCommands:
 
     # -- inside ---------------------------------------------------------------------------------------
 
+    def _recap(self, body: dict[str, Any], request_id: str | None) -> None:
+        """Queues the recap `body` asks for; CommandError when refused."""
+        span, stream, watch = recap_request(body, self.timeline, self.wall())
+        if self.recap is None or not self.recap(span, stream, watch, request_id):
+            raise CommandError("too many recaps are being read; try again in a moment", BUSY)
+
     def _kind(self, topic: str) -> tuple[str | None, str | None]:
         if topic == topics.watches_topic(self.config):
             return "watch", None
+        if topic == topics.recap_topic(self.config):
+            return "recap", None
         if topic == topics.ask_topic(self.config):
             return "ask_json", None
         root = self.config.prefix + "/"

@@ -1,4 +1,5 @@
-"""ntfy (https://ntfy.sh, or a self-hosted server): a phone notification when a watch's alert begins.
+"""ntfy (https://ntfy.sh, or a self-hosted server): a phone notification when a watch's alert begins, and the
+digest (`--digest-at`, `outputs.digest`) as its recap's short lines.
 
 The whole output is this file: its settings (whose `url` field is the flag `--ntfy`, repeatable, and the
 --config key `ntfy`), a `send`, and its registration at the bottom; `outputs.queued_sink.QueuedSink` runs it on
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 from bus import Alert, Event
 from outputs.http_post import PostError, post
 from outputs.queued_sink import QueuedSink
+from outputs.recaps import Digest
 from outputs.registry import OutputKind, SinkContext, register
 from outputs.webhook import WebhookConfig
 
@@ -56,7 +58,8 @@ def _header(text: str) -> str:
 
 
 class NtfySink:
-    """POSTs one line per alert begin to the topic; raises PostError or OSError when it cannot (reported)."""
+    """POSTs one line per alert begin (and each digest's lines) to the topic; raises PostError or OSError when it
+    cannot (reported)."""
 
     def __init__(self, config: NtfyConfig) -> None:
         self.config = config
@@ -65,13 +68,17 @@ class NtfySink:
         self._ssl = ssl.create_default_context() if urlsplit(config.url).scheme == "https" else None
 
     def wants(self, event: Event) -> bool:
-        return isinstance(event, Alert) and event.began
+        return (isinstance(event, Alert) and event.began) or isinstance(event, Digest)
 
     def send(self, event: Event) -> None:
-        if not isinstance(event, Alert):
+        if isinstance(event, Digest):  # the recap's lines, at the default priority: read when convenient
+            body, headers = event.text, {"Title": "digest", "Priority": "3", "Tags": "memo"}
+        elif isinstance(event, Alert):
+            body = f"{event.alert} began on {event.stream} at t={event.stream_time:.0f} s (p_yes {event.p_yes:.2f})"
+            title = _header(f"alert {event.alert}")
+            headers = {"Title": title, "Priority": str(self.config.priority), "Tags": "warning"}
+        else:
             return
-        body = f"{event.alert} began on {event.stream} at t={event.stream_time:.0f} s (p_yes {event.p_yes:.2f})"
-        headers = {"Title": _header(f"alert {event.alert}"), "Priority": str(self.config.priority), "Tags": "warning"}
         status = post(self.config.url, body.encode("utf-8"), headers, self.config.timeout_s, ssl_context=self._ssl)
         if not 200 <= status.status < 300:
             raise PostError(f"HTTP {status.status}", retry=False)
@@ -81,4 +88,4 @@ def _sink(config: NtfyConfig, context: SinkContext) -> QueuedSink:
     return QueuedSink(NtfySink(config), on_error=context.on_error)
 
 
-register(OutputKind("ntfy", NtfyConfig, _sink, wants=(Alert,)))  # head only: one notification per alert
+register(OutputKind("ntfy", NtfyConfig, _sink, wants=(Alert, Digest)))  # head only: one notification per alert

@@ -27,6 +27,7 @@ from bus.reporting import ErrorCallback
 if TYPE_CHECKING:
     from outputs.commands import Commands
     from outputs.publisher import Sink
+    from timeline import TimelineConfig
 
 Outputs = Mapping[str, Sequence[Any]]  # output name -> the settings of each configured output of that kind
 
@@ -36,11 +37,16 @@ class SinkContext:
     """What a sink may need besides its settings. on_error: reports a one-line message (an `error` event, where:
     outputs), never raises; alerts: stream name -> the names of its watches (MQTT announces them to Home
     Assistant at start; empty on a fleet's host, whose streams come and go); commands: the running assistant for
-    outputs that take commands (MQTT's `--mqtt-commands`; None where the run takes none: a fleet)."""
+    outputs that take commands (MQTT's `--mqtt-commands`; None where the run takes none: a fleet); timeline: the
+    running assistant's timeline, for outputs that read it (MQTT's today sensors and recap command, the digest;
+    None: off, or a fleet); deliver: hands an event an output made (a digest) to every output that wants it
+    (the publisher's queue; never blocks)."""
 
     on_error: ErrorCallback
     alerts: Mapping[str, Sequence[str]] = field(default_factory=dict)
     commands: Commands | None = None
+    timeline: TimelineConfig | None = None
+    deliver: Callable[[Event], None] | None = None
 
     @property
     def streams(self) -> list[str]:

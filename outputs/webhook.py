@@ -1,4 +1,5 @@
-"""Webhooks: each alert and answer POSTed as JSON to a URL, signed with HMAC-SHA256 when a secret is set.
+"""Webhooks: each alert and answer (and each digest: `outputs.digest`) POSTed as JSON to a URL, signed with
+HMAC-SHA256 when a secret is set.
 
 Each webhook has its own bounded queue and thread, so a slow or unreachable receiver delays nobody else.
 Connection errors, timeouts and 5xx answers are retried with exponential backoff; 4xx answers are not
@@ -36,6 +37,7 @@ from bus.worker import BackgroundWorker
 from outputs.credentials import WEBHOOK_SECRET_ENV, read_secret
 from outputs.http_post import PostError, post
 from outputs.payloads import alert_payload, answer_payload, to_json
+from outputs.recaps import Digest
 from outputs.registry import OutputKind, SinkContext, register
 
 logger = logging.getLogger(__name__)
@@ -170,6 +172,8 @@ def webhook_body(event: Event) -> bytes | None:
         return to_json(alert_payload(event, with_snapshot=True))
     if isinstance(event, Answer):
         return to_json(answer_payload(event))
+    if isinstance(event, Digest):
+        return to_json(event.payload())
     return None
 
 
@@ -296,7 +300,7 @@ register(
         "webhook",
         WebhookConfig,
         _sink,
-        wants=(Alert, Answer),
+        wants=(Alert, Answer, Digest),
         from_flags=WebhookConfig.from_environment,  # the secret from --webhook-secret-file or the environment
     )
 )

@@ -19,6 +19,7 @@ from app.startup import start_publisher
 from bus import Alert, Answer, ErrorEvent, Event, EventBus, Status, WatchEvent
 from fleet.hosts import host_config
 from outputs import OUTPUTS, MqttConfig, NtfyConfig, OutputKind, QueuedSink, SinkContext, WebhookConfig, register
+from outputs.recaps import Digest
 from outputs.registry import build_sinks, per_host, wanted_types
 from tests.support.app_helpers import read_log, video
 from tests.support.event_helpers import make_event
@@ -154,9 +155,10 @@ def test_nothing_configured_starts_no_publisher_and_the_filter_is_what_the_outpu
     assert wanted_types({"csv-alerts": [CsvAlertsConfig(tmp_path / "a.csv")]}) == (Alert,)
     assert wanted_types({"ntfy": [NtfyConfig("https://ntfy.sh/t")], "webhook": [WebhookConfig("http://h/x")]}) == (
         Alert,
+        Digest,  # the recap of --digest-at (outputs/digest.py)
         Answer,
     )
-    assert set(wanted_types({"mqtt": [MqttConfig("mqtt://h")]})) == {Alert, Answer, Status, WatchEvent}
+    assert set(wanted_types({"mqtt": [MqttConfig("mqtt://h")]})) == {Alert, Answer, Status, WatchEvent, Digest}
     config = replace(config, outputs={"csv-alerts": [CsvAlertsConfig(tmp_path / "a.csv")]})
     bus = EventBus()
     publisher = start_publisher(config, {"door": ["person"]}, bus)

@@ -27,7 +27,7 @@ ALLOWED = {  # package -> the project's packages it may import
     "api": {"watches", "ui", "capture", "timeline", "bus"},  # the HTTP API: routes over the assistant's protocol
     "terminal": {"ui", "watches", "timeline", "bus"},  # the terminal's parts: stdin, watch commands, printer, history
     "watches": {"timeline", "bus"},  # yes/no watches, the standing question, runtime watches and their state file
-    "outputs": {"bus"},  # every sink and the publisher
+    "outputs": {"timeline", "bus"},  # every sink and the publisher; the today sensors and digests read the timeline
     "timeline": {"bus"},  # tier 3: SQLite or PostgreSQL
     "ui": {"capture", "model", "cache", "bus"},
     "capture": {"bus"},
