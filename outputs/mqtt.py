@@ -24,7 +24,7 @@ then. A head that dies before that sends them again in its next run: at least on
 
 With the timeline on, each watch also gets two sensors of its day so far (`<prefix>/<stream>/<alert>/today`,
 retained: alerts begun since local midnight and seconds on), exact from the timeline: read on the sink's own
-timeline thread (`outputs.timeline_reads`) after each begin and end of that watch (once the writer wrote its row)
+timeline thread (`outputs.mqtt_timeline`) after each begin and end of that watch (once the writer wrote its row)
 and at local midnight; made and removed with the watch's other entities. The scheduled digest (`outputs.digest`)
 is published on `<prefix>/digest`.
 
@@ -55,16 +55,15 @@ from bus import Alert, Answer, Event, Status, StatusKind, WatchEvent, WatchLifec
 from bus.receipt import Receipt, delivered_before, hold, release
 from bus.reporting import ErrorCallback, call_reporter
 from bus.supervisor import RestartPolicy
-from outputs.commands import NOT_FOUND, CommandError, Commands
+from outputs.commands import Commands
 from outputs.mqtt_client import SupervisedClient
-from outputs.mqtt_commands import MqttCommands, _error
+from outputs.mqtt_commands import MqttCommands
 from outputs.mqtt_config import URL_FORMS, MqttConfig, parse_mqtt_url
+from outputs.mqtt_timeline import MqttTimeline
 from outputs.payloads import alert_payload, answer_payload, to_json
-from outputs.recaps import NOT_AVAILABLE, Digest, recap_reply
+from outputs.recaps import Digest
 from outputs.registry import OutputKind, SinkContext, register
-from outputs.timeline_reads import TimelineReads, today_payload
-from timeline import TimelineConfig, TimelineError, TimelineReader
-from timeline.period import Period
+from timeline import TimelineConfig
 
 __all__ = ["URL_FORMS", "MqttConfig", "MqttSink", "parse_mqtt_url"]
 
@@ -108,13 +107,14 @@ class MqttSink:
         self.mark_name = f"mqtt {config.broker} {config.prefix}"  # what its delivery marks name (bus.delivery_marks)
         self.repeats_skipped = 0  # replayed events it had delivered before a fleet's head restarted
         self.on_error = on_error
-        self.reads = (
+        self.timeline = (
             None
             if timeline is None
-            else TimelineReads(f"mqtt {config.broker}", timeline, on_error, clock=clock, midnight=self._refresh_all)
+            else MqttTimeline(config, timeline, self._pairs_now, self._set_pair_state, self._publish, on_error, clock)
         )
+        recap = self.timeline.queue_recap if self.timeline is not None else None
         self.commands = (
-            MqttCommands(config, commands, on_error, timeline=timeline, recap=self._queue_recap, wall=clock)
+            MqttCommands(config, commands, on_error, timeline=timeline, recap=recap, wall=clock)
             if config.commands and commands
             else None
         )
@@ -156,9 +156,8 @@ class MqttSink:
 
     def start(self) -> None:
         """Connects in the background; a broker that is down is retried (and reported), never raised."""
-        if self.reads is not None:
-            self.reads.start()
-            self.reads.submit(self._refresh_all)  # the watches known at start: their day so far
+        if self.timeline is not None:
+            self.timeline.start()
         self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive_s)
         self._client.loop_start()
 
@@ -173,8 +172,8 @@ class MqttSink:
                 info.wait_for_publish(timeout)
             except (RuntimeError, ValueError) as exc:
                 logger.warning("%s: offline not published at close: %s", self.name, exc)
-        if self.reads is not None:
-            self.reads.close(timeout)
+        if self.timeline is not None:
+            self.timeline.close(timeout)
         self._client.stop_restarts()
         self._client.disconnect()
         self._client.loop_stop()
@@ -190,7 +189,8 @@ class MqttSink:
         match event:
             case Alert(stream=str() as stream):
                 self._handle_alert(event)
-                self._refresh_today(stream, event.alert, (event.id, "begin" if event.began else "end"))
+                if self.timeline is not None:
+                    self.timeline.refresh(stream, event.alert, (event.id, "begin" if event.began else "end"))
             case Answer(stream=str() as stream) if stream:
                 self._add_stream(stream, announce=True)
                 if self._repeat(event):
@@ -202,7 +202,8 @@ class MqttSink:
             case WatchEvent(stream=str() as stream, change=WatchLifecycle.SET):
                 if self._add_pair(stream, event.alert, announce=True):
                     self._set_state(topics.state_topic(self.config, stream, event.alert), topics.STATE_OFF)
-                self._refresh_today(stream, event.alert)
+                if self.timeline is not None:
+                    self.timeline.refresh(stream, event.alert)
             case WatchEvent(stream=str() as stream, change=WatchLifecycle.ENDED):
                 self._remove_pair(stream, event.alert)
             case Digest():
@@ -225,50 +226,6 @@ class MqttSink:
             return
         hold(event)  # until the broker took its message on the events topic
         self._publish(topics.events_topic(self.config, stream), to_json(alert_payload(event)), receipt=event.receipt)
-
-    # --- the timeline's reads (on `self.reads`' thread) --------------------------------------------------------
-
-    def _refresh_today(self, stream: str, alert: str, row: tuple[str, str] | None = None) -> None:
-        """Queues a read of the watch's day so far; `row`: (alert id, begin|end), waited for in the timeline."""
-        if self.reads is None:
-            return
-
-        def job(reader: TimelineReader) -> None:
-            if row is not None and not self.reads.wait_for_alert(reader, *row):
-                logger.warning("%s: alert %s not in the timeline yet; today's sensors read without it", self.name, row)
-            self._set_today(stream, alert, today_payload(reader, stream, alert, self.clock()))
-
-        if not self.reads.submit(job):
-            logger.warning("%s: the timeline's queue is full; today's sensors of %s/%s wait", self.name, stream, alert)
-
-    def _refresh_all(self, reader: TimelineReader) -> None:
-        """Every watch's day so far (at start, and at local midnight: the day starts again)."""
-        with self._lock:
-            pairs = list(self._pairs)
-        for stream, alert in pairs:
-            self._set_today(stream, alert, today_payload(reader, stream, alert, self.clock()))
-
-    def _set_today(self, stream: str, alert: str, payload: dict) -> None:
-        with self._lock:
-            if (stream, alert) not in self._pairs:
-                return  # the watch ended meanwhile: its sensors are gone
-        self._set_state(topics.today_topic(self.config, stream, alert), to_json(payload))
-
-    def _queue_recap(self, span: Period, stream: str | None, watch: str | None, request_id: str | None) -> bool:
-        """A recap command (paho's thread): read on the timeline thread, its result published from there."""
-        if self.reads is None:
-            return False
-
-        def job(reader: TimelineReader) -> None:
-            try:
-                result = recap_reply(reader.recap(span, stream=stream, watch=watch), request_id)
-            except TimelineError as err:
-                result = _error("recap", request_id, CommandError(f"cannot read the timeline: {err}", NOT_AVAILABLE))
-            except ValueError as err:
-                result = _error("recap", request_id, CommandError(str(err), NOT_FOUND))
-            self._publish(topics.recap_result_topic(self.config), to_json(result))
-
-        return self.reads.submit(job)
 
     def _repeat(self, event: Event) -> bool:
         """A replayed event the broker took before the fleet's head restarted: its message is not sent again."""
@@ -324,8 +281,21 @@ class MqttSink:
             *configs,
             topics.state_topic(self.config, stream, alert),
             topics.snapshot_topic(self.config, stream, alert),
-            *([topics.today_topic(self.config, stream, alert)] if self.reads is not None else []),
+            *([topics.today_topic(self.config, stream, alert)] if self.timeline is not None else []),
         ]
+
+    def _pairs_now(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self._pairs)
+
+    def _set_pair_state(self, stream: str, alert: str, topic: str, payload: Payload) -> None:
+        """A retained state of (stream, alert), unless the watch ended meanwhile (its topics are cleared then)."""
+        with self._lock:
+            if (stream, alert) not in self._pairs:
+                return
+            self._retained[topic] = payload
+            if self._connected:
+                self._send(topic, payload, True)
 
     def _set_state(self, topic: str, payload: Payload) -> None:
         """A retained state: sent now when connected; only the latest of a topic is kept (in `_retained`) and
@@ -413,11 +383,10 @@ class MqttSink:
             self._send(topic, json.dumps(payload) if self.commands else "", True)
 
     def _pair_configs(self, stream: str, alert: str) -> list[tuple[str, dict]]:
-        today = (topics.today_count_config, topics.today_on_config) if self.reads is not None else ()
         return [
             topics.alert_sensor_config(self.config, stream, alert),
             topics.snapshot_image_config(self.config, stream, alert),
-            *(make(self.config, stream, alert) for make in today),
+            *(self.timeline.configs(stream, alert) if self.timeline is not None else []),
         ]
 
     def _announce_pair(self, stream: str, alert: str) -> None:

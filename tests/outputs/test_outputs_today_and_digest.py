@@ -110,7 +110,7 @@ def test_the_sensors_of_a_watchs_day_follow_the_timeline_and_go_with_the_watch(t
     broker = started_broker(tmp_path, closing)
     clock = Clock(NOW)
     sink = MqttSink(MqttConfig(broker.url), alerts={"door": ["parcel"]}, timeline=timeline, clock=clock)
-    sink.reads.recheck_s = 0.05  # the idle thread looks at the test's clock often (midnight below)
+    sink.timeline.reads.recheck_s = 0.05  # the idle thread looks at the test's clock often (midnight below)
     closing.append(sink)
     live = watcher(broker.port, closing)
     sink.start()
