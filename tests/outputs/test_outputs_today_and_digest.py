@@ -1,12 +1,14 @@
 """Issue 49 through the outputs: each watch's day so far as two Home Assistant sensors, the recap over an MQTT
-command, and the daily digest (--digest-at) through a webhook. Real parts: a timeline written by the store
-(SQLite), Debian's mosquitto on 127.0.0.1 with a real subscriber and publisher, a local webhook receiver. The wall
-clock is the test's own (a fixed day), so "today", midnight and 21:00 come when the test says."""
+command, and the daily digest (--digest-at) through ntfy and a webhook. Real parts: a timeline written by the
+store (SQLite and PostgreSQL), Debian's mosquitto on 127.0.0.1 with a real subscriber and publisher, a local
+webhook receiver. The wall clock is the test's own (a fixed day), so "today", midnight and 21:00 come when the test
+says; no whole program is started (the digest's wiring is `start_publisher`, as a run calls it)."""
 
 from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -69,8 +71,9 @@ def write(timeline: TimelineConfig, rows: list[Row]) -> None:
 
 
 @pytest.fixture
-def timeline(tmp_path) -> TimelineConfig:
-    config = TimelineConfig(tmp_path / "timeline.sqlite", days=7.0)
+def timeline(timeline_location) -> TimelineConfig:
+    """The rows above in a real timeline: SQLite, and PostgreSQL (tests/support/timeline_backends.py)."""
+    config = TimelineConfig(timeline_location, days=7.0)
     write(config, ROWS)
     return config
 
@@ -268,7 +271,7 @@ def test_the_digest_setting_reaches_the_webhooks_through_the_publisher(tmp_path,
     webhook; with the timeline off the digest says once what to turn on."""
     receiver = start(receivers)
     flags = ["--video", "a.mp4", "--digest-at", "21:00", "--webhook", receiver.url]
-    config = AppConfig.from_args(parse_args([*flags, "--timeline", str(timeline.path)]))
+    config = replace(AppConfig.from_args(parse_args(flags)), timeline=timeline)  # SQLite or PostgreSQL
     assert config.outputs["digest"] == [DigestConfig("21:00")]
     bus = EventBus()
     publisher = start_publisher(config, {}, bus)
