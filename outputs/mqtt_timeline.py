@@ -90,16 +90,19 @@ class MqttTimeline:
         """A recap command (from paho's thread): read on the timeline thread, its result published from there.
         False when the queue is full."""
 
-        def job(reader: TimelineReader) -> None:
-            try:
-                result = recap_reply(reader.recap(span, stream=stream, watch=watch), request_id)
-            except TimelineError as err:
-                result = _error("recap", request_id, CommandError(f"cannot read the timeline: {err}", NOT_AVAILABLE))
-            except ValueError as err:
-                result = _error("recap", request_id, CommandError(str(err), NOT_FOUND))
+        def reply(result: dict[str, Any]) -> None:
             self.publish(topics.recap_result_topic(self.config), to_json(result))
 
-        return self.reads.submit(job)
+        def job(reader: TimelineReader) -> None:
+            try:
+                reply(recap_reply(reader.recap(span, stream=stream, watch=watch), request_id))
+            except ValueError as err:
+                reply(_error("recap", request_id, CommandError(str(err), NOT_FOUND)))
+
+        def failed(err: TimelineError) -> None:
+            reply(_error("recap", request_id, CommandError(f"cannot read the timeline: {err}", NOT_AVAILABLE)))
+
+        return self.reads.submit(job, failed)
 
     def _set(self, reader: TimelineReader, stream: str, alert: str) -> None:
         payload = to_json(today_payload(reader, stream, alert, self.clock()))

@@ -1,8 +1,9 @@
 """An output's reads of the timeline, on a thread of its own: never the model worker's, nor paho's network thread.
 
 `TimelineReads` keeps one bounded queue of jobs (a job is a function of an open `TimelineReader`) and one thread
-that opens the reader read-only at its first job (the writer may create the timeline after the outputs start; a
-reader that cannot be opened yet is tried again at the next job, reported once) and runs them in order. When the
+that opens the reader read-only at its first job and runs them in order. The writer may create the timeline after
+the outputs start (a fleet's head does): a timeline not there before any reader could open it is only logged, and
+tried again at the next job; a failure after that is reported once until a job succeeds again. When the
 queue is full a job is refused (`submit` says so), never waited for. A `midnight` callback runs at each local
 midnight; when that is due is a pure function of the wall clock (`next_midnight`), so tests give it their own.
 
@@ -27,6 +28,7 @@ from timeline.period import Period
 logger = logging.getLogger(__name__)
 
 Job = Callable[[TimelineReader], None]
+Failed = Callable[[TimelineError], None]  # a job's answer when the timeline cannot be opened or read
 ROW_SQL = "SELECT count(*) FROM moments m WHERE m.kind = 'alert' AND m.alert_id = ? AND m.state = ?"
 RECHECK_S = 60.0
 
@@ -84,10 +86,11 @@ class TimelineReads:
         self.midnight = midnight
         self.wait_for_row_s = wait_for_row_s
         self.recheck_s = recheck_s
-        self._jobs: queue.Queue[Job] = queue.Queue(maxsize=queue_size)
+        self._jobs: queue.Queue[tuple[Job, Failed | None]] = queue.Queue(maxsize=queue_size)
         self._stop = threading.Event()
         self._reader: TimelineReader | None = None
         self._failing = False
+        self._opened = False  # a reader was opened once: a timeline missing or unreadable since then is reported
         self._thread = threading.Thread(target=self._run, name=f"{name} timeline", daemon=True)
 
     def start(self) -> None:
@@ -99,12 +102,13 @@ class TimelineReads:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
-    def submit(self, job: Job) -> bool:
-        """Queues `job`; False (nothing queued) when the queue is full or the thread stopped."""
+    def submit(self, job: Job, failed: Failed | None = None) -> bool:
+        """Queues `job`; False (nothing queued) when the queue is full or the thread stopped. `failed`: called
+        instead when the timeline cannot be opened or read."""
         if self._stop.is_set():
             return False
         try:
-            self._jobs.put_nowait(job)
+            self._jobs.put_nowait((job, failed))
         except queue.Full:
             return False
         return True
@@ -129,26 +133,31 @@ class TimelineReads:
                     self._do(self.midnight)
                 continue
             try:
-                job = self._jobs.get(timeout=max(0.01, min(due - now, self.recheck_s)))
+                job, failed = self._jobs.get(timeout=max(0.01, min(due - now, self.recheck_s)))
             except queue.Empty:
                 continue
-            self._do(job)
+            self._do(job, failed)
         if self._reader is not None:
             self._reader.close()
 
-    def _do(self, job: Job) -> None:
+    def _do(self, job: Job, failed: Failed | None = None) -> None:
         try:
             if self._reader is None:
                 self._reader = TimelineReader(self.timeline.path, self.timeline.busy_timeout_s)
+                self._opened = True
             job(self._reader)
             self._failing = False
         except TimelineError as err:
             if self._reader is not None:
                 self._reader.close()
                 self._reader = None  # opened again at the next job
-            if not self._failing:
+            if failed is not None:
+                failed(err)
+            if not self._opened:
+                logger.info("%s: the timeline is not there yet (%s); tried again at the next read", self.name, err)
+            elif not self._failing:
                 call_reporter(self.on_error, f"{self.name}: cannot read the timeline ({err})")
-            self._failing = True
+                self._failing = True
         except Exception as exc:  # a job's bug must not end the thread: reported by type, the next job goes on
             logger.exception("%s: a timeline job failed", self.name)
             call_reporter(self.on_error, f"{self.name}: a timeline job failed ({type(exc).__name__})")

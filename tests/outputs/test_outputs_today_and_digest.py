@@ -290,3 +290,22 @@ def test_the_digest_setting_reaches_the_webhooks_through_the_publisher(tmp_path,
     assert off is not None
     off.close(timeout=2.0)
     assert [m for m in errors if "--timeline PATH" in m and "digest at 21:00" in m]
+
+
+def test_a_timeline_that_cannot_be_read_is_a_recap_refusal_not_silence(tmp_path, closing):  # noqa: F811
+    broker = started_broker(tmp_path, closing)
+    missing = TimelineConfig(tmp_path / "never-written.sqlite")
+    sink = MqttSink(MqttConfig(broker.url, commands=True), streams=["door"], commands=FakeCommands(),
+                    timeline=missing, clock=Clock(NOW))  # fmt: skip
+    closing.append(sink)
+    live = watcher(broker.port, closing)
+    sink.start()
+    subscribed(sink, broker, live)
+    client = publisher(broker.port)
+    try:
+        client.publish("edge-assistant/recap", json.dumps({"since": "8h", "id": "gone"}), qos=1)
+        gone = recap_result(live, "gone")
+        assert (gone["ok"], gone["code"]) == (False, "not_available") and "cannot read the timeline" in gone["error"]
+    finally:
+        client.disconnect()
+        client.loop_stop()
