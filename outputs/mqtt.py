@@ -87,6 +87,7 @@ class MqttSink:
         restarts: how paho's network thread restarts after a crash.
         commands: the running assistant, for `config.commands` (None: commands are not taken, said once).
         timeline: the running assistant's timeline, for the today sensors and recaps (None: off, none of them).
+        deliver: where a recap asked for by a command goes besides its reply (the publisher: ntfy, webhooks).
         clock: wall seconds, for "today" and recap periods (tests pass their own).
     """
 
@@ -100,6 +101,7 @@ class MqttSink:
         commands: Commands | None = None,
         timeline: TimelineConfig | None = None,
         clock: Callable[[], float] = time.time,
+        deliver: Callable[[Event], None] | None = None,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -110,7 +112,9 @@ class MqttSink:
         self.timeline = (
             None
             if timeline is None
-            else MqttTimeline(config, timeline, self._pairs_now, self._set_pair_state, self._publish, on_error, clock)
+            else MqttTimeline(
+                config, timeline, self._pairs_now, self._set_pair_state, self._publish, deliver, on_error, clock
+            )
         )
         recap = self.timeline.queue_recap if self.timeline is not None else None
         self.commands = (
@@ -206,7 +210,7 @@ class MqttSink:
                     self.timeline.refresh(stream, event.alert)
             case WatchEvent(stream=str() as stream, change=WatchLifecycle.ENDED):
                 self._remove_pair(stream, event.alert)
-            case Digest():
+            case Digest(scheduled=True):  # a recap asked for by a command has its reply on <prefix>/recap/result
                 self._publish(topics.digest_topic(self.config), to_json(event.payload()))
             case Status(stream=None, kind=StatusKind.READY | StatusKind.STOPPED as kind):
                 with self._lock:
@@ -497,6 +501,7 @@ def _sink(config: MqttConfig, context: SinkContext) -> MqttSink:
         on_error=context.on_error,
         commands=context.commands,
         timeline=context.timeline,
+        deliver=context.deliver,
     )
 
 

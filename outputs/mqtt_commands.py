@@ -66,8 +66,8 @@ class Reply:
     payload: bytes
 
 
-# (period, stream, watch, id) -> whether the recap was queued (its result is published later)
-RecapQueue = Callable[[Period, str | None, str | None, str | None], bool]
+# (period, stream, watch, id, notify) -> whether the recap was queued (its result is published later)
+RecapQueue = Callable[[Period, str | None, str | None, str | None, bool], bool]
 
 
 class TokenBucket:
@@ -178,8 +178,8 @@ class MqttCommands:
 
     def _recap(self, body: dict[str, Any], request_id: str | None) -> None:
         """Queues the recap `body` asks for; CommandError when refused."""
-        span, stream, watch = recap_request(body, self.timeline, self.wall())
-        if self.recap is None or not self.recap(span, stream, watch, request_id):
+        span, stream, watch, notify = recap_request(body, self.timeline, self.wall())
+        if self.recap is None or not self.recap(span, stream, watch, request_id, notify):
             raise CommandError("too many recaps are being read; try again in a moment", BUSY)
 
     def _kind(self, topic: str) -> tuple[str | None, str | None]:

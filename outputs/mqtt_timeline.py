@@ -15,15 +15,17 @@ from collections.abc import Callable
 from typing import Any
 
 import outputs.discovery as topics
+from bus import Event
 from bus.reporting import ErrorCallback
 from outputs.commands import NOT_FOUND, CommandError
 from outputs.mqtt_commands import _error
 from outputs.mqtt_config import MqttConfig
 from outputs.payloads import to_json
-from outputs.recaps import NOT_AVAILABLE, recap_reply
+from outputs.recaps import NOT_AVAILABLE, Digest, recap_reply
 from outputs.timeline_reads import TimelineReads, today_payload
 from timeline import TimelineConfig, TimelineError, TimelineReader
 from timeline.period import Period
+from timeline.recap import recap_text
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +39,7 @@ class MqttTimeline:
         pairs: the sink's (stream, alert) pairs now.
         set_pair_state: (stream, alert, topic, payload) -> keeps a watch's retained state unless the watch ended.
         publish: (topic, payload) -> a message (a recap's result).
+        deliver: hands a recap asked for to the other outputs, as a `Digest` (None: nowhere else).
         on_error: told when the timeline cannot be read.
         clock: wall seconds.
     """
@@ -48,11 +51,13 @@ class MqttTimeline:
         pairs: Callable[[], list[tuple[str, str]]],
         set_pair_state: Callable[[str, str, str, bytes], None],
         publish: Callable[[str, bytes], None],
+        deliver: Callable[[Event], None] | None = None,
         on_error: ErrorCallback | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         self.pairs, self.set_pair_state, self.publish, self.clock = pairs, set_pair_state, publish, clock
+        self.deliver = deliver
         self.name = f"mqtt {config.broker}"
         self.reads = TimelineReads(self.name, timeline, on_error, clock=clock, midnight=self.refresh_all)
 
@@ -86,18 +91,24 @@ class MqttTimeline:
         for stream, alert in self.pairs():
             self._set(reader, stream, alert)
 
-    def queue_recap(self, span: Period, stream: str | None, watch: str | None, request_id: str | None) -> bool:
-        """A recap command (from paho's thread): read on the timeline thread, its result published from there.
-        False when the queue is full."""
+    def queue_recap(
+        self, span: Period, stream: str | None, watch: str | None, request_id: str | None, notify: bool = True
+    ) -> bool:
+        """A recap command (from paho's thread): read on the timeline thread, its result published from there and,
+        when `notify`, delivered to the other outputs as a digest. False when the queue is full."""
 
         def reply(result: dict[str, Any]) -> None:
             self.publish(topics.recap_result_topic(self.config), to_json(result))
 
         def job(reader: TimelineReader) -> None:
             try:
-                reply(recap_reply(reader.recap(span, stream=stream, watch=watch), request_id))
+                recap = reader.recap(span, stream=stream, watch=watch)
             except ValueError as err:
                 reply(_error("recap", request_id, CommandError(str(err), NOT_FOUND)))
+                return
+            reply(recap_reply(recap, request_id))
+            if notify and self.deliver is not None:
+                self.deliver(Digest(recap=recap, text=recap_text(recap), scheduled=False))
 
         def failed(err: TimelineError) -> None:
             reply(_error("recap", request_id, CommandError(f"cannot read the timeline: {err}", NOT_AVAILABLE)))

@@ -13,7 +13,7 @@ from timeline import TimelineConfig
 from timeline.period import Period, PeriodError, parse_time, period
 from timeline.recap import Recap, recap_text
 
-RECAP_KEYS = ("since", "until", "stream", "watch", "id")
+RECAP_KEYS = ("since", "until", "stream", "watch", "notify", "id")
 MAX_NAME_CHARS = 64
 TIMELINE_OFF = (
     "the recap reads the timeline, which is off in this run: start it with --timeline PATH (not --timeline '')"
@@ -24,7 +24,7 @@ NOT_AVAILABLE = "not_available"
 @dataclass(frozen=True, kw_only=True)
 class Digest(Event):
     """A recap for the outputs (not written to the event log: the timeline holds what it tells). `text`: its
-    `recap_text`; `scheduled`: from --digest-at (False: asked for)."""
+    `recap_text`; `scheduled`: from --digest-at (False: asked for by an MQTT command, which has its own reply)."""
 
     TYPE: ClassVar[str] = "digest"
     LOGGED: ClassVar[bool] = False
@@ -39,15 +39,19 @@ class Digest(Event):
 
 def recap_request(
     body: dict[str, Any], timeline: TimelineConfig | None, now: float
-) -> tuple[Period, str | None, str | None]:
-    """(period, stream, watch) of a recap command's object of `RECAP_KEYS` but `id` (`since` default a day ago,
-    `until` default now; the plain text command is {"since": text}). CommandError saying why when refused (the
-    period's PeriodError message; with the timeline off, what to turn on)."""
+) -> tuple[Period, str | None, str | None, bool]:
+    """(period, stream, watch, notify) of a recap command's object of `RECAP_KEYS` but `id` (`since` default a day
+    ago, `until` default now, `notify` default true: the recap goes to the other outputs too, as a digest; the plain
+    text command is {"since": text}). CommandError saying why when refused (the period's PeriodError message; with
+    the timeline off, what to turn on)."""
     if unknown := sorted(set(body) - set(RECAP_KEYS)):
         raise CommandError(f"unknown key(s) {', '.join(unknown)[:120]}; a recap takes {', '.join(RECAP_KEYS)}")
     names = [body.get("stream"), body.get("watch")]
     if any(name is not None and (not isinstance(name, str) or len(name) > MAX_NAME_CHARS) for name in names):
         raise CommandError(f"stream and watch must be names of at most {MAX_NAME_CHARS} characters (or left out)")
+    notify = body.get("notify", True)
+    if not isinstance(notify, bool):
+        raise CommandError("notify must be true or false (false: the reply only, no digest to ntfy and webhooks)")
     if timeline is None:
         raise CommandError(TIMELINE_OFF, NOT_AVAILABLE)
     try:
@@ -55,7 +59,7 @@ def recap_request(
         span = period(since, until, keep_days=timeline.days, now=now)
     except PeriodError as err:
         raise CommandError(str(err)) from None
-    return span, names[0], names[1]
+    return span, names[0], names[1], notify
 
 
 def recap_reply(recap: Recap, request_id: str | None) -> dict[str, Any]:

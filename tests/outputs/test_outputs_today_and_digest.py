@@ -176,8 +176,9 @@ def recap_result(w, request_id: str, since: int = 0) -> dict:
 
 def test_the_recap_command_is_answered_with_the_recap_or_the_periods_refusal(tmp_path, closing, timeline):  # noqa: F811
     broker = started_broker(tmp_path, closing)
+    delivered: list[Digest] = []  # what the publisher would hand to ntfy and the webhooks
     sink = MqttSink(MqttConfig(broker.url, commands=True), streams=["door"], commands=FakeCommands(),
-                    timeline=timeline, clock=Clock(NOW))  # fmt: skip
+                    timeline=timeline, clock=Clock(NOW), deliver=delivered.append)  # fmt: skip
     closing.append(sink)
     live = watcher(broker.port, closing)
     sink.start()
@@ -190,6 +191,12 @@ def test_the_recap_command_is_answered_with_the_recap_or_the_periods_refusal(tmp
         assert done["ok"] is True and done["action"] == "recap"
         assert [line["watch"] for line in done["recap"]["lines"]] == ["parcel", "parcel"]  # t1, t2
         assert "parcel: on for 1 min 40 s" in done["text"] and "parcel: on for 30 s" in done["text"]
+        wait_until(lambda: len(delivered) == 1, "the recap handed to the other outputs")
+        assert delivered[0].text == done["text"] and delivered[0].scheduled is False
+        sink.handle(delivered[0])  # back through the publisher: not published again on <prefix>/digest
+        body = {"since": "12h", "notify": False, "id": "quiet"}
+        client.publish("edge-assistant/recap", json.dumps(body), qos=1)
+        assert recap_result(live, "quiet")["ok"] is True
         # "since I left": plain text, the time the automation sends (epoch seconds here)
         client.publish("edge-assistant/recap", str(MIDNIGHT + 5000), qos=1)
         plain = live.wait_for(
@@ -197,6 +204,9 @@ def test_the_recap_command_is_answered_with_the_recap_or_the_periods_refusal(tmp
         ).json()
         assert plain["ok"] is True and [line["stream"] for line in plain["recap"]["lines"]] == ["door", "door"]
         assert "parcel: on for 30 s" in plain["text"] and "1 min 40 s" not in plain["text"]  # t2, car's c1
+        wait_until(lambda: len(delivered) == 2, "the plain recap handed on too (the quiet one was not)")
+        assert delivered[1].text == plain["text"]
+        assert "edge-assistant/digest" not in [m.topic for m in live.messages]
         client.publish("edge-assistant/recap", json.dumps({"since": "2h", "until": "3h", "id": "bad"}), qos=1)
         bad = recap_result(live, "bad")
         assert (bad["ok"], bad["code"]) == (False, "invalid") and "ends before it starts" in bad["error"]
@@ -204,6 +214,13 @@ def test_the_recap_command_is_answered_with_the_recap_or_the_periods_refusal(tmp
         assert "an age (90s, 30m, 2h, 1d" in recap_result(live, "odd")["error"]
         client.publish("edge-assistant/recap", json.dumps({"since": "30d", "id": "far"}), qos=1)
         assert "--timeline-days" in recap_result(live, "far")["error"]
+        # the scheduled digest is published on its own topic
+        schedule = DigestSink(DigestConfig("21:00"), timeline, None, clock=Clock(NOW))
+        scheduled = schedule.tick(datetime(2026, 12, 2, 21).timestamp())
+        assert scheduled is not None
+        sink.handle(scheduled)
+        digest = live.wait_topic("edge-assistant/digest").json()
+        assert digest["type"] == "digest" and digest["text"] == scheduled.text and digest["scheduled"] is True
     finally:
         client.disconnect()
         client.loop_stop()
