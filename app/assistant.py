@@ -22,7 +22,7 @@ from app.answering import Answerer, Notes, Question
 from app.capture_events import CaptureEvents
 from app.clip_publisher import ClipPublisher
 from app.run_limits import RunLimits
-from app.runtime_watch_apply import REMOVED, STOPPED, apply_runtime_watches, end_open_alerts
+from app.runtime_watch_apply import REMOVED, STOPPED, STREAM_STOPPED, apply_runtime_watches, end_open_alerts
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
@@ -335,6 +335,7 @@ class Assistant:
             self._remove(stream, payload)
         elif name == "stop_stream":
             stream.close_capture()
+            end_open_alerts(stream, STREAM_STOPPED, self._events)  # no clip comes to end them (Home Assistant: off)
             stream.state = StreamState.IDLE
             self._status(stream, StatusKind.STREAM_STOPPED, "stream stopped")
         elif name == "reset":

@@ -16,6 +16,7 @@ from watches.watch import Watch
 
 STOPPED = "assistant stopped"  # the reason of the ends the assistant gives its open alerts when it stops
 REMOVED = "stream removed"  # ... and a removed stream's open alerts
+STREAM_STOPPED = "stream stopped"  # ... and a stopped stream's (its capture closed: no clip will end them)
 
 
 def apply_runtime_watches(
