@@ -26,10 +26,10 @@ DOWN_STATES = ("reconnect", "stop", "end")  # a stream's capture dropped, or the
 UP_STATES = ("start", "reconnected")
 _FILTERS = "(CAST(? AS TEXT) IS NULL OR {a}.stream = ?) AND (CAST(? AS TEXT) IS NULL OR {a}.alert = ?)"
 
-# per watch: the period's ends (to tell whether some lost their begin), read in the index (moments_kind_t_wall)
-END_COUNTS_SQL = (
-    "SELECT m.stream, m.alert, count(*) FROM moments m WHERE m.kind = 'alert' AND m.t_wall >= ? AND m.t_wall < ?"
-    " AND m.state = 'end' AND m.alert_id IS NOT NULL AND " + _FILTERS.format(a="m") + " GROUP BY m.stream, m.alert"
+# the period's ends (more than those found with their begin: some lost it), read in the index (moments_kind_t_wall)
+END_COUNT_SQL = (
+    "SELECT count(*) FROM moments m WHERE m.kind = 'alert' AND m.t_wall >= ? AND m.t_wall < ?"
+    " AND m.state = 'end' AND m.alert_id IS NOT NULL AND " + _FILTERS.format(a="m")
 )
 # an alert's seconds on inside [since, until) when it began inside (timeline.summary._inside, in SQL)
 _LENGTH = "COALESCE(e.duration_s, e.t_wall - b.t_wall)"
@@ -154,6 +154,7 @@ class _On:
     begin: float
     end: float | None
     length: float | None
+    orphan: bool = False  # its begin row is gone: its time on counts, not a begin
 
 
 def summarize(
@@ -187,7 +188,6 @@ def summarize(
 @dataclass
 class _Totals:
     began: int = 0
-    ended: int = 0  # ends in the period
     first: float | None = None
     last: float | None = None
     joined: int = 0  # ends in the period whose begin was found
@@ -205,8 +205,7 @@ def _watches_in_sql(db: Any, span: Period, filters: list[Any]) -> list[WatchSumm
         total = totals[(name, alert)]
         total.began, total.first, total.last, total.joined = int(count), first, last, int(ended)
         total.on_s, total.longest_s, total.on_now = float(on_s or 0.0), float(longest or 0.0), bool(open_)
-    for name, alert, count in db.query(END_COUNTS_SQL, [span.since, span.until, *filters]):
-        totals[(name, alert)].ended = int(count)
+    ended = int(db.query(END_COUNT_SQL, [span.since, span.until, *filters])[0][0])
     for _, name, alert, begin, end, duration in db.query(EARLIER_ALERTS_SQL, [span.since, span.since, *filters]):
         total = totals[(name, alert)]
         inside = _inside(_On(begin, end, duration), span.since, span.until)
@@ -214,7 +213,7 @@ def _watches_in_sql(db: Any, span: Period, filters: list[Any]) -> list[WatchSumm
         total.longest_s = max(total.longest_s, inside)
         total.on_now = total.on_now or end is None or end >= span.until
         total.joined += end is not None and span.since <= end < span.until
-    if any(total.joined < total.ended for total in totals.values()):
+    if sum(total.joined for total in totals.values()) < ended:
         for name, alert, _, duration in db.query(ORPHAN_ENDS_SQL, [span.since, span.until, *filters]):
             total = totals[(name, alert)]
             total.on_s += float(duration or 0.0)
@@ -241,7 +240,7 @@ def _spans(db: Any, span: Period, filters: list[Any]) -> dict[tuple[str, str], l
             begins[alert_id].end, begins[alert_id].length = t_wall, duration
         elif state == "end" and alert_id not in earlier:  # an end whose begin is gone (retention took it)
             length = float(duration or 0.0)
-            alerts[(name, alert)].append(_On(t_wall - length, t_wall, length))
+            alerts[(name, alert)].append(_On(t_wall - length, t_wall, length, orphan=True))
     for alert_id, _, _, _, end, duration in db.query(CROSSING_SQL, [span.since, span.until, span.until, *filters]):
         if end is not None and alert_id in begins:  # ended after the period: its length, for its share inside
             begins[alert_id].end, begins[alert_id].length = end, duration
@@ -268,7 +267,7 @@ def _inside(on: _On, start: float, stop: float) -> float:
 
 
 def _watch(stream: str, alert: str, spans: list[_On], span: Period, bucket: str | None) -> WatchSummary:
-    begun = sorted(on.begin for on in spans if span.since <= on.begin < span.until)
+    begun = sorted(on.begin for on in spans if span.since <= on.begin < span.until and not on.orphan)
     inside = [_inside(on, span.since, span.until) for on in spans]
     buckets = _buckets(spans, _bucket_edges(span, bucket)) if bucket is not None else []
     return WatchSummary(
@@ -294,7 +293,7 @@ def _buckets(spans: list[_On], edges: list[tuple[float, float]]) -> list[Bucket]
         last = max(bisect.bisect_left(starts, end), first + 1)
         for index in range(first, min(last, len(edges))):
             start, stop = edges[index]
-            began[index] += start <= on.begin < stop
+            began[index] += start <= on.begin < stop and not on.orphan
             on_s[index] += _inside(on, start, stop)
     return [
         Bucket(start, count, round(seconds, 3)) for (start, _), count, seconds in zip(edges, began, on_s, strict=True)

@@ -187,3 +187,18 @@ def test_times_are_read_as_ages_epoch_seconds_or_iso_dates():
     for bad in ("nan", "soon", "1e999", "9" * 100):
         with pytest.raises(PeriodError, match="expected|at most"):
             parse_time(bad)
+
+
+def test_an_end_whose_begin_is_gone_counts_its_time_on_but_no_begin(timeline_location):
+    """Retention by size deletes the oldest rows: an alert's end may outlive its begin."""
+    from tests.support.timeline_backends import query
+
+    store = TimelineStore(TimelineConfig(timeline_location))
+    store.write(ROWS, now=NOW)
+    store.db.close()
+    query(timeline_location, "DELETE FROM moments WHERE alert_id = 'a1' AND state = 'begin'")
+    with TimelineReader(timeline_location) as reader:
+        whole = reader.summary(Period(T0, NOW), watch="door").watches[0]
+        hourly = reader.summary(Period(T0, NOW), watch="door", bucket="hour").watches[0]
+    assert whole.began == hourly.began == 2  # a2, a3
+    assert whole.on_s == pytest.approx(hourly.on_s) == pytest.approx(50 + 60 + 10 + 100)
