@@ -305,9 +305,11 @@ def test_removing_a_stream_returns_its_memory_to_admission(monkeypatch):
         assert assistant.stop(10.0)
 
 
-def test_a_removed_streams_open_alert_ends_once_with_its_reason():
-    """A stream removed while its alert is on: no check will end it, so the removal does, once ("stream removed"),
-    and the assistant's stop gives it no second end."""
+@pytest.mark.parametrize(("leave", "reason"), [("remove_stream", "stream removed"), ("stop_stream", "stream stopped")])
+def test_a_removed_or_stopped_streams_open_alert_ends_once_with_its_reason(leave, reason):
+    """A stream removed, or stopped (its capture closed, the stream kept), while its alert is on: no clip comes to
+    end it, so the removal or the stop does, once, with its reason, and the assistant's own stop gives it no
+    second end."""
     always = WatchSpec("always", "Is there anything?", threshold=0.0, on_after=1, every=2.0)
     cache = CacheConfig(budget=192, window=8)
     factory = StreamFactory(loaded("tiny-qwen2-vl"), cache, SessionConfig(max_new_tokens=6), "What now?", 0, [always])
@@ -318,29 +320,9 @@ def test_a_removed_streams_open_alert_ends_once_with_its_reason():
     try:
         assistant.add_stream("b", _looping(video(24)))
         recorder.wait_for("alert", "b", 1)  # its begin
-        assistant.remove_stream("b")
-    finally:
-        assert assistant.stop(10.0)
-    alerts = [(e.began, e.reason) for e in recorder.of("alert", "b")]
-    assert alerts == [(True, alerts[0][1]), (False, "stream removed")], alerts
-
-
-def test_a_stopped_streams_open_alert_ends_once_with_its_reason():
-    """A stream stopped (its capture closed, the stream kept) while its alert is on: no clip comes to end it, so the
-    stop does, once ("stream stopped"), and the assistant's own stop gives it no second end."""
-    always = WatchSpec("always", "Is there anything?", threshold=0.0, on_after=1, every=2.0)
-    cache = CacheConfig(budget=192, window=8)
-    factory = StreamFactory(loaded("tiny-qwen2-vl"), cache, SessionConfig(max_new_tokens=6), "What now?", 0, [always])
-    bus, recorder = EventBus(), Recorder()
-    bus.subscribe(recorder)
-    assistant = Assistant([factory.build("a")], bus, RunLimits(end_with_stream=False), factory=factory)
-    assistant.start()
-    try:
-        assistant.add_stream("b", _looping(video(24)))
-        recorder.wait_for("alert", "b", 1)  # its begin
-        assistant.stop_stream("b")
+        getattr(assistant, leave)("b")
         recorder.wait_for("alert", "b", 2)
     finally:
         assert assistant.stop(10.0)
     alerts = [(e.began, e.reason) for e in recorder.of("alert", "b")]
-    assert alerts == [(True, alerts[0][1]), (False, "stream stopped")], alerts
+    assert alerts == [(True, alerts[0][1]), (False, reason)], alerts
