@@ -271,6 +271,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="a short run (for the test): 1 run, 4 answers, 10k records")
     p.add_argument("--no-head-kill", action="store_true",
                    help="skip the head's kill (minutes; test_fleet_head_killed.py runs its scenario)")  # fmt: skip
+    p.add_argument("--no-host-kill", action="store_true",
+                   help="skip the host's kill (test_fleet_nothing_lost.py runs its scenario)")  # fmt: skip
     p.add_argument("--out", type=Path, default=REPO / "docs", help="folder of fleet_loss.csv and fleet_loss.png")
     return p.parse_args(argv)
 
@@ -283,12 +285,16 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows: list[dict] = []
     with (
         tempfile.TemporaryDirectory(prefix="bench-fleet-loss-") as tmp,
-        tqdm(total=(2 - args.no_head_kill) * args.runs + len(bursts), desc="bench_fleet_loss", unit="step") as bar,
+        tqdm(
+            total=(2 - args.no_head_kill - args.no_host_kill) * args.runs + len(bursts),
+            desc="bench_fleet_loss",
+            unit="step",
+        ) as bar,
     ):
         for slow, never_drop in bursts:
             rows.append(log_burst(Path(tmp), args.records, slow, never_drop))
             bar.update()
-        for run in range(1, args.runs + 1):
+        for run in range(1, 0 if args.no_host_kill else args.runs + 1):
             work = Path(tmp) / f"run{run}"
             work.mkdir(mode=0o700)
             rows += kill_run(work, args.questions, run)
