@@ -26,7 +26,7 @@ from app.runtime_watch_apply import REMOVED, STOPPED, STREAM_STOPPED, apply_runt
 from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
-from app.watch_checks import run_checks
+from app.watch_checks import CheckBudget, run_checks
 from bus import End, EventBus, Status, StatusKind, StreamState
 from bus.input_limits import AssistantBusy, InputLimits
 from cache.runner import PrefillInterrupted
@@ -385,7 +385,11 @@ class Assistant:
         stream.stream_time, stream.state, stream.clips = clip.t_end, StreamState.WATCHING, stream.clips + 1
         self._events.store_errors(stream)
         self._clips.publish(stream, clip, stats)
-        run_checks(stream, clip, self._events, changed=clip_changed(stats.visual_tokens_changed))
+        budget = CheckBudget(
+            self.input_limits.checks_per_clip,
+            self.input_limits.check_budget_ms(clip.t_end - clip.t_start, len(self.streams)),
+        )
+        run_checks(stream, clip, self._events, clip_changed(stats.visual_tokens_changed), budget)
         if self.limits.duration_s and clip.t_end >= self.limits.duration_s - 1e-6:
             stream.finished = True
             stream.close_capture()

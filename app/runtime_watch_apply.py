@@ -45,7 +45,7 @@ def apply_runtime_watches(
             if name not in wanted:
                 events.publish(WatchEvent, stream, alert=name, change=WatchLifecycle.ENDED, reason=reason)
     for spec in wanted.values():
-        kept.append(Watch(spec, stream.name))
+        kept.append(Watch(spec, stream.name, runtime=True))
         events.publish(WatchEvent, stream, alert=spec.name, change=WatchLifecycle.SET)
     stream.watches = kept
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import math
 import time
+from dataclasses import dataclass
 
 from app.stream import Stream
 from app.stream_events import StreamEvents
@@ -15,23 +17,49 @@ from watches.watch import Watch, snapshot_jpeg
 logger = logging.getLogger(__name__)
 
 
-def run_checks(stream: Stream, clip: Clip, events: StreamEvents, changed: bool = True) -> None:
+def run_checks(
+    stream: Stream,
+    clip: Clip,
+    events: StreamEvents,
+    changed: bool = True,
+    budget: CheckBudget | None = None,
+) -> None:
     """The stream's watches due at this clip's end: a yes/no check each (the cache unchanged, a `check`
     event), then an `alert` event where one begins or ends. A failed check is an error event; the rest go on.
     changed: whether the clip brought change (watches.gate.clip_changed); a watch with `on_change` skips
     its due check when no clip did since its last check and its alert is settled (watches.gate; counted:
-    `skipped_checks` in the next check event)."""
+    `skipped_checks` in the next check event).
+
+    budget: how many checks, and how many milliseconds of checks, this clip allows (audit T1: watches never slow
+    the video). A due check beyond it is owed: it runs after a later clip, before the checks due then;
+    configured watches go first, then runtime ones by how long they have waited (each is owed one check at most:
+    a watch waiting for its check is not asked again). At least one check runs after every clip."""
+    budget = budget or CheckBudget()
+    due: list[Watch] = []
     for watch in stream.watches:
         watch.gate.saw_clip(changed)
-        if watch.schedule.due(clip.t_end) is None or not watch.gate.admit(watch.state.settled):
-            continue
+        if watch.owed_since is None:
+            if watch.schedule.due(clip.t_end) is None or not watch.gate.admit(watch.state.settled):
+                continue
+            watch.owed_since = clip.t_end
+        due.append(watch)
+    due.sort(key=lambda w: (w.runtime, w.owed_since))  # stable: in the stream's order at equal keys
+    done, spent_ms = 0, 0.0
+    for watch in due:
+        if done and (done >= budget.checks or spent_ms >= budget.ms):
+            break  # the rest stay owed
+        watch.owed_since = None
+        done += 1
+        started = time.perf_counter()
         try:
             verdict = stream.session.check(watch.spec.question)
         except Exception as err:  # a failed check is reported; the watch and the stream go on
+            spent_ms += (time.perf_counter() - started) * 1000
             logger.exception("%s: check %s failed", stream.name, watch.spec.name)
             events.error(stream, "watch", f"check {watch.spec.name!r} failed: {err}")
             watch.gate.failed()
             continue
+        spent_ms += verdict.ms
         events.publish(
             Check,
             stream,
@@ -44,6 +72,14 @@ def run_checks(stream: Stream, clip: Clip, events: StreamEvents, changed: bool =
         change = watch.state.update(verdict.p_yes, clip.t_end, time.time())
         if change is not None:
             publish_alert(stream, watch, change, clip, events)
+
+
+@dataclass(frozen=True)
+class CheckBudget:
+    """What one clip allows: `checks` checks and `ms` milliseconds of them (the first check always runs)."""
+
+    checks: int = 1_000_000
+    ms: float = math.inf
 
 
 def publish_alert(stream: Stream, watch: Watch, change: Transition, clip: Clip, events: StreamEvents) -> None:

@@ -10,6 +10,7 @@ from bus.refusals import AssistantBusy  # noqa: F401 (raised by the assistant, c
 MAX_QUESTION_CHARS = 100_000  # the largest --max-question-chars accepted
 MAX_PENDING = 10_000  # the largest --max-pending-questions accepted
 PER_CLIP = 2  # questions answered per clip while clips wait
+MAX_CHECKS_PER_CLIP = 1000  # the largest --watch-checks-per-clip accepted
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,8 @@ class InputLimits:
     """max_question_chars: a longer question is refused before it is queued (it would be tokenised once per
     stream). max_pending: questions waiting for the model (a question to every stream counts once); one more
     is refused as busy. per_clip: questions answered after each stream's clip while clips are waiting; with no
-    clip waiting, questions are answered one after another.
+    clip waiting, questions are answered one after another. checks_per_clip / check_share: how many watch checks
+    run after one clip of a stream, and how much of the clip's duration they may take (app/watch_checks.py).
 
     A field with `metadata={"help": ...}` is a command-line flag and a --config key (app/config_flags.py)."""
 
@@ -37,11 +39,37 @@ class InputLimits:
         },
     )
     per_clip: int = PER_CLIP
+    checks_per_clip: int = field(
+        default=8,
+        metadata={
+            "flag": "--watch-checks-per-clip",
+            "help": "watch checks run after each clip of a stream, at most; a due check beyond it (or beyond "
+            "--watch-check-share) runs after the next clip, configured watches first, then the longest waiting "
+            f"(1..{MAX_CHECKS_PER_CLIP})",
+        },
+    )
+    check_share: float = field(
+        default=0.25,
+        metadata={
+            "flag": "--watch-check-share",
+            "help": "the share of a clip's duration that watch checks may take, for all streams together: many "
+            "watches (runtime ones too) make their checks come later, never the video (0.01..1)",
+        },
+    )
 
     def __post_init__(self) -> None:
         _check_int("max_question_chars", self.max_question_chars, 1, MAX_QUESTION_CHARS)
         _check_int("max_pending", self.max_pending, 1, MAX_PENDING)
         _check_int("per_clip", self.per_clip, 1, MAX_PENDING)
+        _check_int("checks_per_clip", self.checks_per_clip, 1, MAX_CHECKS_PER_CLIP)
+        share = self.check_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.01 <= share <= 1.0:
+            raise ValueError(f"the watch check share (--watch-check-share) must be from 0.01 to 1, got {share!r}")
+
+    def check_budget_ms(self, clip_s: float, streams: int) -> float:
+        """Milliseconds the checks after one clip of `clip_s` seconds may take, `streams` streams sharing the
+        model (each stream's clip gets its part of the share)."""
+        return self.check_share * max(clip_s, 0.0) * 1000.0 / max(streams, 1)
 
     def check(self, question: str) -> str:
         """The question without surrounding blanks; ValueError saying why when it is empty or too long."""

@@ -15,10 +15,14 @@ from watches.state import WatchState
 
 class Watch:
     """`spec` on the stream `stream`: checked every `spec.every` seconds of that stream's time (with
-    `spec.on_change`: only when the stream changed since the last check)."""
+    `spec.on_change`: only when the stream changed since the last check). runtime: set while running (the API,
+    MQTT), not configured at start. owed_since: the stream time its due check has waited since, when the check
+    budget of a clip left it for a later clip (app/watch_checks.py); None when no check is owed."""
 
-    def __init__(self, spec: WatchSpec, stream: str) -> None:
+    def __init__(self, spec: WatchSpec, stream: str, runtime: bool = False) -> None:
         self.spec = spec
+        self.runtime = runtime
+        self.owed_since: float | None = None
         self.schedule = StandingQuestion(spec.question, spec.every)
         self.gate = ChangeGate(spec.on_change)
         self.state = WatchState(f"{stream}-{spec.name}", spec.threshold, spec.on_after, spec.off_after, spec.cooldown)
