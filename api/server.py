@@ -46,16 +46,24 @@ class RunningApi:
         self.context.assistant.bus.unsubscribe(self.context.asks)
 
 
+NEEDS_TOKENS = (
+    "the API beyond loopback (or next to a page login) needs tokens: --api-tokens-file FILE (lines TOKEN "
+    "SCOPE[,SCOPE...] [NAME], chmod 600) or $EDGE_ASSISTANT_API_TOKENS"
+)
+
+
+def api_refusal(config) -> str | None:
+    """Why the API may not run as asked (start_api's ApiRefused), known before anything starts; None: it may."""
+    return NEEDS_TOKENS if access_for(config.api.tokens, page_open_without_login(config.ui)) is None else None
+
+
 def start_api(config, assistant, options, history, runtime: RuntimeWatches) -> RunningApi:
     """Builds the API for `assistant` (subscribed to its bus) over the run's runtime watches. ApiRefused when
     no token is given where one is needed."""
     settings = config.api
     access = access_for(settings.tokens, page_open_without_login(config.ui))
     if access is None:
-        raise ApiRefused(
-            "the API beyond loopback (or next to a page login) needs tokens: --api-tokens-file FILE (lines TOKEN "
-            "SCOPE[,SCOPE...] [NAME], chmod 600) or $EDGE_ASSISTANT_API_TOKENS"
-        )
+        raise ApiRefused(NEEDS_TOKENS)
     feed = EventFeed(replay=settings.replay, queue=settings.sse_queue, max_clients=settings.sse_clients)
     asks = Asks(assistant, per_token=settings.questions_per_token)
     for subscriber in (feed, asks):

@@ -9,10 +9,12 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from dataclasses import dataclass
 
 import uvicorn
 
-from api.server import ApiRefused, RunningApi, headless_app, start_api
+from api.server import ApiRefused, RunningApi, api_refusal, headless_app, start_api
+from api.starting import StartingApp
 from app.config import AppConfig
 from app.front_door import capture_options, timeline_history
 from app.signals import SignalStop, StopRequested, run_stoppable
@@ -36,10 +38,25 @@ def serve_api(config: AppConfig) -> int:
 def _serve(config: AppConfig, signals: SignalStop) -> int:
     ui = config.ui
     assert ui is not None, "serve_api() needs config.ui (--host, --port)"
+    refused = api_refusal(config)
+    if refused:
+        return fail(refused)
+    try:  # the port first: 503 and what is going on until the API is ready (api/starting.py)
+        listening = open_port(ui, "loading the model; a first start on this machine also builds its CPU kernels")
+    except StartupError as err:
+        return fail(str(err))
+    try:
+        return _serve_on(config, signals, listening)
+    finally:
+        listening.close()
+
+
+def _serve_on(config: AppConfig, signals: SignalStop, listening: Listening) -> int:
     try:
         loaded, streams, factory = start_session(config)
     except StartupError as err:
         return fail(str(err))
+    listening.starting.stage = "starting the streams"
     monitor = MemoryMonitor()
     running = build_assistant(config, streams, monitor, [], factory)
     assistant = running.assistant
@@ -52,7 +69,7 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
         except ApiRefused as err:
             return fail(str(err))
         running.watch_configured_sources(config, loaded)
-        serve_until(assistant.done, api, ui)
+        serve_until(assistant.done, api, config.ui, listening)
     except (SourceError, StartupError) as err:
         return fail(str(err))
     except StopRequested as stop:
@@ -65,31 +82,57 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     return 0
 
 
-def serve_until(done: threading.Event, api: RunningApi, ui) -> None:
-    """Serves `api` alone (serve_headless) until `done` is set, then stops the server; a StopRequested (Ctrl-C,
-    SIGTERM) passes through, the server stopped first."""
-    server, thread = serve_headless(api, ui)
+def serve_until(done: threading.Event, api: RunningApi, ui, listening: Listening | None = None) -> None:
+    """Serves `api` alone on `listening` (opened here when None) until `done` is set, then stops the server; a
+    StopRequested (Ctrl-C, SIGTERM) passes through, the server stopped first."""
+    listening = listening or open_port(ui, "starting the API")
     try:
+        listening.ready(api)
         while not done.wait(0.5):
             pass
         print("the run is finished; closing the API", file=sys.stderr, flush=True)
     finally:
-        stop_server(server, thread)
+        listening.close()
 
 
-def serve_headless(
-    api: RunningApi, ui, limits: ConnectionLimits | None = None
-) -> tuple[uvicorn.Server, threading.Thread]:
-    """Serves `api` alone on ui.host:ui.port in a thread (returns once it listens) behind the page's guard and the
-    page's connection bounds (`limits`, ui.connection_limit: connections at most, a request head and an API body
-    within its request timeout; tests pass low ones), and prints where. StartupError when it cannot listen there."""
+@dataclass
+class Listening:
+    """The API's server, listening from the start: `starting` answers 503 until `ready(api)`."""
+
+    server: uvicorn.Server
+    thread: threading.Thread
+    starting: StartingApp
+    ui: object
+    limits: ConnectionLimits
+
+    @property
+    def port(self) -> int:
+        return self.server.servers[0].sockets[0].getsockname()[1] if self.server.servers else self.ui.port
+
+    def ready(self, api: RunningApi) -> None:
+        """The API itself from now on, behind the page's guard and body bounds; prints where it is."""
+        ui = self.ui
+        self.starting.ready(
+            headless_app(api, HostRule(ui.host, ui.allowed_hosts), LoginThrottle(), self.limits.request_timeout_s)
+        )
+        print(f"api ready: http://{url_host(ui.host)}:{self.port}/api/v1/ (docs/api.md)", flush=True)
+
+    def close(self) -> None:
+        stop_server(self.server, self.thread)
+
+
+def open_port(ui, stage: str, limits: ConnectionLimits | None = None) -> Listening:
+    """Listens on ui.host:ui.port in a thread (returns once it listens) with the page's connection bounds
+    (`limits`, ui.connection_limit: connections at most, a request head and an API body within its request
+    timeout; tests pass low ones), answering 503 with `stage` until `ready`. StartupError when it cannot listen."""
     limits = limits or ConnectionLimits()
     raise_fd_limit()
-    app = headless_app(api, HostRule(ui.host, ui.allowed_hosts), LoginThrottle(), limits.request_timeout_s)
+    starting = StartingApp(stage)
     # an events feed never ends by itself: at a stop, open requests get STOP_GRACE_S to finish, then are cut
     config = uvicorn.Config(
-        app, host=ui.host, port=ui.port, log_level="warning", lifespan="off", timeout_graceful_shutdown=STOP_GRACE_S
-    )
+        starting, host=ui.host, port=ui.port, log_level="warning", lifespan="off",
+        timeout_graceful_shutdown=STOP_GRACE_S,
+    )  # fmt: skip
     server = uvicorn.Server(config)
     config.load()  # uvicorn's protocol class chosen, then bounded before it listens
     install_connection_limit(server, limits)
@@ -102,9 +145,18 @@ def serve_headless(
             stop_server(server, thread)
             raise StartupError(f"cannot serve the API on {ui.host}:{ui.port}; try another --port or --host")
         time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1] if server.servers else ui.port
-    print(f"api ready: http://{url_host(ui.host)}:{port}/api/v1/ (docs/api.md)", flush=True)
-    return server, thread
+    listening = Listening(server, thread, starting, ui, limits)
+    print(f"api listening on http://{url_host(ui.host)}:{listening.port}/ ({stage}: 503 until ready)", flush=True)
+    return listening
+
+
+def serve_headless(
+    api: RunningApi, ui, limits: ConnectionLimits | None = None
+) -> tuple[uvicorn.Server, threading.Thread]:
+    """Serves `api` alone on ui.host:ui.port at once (open_port, then ready): the server and its thread."""
+    listening = open_port(ui, "starting the API", limits)
+    listening.ready(api)
+    return listening.server, listening.thread
 
 
 def stop_server(server: uvicorn.Server | None, thread: threading.Thread | None) -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from api.server import ApiRefused
+from api.server import ApiRefused, api_refusal
 from app.config import AppConfig
-from app.serve_api import serve_until
+from app.serve_api import Listening, open_port, serve_until
 from app.signals import SignalStop, StopRequested, run_stoppable
 from app.startup import StartupError, fail
 from fleet.head import start_head
@@ -23,6 +23,20 @@ def serve_fleet_api(config: AppConfig) -> int:
 def _serve(config: AppConfig, signals: SignalStop) -> int:
     ui = config.ui
     assert ui is not None and config.fleet is not None, "serve_fleet_api needs --api and --ray"
+    refused = api_refusal(config)
+    if refused:
+        return fail(refused)
+    try:  # the port first: 503 and what is going on until the API is ready (api/starting.py)
+        listening = open_port(ui, "joining the fleet and placing its streams")
+    except StartupError as err:
+        return fail(str(err))
+    try:
+        return _serve_on(config, signals, listening)
+    finally:
+        listening.close()
+
+
+def _serve_on(config: AppConfig, signals: SignalStop, listening: Listening) -> int:
     try:
         head = start_head(config)
     except StartupError as err:
@@ -33,7 +47,7 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
     api: HeadApi | None = None
     try:
         api = start_head_api(config, coordinator, head.bus)
-        serve_until(coordinator.done, api.api, ui)
+        serve_until(coordinator.done, api.api, config.ui, listening)
     except (ApiRefused, StartupError) as err:
         return fail(str(err))
     except StopRequested as stop:

@@ -47,6 +47,7 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.output = tmp / "server.txt"
         self.process: subprocess.Popen | None = None
+        self.while_starting: list[tuple[int, str | None]] = []  # (status, Retry-After) of a request before ready
 
     def start(self) -> None:
         # one-second clips: the feed's clips and the watches' checks come every second, not every 4
@@ -65,6 +66,10 @@ class Server:
         while "api ready" not in self.output.read_text():
             assert self.process.poll() is None, self.output.read_text()[-3000:]
             assert time.monotonic() < deadline, "the API did not start"
+            if "api listening" in self.output.read_text() and not self.while_starting:
+                early = httpx.get(f"{self.base}/api/v1/streams", headers=auth(READER), timeout=10)
+                if "api ready" not in self.output.read_text():  # answered while starting (tests/api/test_api_starting)
+                    self.while_starting.append((early.status_code, early.headers.get("retry-after")))
             time.sleep(0.05)
 
     def stop(self) -> int:
@@ -107,6 +112,16 @@ def test_tokens_and_scopes_decide_who_may_do_what(client):
     assert client.post("/api/v1/watches", json={"question": "q?"}, headers=auth(ASKER)).status_code == 403
     assert client.get("/api/v1/streams", headers=auth(ASKER)).status_code == 403  # ask only
     assert client.get("/v1/models", headers=auth(READER)).status_code == 403
+
+
+def test_the_real_api_listens_before_it_is_ready(server):
+    """`python -m app --api` (tests/api/test_api_starting.py for its 503s): "api listening" comes before "api ready",
+    and a request that reached it in between was answered 503 with Retry-After."""
+    output = server.output.read_text()
+    assert 0 <= output.index("api listening on") < output.index("api ready")
+    for status, retry_after in server.while_starting:
+        assert (status, retry_after) == (503, "5")
+    assert httpx.get(f"{server.base}/api/v1/streams", headers=auth(READER)).status_code == 200
 
 
 def test_the_host_and_origin_guard_applies(client):
