@@ -10,7 +10,10 @@ what the broker must hold again after a reconnect (or a broker restart that lost
 
 Home Assistant's entities come and go with what they show: a watch's (a binary_sensor and its snapshot image) are
 announced when it is set (a `watch` event) or first alerts, and removed when it ends for good (an empty retained
-payload on its configs, its state and its snapshot; at the next connect if the broker is down).
+payload on its configs, its state and its snapshot; at the next connect if the broker is down). An ON is held
+`min_on_s` (5 s) at least: an OFF, or the removal of a watch that ended meanwhile (a one-shot ends at its first
+begin), waits for that on a timer, so that a slow Home Assistant still makes the entity and sees it on; at close
+what waits is published before `offline`.
 
 An outage is reported twice, whatever its length: once when it starts (connection lost, or the broker
 unreachable or refusing), and once when it ends if messages were dropped meanwhile ("N messages dropped
@@ -132,6 +135,8 @@ class MqttSink:
         self._streams: list[str] = []
         self._pairs: list[tuple[str, str]] = []
         self._retained: dict[str, Payload] = {}  # topic -> latest retained state ("": a removal, sent once)
+        # (stream, alert) -> (monotonic time its ON is held until, actions waiting for then, their timer)
+        self._holds: dict[tuple[str, str], tuple[float, list[Callable[[], None]], threading.Timer | None]] = {}
         self._backlog: deque[tuple[str, Payload, bool, Receipt | None]] = deque()
         self._acks = threading.Lock()  # paho's on_publish and `_track` (never held while calling paho)
         self._in_flight: dict[int, Receipt | None] = {}  # mid -> the receipt its PUBACK lets go of
@@ -168,6 +173,7 @@ class MqttSink:
     def close(self, timeout: float) -> None:
         """Publishes `offline` (when connected, waiting up to `timeout` seconds for the broker to take it),
         disconnects and stops paho's thread."""
+        self._release_holds()  # the held OFFs and removals before `offline`
         with self._lock:
             self._closing = True
             info = self._send(topics.available_topic(self.config), topics.OFFLINE, True) if self._connected else None
@@ -204,12 +210,14 @@ class MqttSink:
                 # retained: Home Assistant's answer sensor shows the latest answer after its own restart too
                 self._publish(topic, to_json(answer_payload(event)), retain=True, receipt=event.receipt)
             case WatchEvent(stream=str() as stream, change=WatchLifecycle.SET):
+                self._release_hold((stream, event.alert))  # a watch set again: what the old one held goes now
                 if self._add_pair(stream, event.alert, announce=True):
                     self._set_state(topics.state_topic(self.config, stream, event.alert), topics.STATE_OFF)
                 if self.timeline is not None:
                     self.timeline.refresh(stream, event.alert)
             case WatchEvent(stream=str() as stream, change=WatchLifecycle.ENDED):
-                self._remove_pair(stream, event.alert)
+                if not self._defer((stream, event.alert), lambda: self._remove_pair(stream, event.alert)):
+                    self._remove_pair(stream, event.alert)
             case Digest(scheduled=True):  # a recap asked for by a command has its reply on <prefix>/recap/result
                 self._publish(topics.digest_topic(self.config), to_json(event.payload()))
             case Status(stream=None, kind=StatusKind.READY | StatusKind.STOPPED as kind):
@@ -221,8 +229,13 @@ class MqttSink:
     def _handle_alert(self, event: Alert) -> None:
         stream, alert = event.stream, event.alert
         self._add_pair(stream, alert, announce=True)
-        state = topics.STATE_ON if event.began else topics.STATE_OFF
-        self._set_state(topics.state_topic(self.config, stream, alert), state)
+        state_topic = topics.state_topic(self.config, stream, alert)
+        if event.began:
+            self._release_hold((stream, alert), run=False)  # ON again: the held OFF is moot
+            self._hold_until((stream, alert), time.monotonic() + self.config.min_on_s)
+            self._set_state(state_topic, topics.STATE_ON)
+        elif not self._defer((stream, alert), lambda: self._set_state(state_topic, topics.STATE_OFF)):
+            self._set_state(state_topic, topics.STATE_OFF)
         snapshot = event.snapshot
         if event.began and isinstance(snapshot, (bytes, bytearray)):
             self._set_state(topics.snapshot_topic(self.config, stream, alert), bytes(snapshot))
@@ -230,6 +243,46 @@ class MqttSink:
             return
         hold(event)  # until the broker took its message on the events topic
         self._publish(topics.events_topic(self.config, stream), to_json(alert_payload(event)), receipt=event.receipt)
+
+    # --- an ON held for min_on_s: its OFF and its watch's removal wait, on a timer -------------------------
+
+    def _hold_until(self, pair: tuple[str, str], until: float) -> None:
+        with self._lock:
+            self._holds[pair] = (until, [], None)
+
+    def _defer(self, pair: tuple[str, str], action: Callable[[], None]) -> bool:
+        """Runs `action` when the pair's ON has been held min_on_s (True), or says it need not wait (False)."""
+        with self._lock:
+            held = self._holds.get(pair)
+            if held is None or time.monotonic() >= held[0] or self._closing:
+                return False
+            until, actions, timer = held
+            actions.append(action)
+            if timer is None:
+                timer = threading.Timer(until - time.monotonic(), self._release_hold, (pair,))
+                timer.daemon = True
+                timer.name = f"{self.name} hold"
+                self._holds[pair] = (until, actions, timer)
+                timer.start()
+            return True
+
+    def _release_hold(self, pair: tuple[str, str], run: bool = True) -> None:
+        """Ends the pair's hold: its waiting actions run now (in order) unless `run` is False."""
+        with self._lock:
+            held = self._holds.pop(pair, None)
+        if held is None:
+            return
+        _, actions, timer = held
+        if timer is not None:
+            timer.cancel()
+        for action in actions if run else ():
+            action()
+
+    def _release_holds(self) -> None:
+        with self._lock:
+            pairs = list(self._holds)
+        for pair in pairs:
+            self._release_hold(pair)
 
     def _repeat(self, event: Event) -> bool:
         """A replayed event the broker took before the fleet's head restarted: its message is not sent again."""

@@ -67,6 +67,9 @@ class MqttConfig:
         command_rate_s, command_burst: commands taken per second on average, and at once (a token bucket);
             beyond, a command is refused ("rate"), and past as many refusals again, dropped unanswered (counted).
         command_max_bytes: a longer command payload is refused unread.
+        min_on_s: an alert's ON state is held this long at least (seconds) before its OFF and, for a watch that
+            ended meanwhile (a one-shot ends at its first begin), before its entities are removed: Home Assistant
+            has time to make the entity and run its automations.
     """
 
     url: str = field(
@@ -120,6 +123,7 @@ class MqttConfig:
     command_rate_s: float = 2.0
     command_burst: int = 20
     command_max_bytes: int = 16_384
+    min_on_s: float = 5.0
 
     def __post_init__(self) -> None:
         parse_mqtt_url(self.url)
@@ -131,6 +135,8 @@ class MqttConfig:
             raise ValueError("MQTT backlog and keepalive_s must be at least 1")
         if not 0 < self.reconnect_min_s <= self.reconnect_max_s:
             raise ValueError("MQTT reconnect delays must satisfy 0 < reconnect_min_s <= reconnect_max_s")
+        if not 0 <= self.min_on_s <= 3600:
+            raise ValueError(f"MQTT min_on_s must be 0 to 3600 seconds, got {self.min_on_s}")
         if not self.command_rate_s > 0 or self.command_burst < 1 or self.command_max_bytes < 256:
             raise ValueError("MQTT commands need command_rate_s > 0, command_burst >= 1 and command_max_bytes >= 256")
 

@@ -114,7 +114,8 @@ def test_discovery_states_snapshots_events_and_answers(tmp_path, closing):
     broker = started_broker(tmp_path, closing)
     live = watcher(broker.port, closing)
     bus = EventBus()
-    sink = MqttSink(MqttConfig(broker.url), streams=["door", "yard"], alerts={"door": ["person"], "yard": ["car"]})
+    config = MqttConfig(broker.url, min_on_s=0.0)  # an OFF at once (the hold: test_outputs_mqtt_entities.py)
+    sink = MqttSink(config, streams=["door", "yard"], alerts={"door": ["person"], "yard": ["car"]})
     publisher = OutputPublisher([sink])
     closing.append(publisher)
     bus.subscribe(publisher)
@@ -219,7 +220,7 @@ def test_broker_restart_reconnects_and_restores_retained_state(tmp_path, closing
     broker = started_broker(tmp_path, closing, persistence=True)
     live = watcher(broker.port, closing, session="restart-watcher")
     errors: list[str] = []
-    config = MqttConfig(broker.url, reconnect_min_s=0.1, reconnect_max_s=0.3)
+    config = MqttConfig(broker.url, reconnect_min_s=0.1, reconnect_max_s=0.3, min_on_s=0.0)
     sink = MqttSink(config, ["door"], {"door": ["person"]}, on_error=errors.append)
     bus, publisher = EventBus(), OutputPublisher([sink])
     closing.append(publisher)

@@ -4,6 +4,8 @@ their watch; the answer retained. Against a real broker (Debian's mosquitto on 1
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import outputs.discovery as topics
@@ -27,6 +29,7 @@ CONFIGS = (
     (topics.ask_text_config, ("door",), "text", "door_ask"),
 )
 CONFIGS_OF_A_WATCH = (topics.alert_sensor_config, topics.snapshot_image_config)
+HOLD_S = 1.0  # an ON held at least this long (MqttConfig.min_on_s; 5 s by default)
 
 
 @pytest.mark.parametrize(("prefix", "slug", "device"), [("edge-assistant", "edge_assistant", "Edge assistant"),
@@ -85,7 +88,8 @@ def test_the_answer_is_retained(tmp_path, closing):  # noqa: F811
 def test_a_watch_set_at_run_time_is_announced_at_once_and_removed_when_it_ends_for_good(tmp_path, closing):  # noqa: F811
     broker = started_broker(tmp_path, closing)
     live = watcher(broker.port, closing)
-    sink = MqttSink(MqttConfig(broker.url, reconnect_min_s=0.1, reconnect_max_s=0.2), streams=["door"])
+    config = MqttConfig(broker.url, reconnect_min_s=0.1, reconnect_max_s=0.2, min_on_s=HOLD_S)
+    sink = MqttSink(config, streams=["door"])
     closing.append(sink)
     sink.start()
     live.wait_topic("edge-assistant/available", b"online")
@@ -98,13 +102,18 @@ def test_a_watch_set_at_run_time_is_announced_at_once_and_removed_when_it_ends_f
     assert live.wait_topic(image, since=mark).json()["image_topic"] == snapshot
     live.wait_topic(state, b"OFF", since=mark)
     sink.handle(alert("begin", name="parcel", snapshot=b"\xff\xd8jpeg\xff\xd9"))
+    began = time.monotonic()
     live.wait_topic(state, b"ON", since=mark)
-    sink.handle(alert("end", name="parcel", reason="one-shot"))
+    sink.handle(alert("end", name="parcel", reason="one-shot"))  # a one-shot's end follows its begin at once
 
     mark = len(live.messages)
     sink.handle(watch_event("ended", reason="one-shot"))
+    live.wait_topic(state, b"OFF", since=mark)  # held ON for min_on_s first: Home Assistant sees it on
+    assert time.monotonic() - began >= HOLD_S
     for topic in (sensor, image, state, snapshot):
         live.wait_topic(topic, b"", since=mark)  # an empty retained payload removes the entity (and the state)
+    offs = [i for i, m in enumerate(live.messages) if m.topic == state and m.payload == b"OFF"]
+    assert offs[-1] < min(i for i, m in enumerate(live.messages) if m.topic == sensor and m.payload == b"")
     wait_until(lambda: no_parcel_left(broker.port, closing), "nothing of the watch left on the broker")
 
     broker.restart()  # forgets every retained message: the sink publishes its own again, not the watch's
@@ -136,3 +145,22 @@ def test_a_watch_that_ends_while_the_broker_is_down_is_removed_at_the_reconnect(
     late = settled(watcher(broker.port, closing))
     assert late.wait_topic("homeassistant/binary_sensor/edge-assistant/door_gate/config", timeout=0.1).json()
     assert late.wait_topic("edge-assistant/door/gate/state", timeout=0.1).payload == b"OFF"
+
+
+def test_an_on_held_at_close_is_ended_before_offline(tmp_path, closing):  # noqa: F811
+    """A hold never keeps an ON past the assistant's stop: at close what waits is published, then `offline`."""
+    broker = started_broker(tmp_path, closing)
+    live = watcher(broker.port, closing)
+    sink = MqttSink(MqttConfig(broker.url, min_on_s=600.0), streams=["door"])
+    sink.start()
+    live.wait_topic("edge-assistant/available", b"online")
+    state = "edge-assistant/door/parcel/state"
+    sink.handle(watch_event("set"))
+    sink.handle(alert("begin", name="parcel"))
+    live.wait_topic(state, b"ON")
+    mark = len(live.messages)
+    sink.handle(alert("end", name="parcel"))
+    sink.close(timeout=WAIT_S)
+    live.wait_topic("edge-assistant/available", b"offline", since=mark)
+    order = [(m.topic, m.payload) for m in live.messages[mark:]]
+    assert order.index((state, b"OFF")) < order.index(("edge-assistant/available", b"offline"))
