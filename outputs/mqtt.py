@@ -218,6 +218,8 @@ class MqttSink:
             case WatchEvent(stream=str() as stream, change=WatchLifecycle.ENDED):
                 if not self._defer((stream, event.alert), lambda: self._remove_pair(stream, event.alert)):
                     self._remove_pair(stream, event.alert)
+            case Status(stream=str() as stream, kind=StatusKind.STREAM_REMOVED):
+                self._remove_stream(stream)
             case Digest(scheduled=True):  # a recap asked for by a command has its reply on <prefix>/recap/result
                 self._publish(topics.digest_topic(self.config), to_json(event.payload()))
             case Status(stream=None, kind=StatusKind.READY | StatusKind.STOPPED as kind):
@@ -298,6 +300,9 @@ class MqttSink:
             if stream in self._streams:
                 return
             self._streams.append(stream)
+            for topic in self._stream_topics(stream):
+                if self._retained.get(topic) == "":
+                    del self._retained[topic]  # a removal not sent yet: the stream is back
             if announce and self._connected:
                 self._announce_stream(stream)
 
@@ -330,6 +335,27 @@ class MqttSink:
                     self._send(topic, "", True)
                 else:
                     self._retained[topic] = ""
+
+    def _remove_stream(self, stream: str) -> None:
+        """A stream removed while running: its watches' entities go (as each watch's would), then its own (the
+        answer sensor, the text entity to ask with) and its retained answer; now, or at the next connect."""
+        for alert in [alert for s, alert in self._pairs_now() if s == stream]:
+            if not self._defer((stream, alert), lambda alert=alert: self._remove_pair(stream, alert)):
+                self._remove_pair(stream, alert)
+        with self._lock:
+            if stream in self._streams:
+                self._streams.remove(stream)
+            for topic in self._stream_topics(stream):
+                if self._connected:
+                    self._retained.pop(topic, None)
+                    self._send(topic, "", True)
+                else:
+                    self._retained[topic] = ""
+
+    def _stream_topics(self, stream: str) -> list[str]:
+        """The retained topics of a stream itself: its discovery configs (discovery on) and its answer."""
+        configs = [make(self.config, stream)[0] for make in (topics.answer_sensor_config, topics.ask_text_config)]
+        return [*(configs if self.config.discovery else []), topics.answer_topic(self.config, stream)]
 
     def _pair_topics(self, stream: str, alert: str) -> list[str]:
         """Every retained topic of (stream, alert): its discovery configs (discovery on), state and snapshot."""

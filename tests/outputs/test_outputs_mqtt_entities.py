@@ -9,7 +9,7 @@ import time
 import pytest
 
 import outputs.discovery as topics
-from bus import WatchEvent, WatchLifecycle
+from bus import Status, StatusKind, WatchEvent, WatchLifecycle
 from outputs import MqttConfig, MqttSink
 from tests.outputs.test_outputs_mqtt import (  # noqa: F401 (closing: the fixture)
     WAIT_S,
@@ -164,3 +164,34 @@ def test_an_on_held_at_close_is_ended_before_offline(tmp_path, closing):  # noqa
     live.wait_topic("edge-assistant/available", b"offline", since=mark)
     order = [(m.topic, m.payload) for m in live.messages[mark:]]
     assert order.index((state, b"OFF")) < order.index(("edge-assistant/available", b"offline"))
+
+
+def test_a_removed_stream_takes_its_entities_and_its_watches_entities_with_it(tmp_path, closing):  # noqa: F811
+    """Removing a stream while running (the API, the page, MQTT): its answer sensor, its text entity to ask with,
+    its retained answer and its watches' entities are removed (empty retained payloads); the other stream's stay.
+    A new subscriber (Home Assistant after a restart) gets nothing of it back."""
+    broker = started_broker(tmp_path, closing)
+    live = watcher(broker.port, closing)
+    sink = MqttSink(MqttConfig(broker.url, min_on_s=0.0), streams=["door", "yard"])
+    closing.append(sink)
+    sink.start()
+    live.wait_topic("edge-assistant/available", b"online")
+    sink.handle(watch_event("set"))
+    sink.handle(answer(1))
+    live.wait_topic("edge-assistant/door/answer")
+    sink.handle(answer(2, stream="yard"))
+    live.wait_topic("edge-assistant/yard/answer")
+    mark = len(live.messages)
+    sink.handle(Status(stream="door", kind=StatusKind.STREAM_REMOVED, message="stream removed"))
+    for topic in ("homeassistant/sensor/edge-assistant/door_answer/config",
+                  "homeassistant/text/edge-assistant/door_ask/config", "edge-assistant/door/answer",
+                  "homeassistant/binary_sensor/edge-assistant/door_parcel/config", "edge-assistant/door/parcel/state"):
+        live.wait_topic(topic, b"", since=mark)  # fmt: skip
+
+    def door_topics(w: Watcher) -> list[str]:
+        return [m.topic for m in w.messages if ("door" in m.topic) and m.payload]
+
+    wait_until(lambda: not door_topics(settled(watcher(broker.port, closing))), "nothing of the door left")
+    yard = settled(watcher(broker.port, closing))
+    assert yard.wait_topic("edge-assistant/yard/answer", timeout=1.0).json()["round"] == 2
+    yard.wait_topic("homeassistant/sensor/edge-assistant/yard_answer/config", timeout=1.0)
