@@ -51,6 +51,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import paho.mqtt.client as paho
 from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 import outputs.discovery as topics
@@ -167,7 +169,12 @@ class MqttSink:
         """Connects in the background; a broker that is down is retried (and reported), never raised."""
         if self.timeline is not None:
             self.timeline.start()
-        self._client.connect_async(self.config.host, self.config.port, keepalive=self.config.keepalive_s)
+        connect = Properties(PacketTypes.CONNECT)
+        connect.MaximumPacketSize = max_packet_bytes(self.config)  # a larger command is dropped by the broker
+        self._client.connect_async(
+            self.config.host, self.config.port, keepalive=self.config.keepalive_s, clean_start=True,
+            properties=connect,
+        )  # fmt: skip
         self._client.loop_start()
 
     def close(self, timeout: float) -> None:
@@ -483,7 +490,7 @@ class MqttSink:
         client = SupervisedClient(
             CallbackAPIVersion.VERSION2,
             client_id=self.config.client_id,
-            clean_session=True,
+            protocol=paho.MQTTv5,  # its CONNECT can bound what the broker sends us (max_packet_bytes)
             name=self.name,
             on_error=self.on_error,
             restarts=self._restarts,
@@ -570,6 +577,13 @@ class MqttSink:
             call_reporter(self.on_error, message)
         else:
             logger.debug("%s", message)
+
+
+def max_packet_bytes(config: MqttConfig) -> int:
+    """The largest MQTT packet the broker may send us (MQTT 5's Maximum Packet Size, audit T4): paho reads a
+    packet whole before any check, so a 200 MB command once cost 600 MB. Four times `command_max_bytes` and room
+    for the topic: a command a little too long still gets its refusal, a huge one never arrives."""
+    return 4 * config.command_max_bytes + 1024
 
 
 def _sink(config: MqttConfig, context: SinkContext) -> MqttSink:

@@ -17,6 +17,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from outputs import MqttConfig, MqttSink
 from outputs.commands import BUSY, NOT_READY, CommandError, CommandsSlot
 from outputs.discovery import ask_text_config
+from outputs.mqtt import max_packet_bytes
 from outputs.mqtt_commands import MqttCommands
 from tests.support.mqtt_broker import MosquittoBroker
 from tests.support.mqtt_watcher import Watcher
@@ -269,3 +270,33 @@ def test_commands_asked_for_where_the_run_takes_none_are_reported_once():
     errors: list[str] = []
     sink = MqttSink(config(), streams=["door"], on_error=errors.append, commands=None)
     assert sink.commands is None and len(errors) == 1 and "--mqtt-commands" in errors[0]
+
+
+def test_a_huge_command_never_reaches_the_sink_and_the_next_one_is_answered(broker):
+    """Audit T4: paho reads a packet whole before any check, so the sink connects with MQTT 5 and a Maximum Packet
+    Size (4 x command_max_bytes + 1 KiB): the broker drops a 4 MB command instead of sending it. A command just
+    over command_max_bytes still arrives and gets its `too_large` refusal; the next one is answered."""
+    watcher = Watcher(broker.port)
+    assert watcher.subscribed.wait(WAIT_S)
+    fake = FakeCommands()
+    config = MqttConfig(broker.url, commands=True)
+    assert max_packet_bytes(config) == 4 * 16_384 + 1024
+    sink = MqttSink(config, streams=["door"], commands=fake)
+    sink.start()
+    client = publisher(broker.port)
+    try:
+        subscribed(sink, broker, watcher)
+        since = len(watcher.messages)
+        client.publish("edge-assistant/door/ask", b"x" * 4_000_000, qos=1).wait_for_publish(WAIT_S)
+        client.publish("edge-assistant/door/ask", b"y" * 20_000, qos=1).wait_for_publish(WAIT_S)
+        client.publish("edge-assistant/door/ask", "Is the door open?", qos=1).wait_for_publish(WAIT_S)
+        watcher.wait_for(lambda m: m.topic == "edge-assistant/ask/result" and m.json()["ok"], "the answer", since)
+        results = [m.json() for m in watcher.messages[since:] if m.topic == "edge-assistant/ask/result"]
+        assert [r.get("code") for r in results] == ["too_large", None]  # the 4 MB one: nothing, not even a refusal
+        assert "20000 bytes" in results[0]["error"]
+        assert [q for q, _, _ in fake.asked] == ["Is the door open?"]
+    finally:
+        client.disconnect()
+        client.loop_stop()
+        sink.close(timeout=2.0)
+        watcher.close()
