@@ -40,9 +40,10 @@ def _read_text(path: Path) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise ConfigFileError(err.strerror or str(err)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen: a folder would raise there
+        os.close(fd)
+        raise ConfigFileError("not a regular file (a device, a FIFO or a folder); give a TOML file")
     with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ConfigFileError("not a regular file (a device, a FIFO or a folder); give a TOML file")
         data = file.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise ConfigFileError(f"larger than {MAX_BYTES // (1 << 20)} MiB; a config file is a few KiB")

@@ -30,10 +30,11 @@ def read_private_text(path: str | Path, what: str, max_bytes: int = MAX_SECRET_F
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as err:
         raise ValueError(f"{what} {path}: {err.strerror or err}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before fdopen: a folder would raise there
+        os.close(fd)
+        raise ValueError(f"{what} {path}: not a regular file (a folder, a device or a FIFO); give a file")
     with os.fdopen(fd, "rb") as file:
         info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError(f"{what} {path}: not a regular file")
         if info.st_uid != os.geteuid():
             raise ValueError(f"{what} {path}: refused, it belongs to another user (uid {info.st_uid})")
         if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):

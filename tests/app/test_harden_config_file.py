@@ -13,6 +13,7 @@ import pytest
 
 from app.cli import parse_args
 from tests.support.app_helpers import REPO
+from tests.support.in_process_main import run_main
 
 
 def _refused(path, capsys) -> str:
@@ -91,3 +92,12 @@ def test_a_good_file_still_works(tmp_path) -> None:
     path.write_text('question = "what is here?"\nevery = 5\n')
     args = parse_args(["--video", "x.mp4", "--config", str(path)])
     assert args.question == "what is here?" and args.every == 5
+
+
+@pytest.mark.parametrize("flag", ["--config", "--api-tokens-file"])
+def test_a_folder_is_refused_with_the_reason_not_a_traceback(tmp_path, capsys, flag) -> None:
+    """`--config DIR` and `--api-tokens-file DIR` once ended in IsADirectoryError's traceback (os.fdopen)."""
+    folder = tmp_path / "a-folder"
+    folder.mkdir(mode=0o700)
+    code, err = run_main(capsys, "--api", "--model", "tiny", flag, str(folder))  # refused before the model loads
+    assert code == 2 and "not a regular file" in err and "folder" in err and "Traceback" not in err
