@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import StreamingResponse
 
 from api.asking import PendingAsk
+from api.auth import question_owner
 from api.context import ApiContext, refusal
 from api.models import AskRequest, AskResult, Problem, refusals
 from api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
@@ -85,7 +86,7 @@ def router(ctx: ApiContext) -> APIRouter:
         """JSON: waits for every answer. Streaming (`streaming: true` or `Accept: text/event-stream`): events
         `start` {request, streams}, `answer_start` and `piece` records as the answer is decoded, and a final
         `answer` {request, streams, answers, errors} (answers: `answer` records with evidence, timings, round)."""
-        pending = await open_ask(ctx, body.question, body.stream, token.name)
+        pending = await open_ask(ctx, body.question, body.stream, question_owner(token, request.client))
         if body.streaming or "text/event-stream" in request.headers.get("accept", ""):
             return StreamingResponse(_stream(ctx, pending), media_type="text/event-stream", headers=SSE_HEADERS)
         try:

@@ -9,6 +9,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 
+from api.config import LOCAL
 from api.mailbox import Mailbox
 from bus import Answer, AnswerPiece, AnswerStart, ErrorEvent, Event
 
@@ -62,8 +63,9 @@ class Asks:
         """Queues the question (ValueError: bad question or unknown stream; AssistantBusy; TooManyAsks)."""
         with self._lock:
             if sum(1 for p in self._pending.values() if p.owner == owner) >= self.per_token:
+                who = "this connection" if owner.startswith(f"{LOCAL.name} ") else "this token"  # auth.question_owner
                 raise TooManyAsks(
-                    f"this token has {self.per_token} questions waiting for answers, the most it may "
+                    f"{who} has {self.per_token} questions waiting for answers, the most it may "
                     "(--api-questions-per-token); wait for an answer first"
                 )
             pending = PendingAsk(secrets.token_hex(8), owner, [], Mailbox(loop, MAX_EVENTS_PER_ASK))

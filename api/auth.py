@@ -74,3 +74,12 @@ def access_for(tokens: tuple[ApiToken, ...], page_open_without_login: bool) -> A
     if page_open_without_login:
         return Access(anonymous=True)
     return None
+
+
+def question_owner(token: ApiToken, client: tuple[str, int] | None) -> str:
+    """Whose budget of waiting questions (--api-questions-per-token) a question counts against: its token's; where
+    no token is needed (loopback), its connection's, so that one local program's questions never hold another's
+    back (together they are bounded by --max-pending-questions)."""
+    if token is LOCAL and client is not None:
+        return f"{token.name} {client[0]}:{client[1]}"
+    return token.name

@@ -18,10 +18,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
 from api.ask import events_of, open_ask
+from api.auth import question_owner
 from api.context import ApiContext
 from api.openai_errors import OpenAIError, OpenAIRoute, error_responses, unknown_route
 from api.openai_reply import ChatCompletion, ChatReply, chunks
@@ -86,14 +87,14 @@ def router(ctx: ApiContext) -> APIRouter:
         },
         summary="OpenAI-compatible chat: ask a stream (model) or all",
     )
-    async def chat(body: ChatRequest, token=asker):
+    async def chat(body: ChatRequest, request: Request, token=asker):
         stream = None if body.model == ALL else body.model
         if stream is not None and stream not in ctx.assistant.streams:
             raise unknown_model(body.model)
         refuse_unsupported(body)
         limit = token_limit(body)
         question = question_of(body.messages, ctx.assistant.input_limits.max_question_chars)
-        reply = ChatReply(await open_ask(ctx, question, stream, token.name), limit)
+        reply = ChatReply(await open_ask(ctx, question, stream, question_owner(token, request.client)), limit)
         if body.stream:
             return StreamingResponse(
                 chunks(ctx, reply, body.model, body.include_usage), media_type="text/event-stream", headers=SSE_HEADERS
