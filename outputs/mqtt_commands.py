@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 ACTIONS = ("add", "change", "remove", "list")
 ASK_KEYS = ("question", "stream", "id")
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+ID_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # matched whole (fullmatch: `$` lets a newline through)
 MAX_STREAM_CHARS = 64  # a topic level longer than this is not echoed back as a stream name
 RATE, TOO_LARGE, RETAINED = "rate", "too_large", "retained"
 RESULT_TOPICS = {
@@ -254,6 +254,8 @@ def _json_object(text: str) -> dict[str, Any]:
         body = json.loads(text)
     except ValueError as err:
         raise CommandError(f"the command is not JSON ({err.__class__.__name__}: {str(err)[:120]})") from None
+    except RecursionError:  # a few KiB of [[[[...: json's decoder recurses once a level
+        raise CommandError("the command nests too deeply; a command is a flat JSON object") from None
     if not isinstance(body, dict):
         raise CommandError("the command must be a JSON object")
     return body
@@ -264,7 +266,7 @@ def _request_id(value: object) -> str | None:
         return None
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
         raise CommandError("id must be 1 to 64 letters, digits or _ . : - (or a whole number)")
     return value
 

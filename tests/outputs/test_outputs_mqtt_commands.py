@@ -99,6 +99,8 @@ def test_a_json_question_carries_its_id_into_the_request_and_may_ask_every_strea
         ("edge-assistant/ask", b'{"question": 3}', "invalid", '"question"'),
         ("edge-assistant/ask", b'{"question": "q?", "colour": "red"}', "invalid", "colour"),
         ("edge-assistant/ask", b'{"question": "q?", "id": "a b"}', "invalid", "id must be"),
+        ("edge-assistant/ask", b'{"question": "q?", "id": "a\\n"}', "invalid", "id must be"),  # `$` took "a\n"
+        ("edge-assistant/ask", b'{"question": "q", "x": ' + b"[" * 8000 + b"]" * 8000 + b"}", "invalid", "nests"),
         ("edge-assistant/ask", b'{"question": "q?", "stream": "garage"}', "not_found", "garage"),
         ("edge-assistant/garage/ask", b"What?", "not_found", "garage"),
         ("edge-assistant/" + "x" * 500 + "/ask", b"What?", "not_found", "too long"),
