@@ -70,8 +70,12 @@ def start_session(config: AppConfig) -> tuple[LoadedModel, list[Stream], StreamF
         probe_sources(config)
         if config.timeline is not None:
             TimelineWriter(config.timeline).close()  # a timeline that cannot be opened fails before the model loads
+        if config.log_jsonl is not None:
+            JsonlLog(config.log_jsonl).close()  # ... and so does an event log (a link, another user's file)
     except (SourceError, TimelineError) as err:
         raise StartupError(str(err)) from err
+    except OSError as err:
+        raise StartupError(f"cannot write --log-jsonl {config.log_jsonl}: {err.strerror or err}") from err
     print(f"loading {config.model.model} ...", file=sys.stderr, flush=True)
     try:
         device = resolve_device(config.model.device)

@@ -7,6 +7,7 @@ and is the assistant's own; otherwise a warning says what to change (a shared fo
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -53,11 +54,28 @@ def make_private_file(path: Path) -> None:
 
 def open_private_append(path: Path) -> TextIO:
     """`path` opened for appending text (UTF-8), created with mode 0600 (its missing folder with 0700); an
-    existing file of ours is made 0600. Raises OSError."""
+    existing file of ours is made 0600. Never through a symbolic link, never into a file of another user or
+    anything but a regular file (someone else's file would get our events, a link would lead them elsewhere).
+    Raises OSError saying why."""
     if not path.parent.exists():
         make_private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        # non-blocking: a FIFO no one reads fails at once (ENXIO) instead of hanging the start
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o600)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise OSError(err.errno, f"{path} is a symbolic link; give the file itself") from None
+        if err.errno == errno.ENXIO:
+            raise OSError(err.errno, f"{path} is not a regular file (a FIFO)") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file")
+        if info.st_uid != os.geteuid():
+            raise OSError(errno.EPERM, f"{path} belongs to another user (uid {info.st_uid}); give a file of your own")
+        os.set_blocking(fd, True)
         make_private_file(path)
         return os.fdopen(fd, "a", encoding="utf-8")
     except BaseException:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import stat
 from pathlib import Path
+
+import pytest
 
 from bus import to_record
 from bus.redact import redacted
@@ -88,3 +91,25 @@ def test_events_are_redacted_at_any_depth():
     assert "SECRETPW" not in event.question and "SECRETPW" not in event.answer
     assert event.stats.answer_tokens == 3 and event.evidence[0].start == 1.0
     assert "SECRETPW" not in event.evidence[0].source
+
+
+def test_the_event_log_is_never_written_through_a_link_or_into_another_users_file(tmp_path, monkeypatch):
+    """A planted symbolic link (to a file elsewhere) is refused, the file it points to untouched; a file of another
+    user is refused too (as root here: its owner is made someone else with chown), and so is a FIFO."""
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text("")
+    link = tmp_path / "events.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(OSError, match="is a symbolic link"):
+        JsonlLog(link)
+    assert target.read_text() == ""
+    theirs = tmp_path / "theirs.jsonl"
+    theirs.write_text("")
+    monkeypatch.setattr(os, "geteuid", lambda: os.stat(theirs).st_uid + 1)  # the file is not ours
+    with pytest.raises(OSError, match="belongs to another user"):
+        JsonlLog(theirs)
+    monkeypatch.undo()
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match="not a regular file"):  # at once: a FIFO no one reads once hung the start
+        JsonlLog(fifo)
