@@ -3,6 +3,7 @@ its routes, for the page's server (`--ui`: mounted before Gradio's, behind the s
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from fastapi import APIRouter, FastAPI
@@ -57,6 +58,18 @@ def api_refusal(config) -> str | None:
     return NEEDS_TOKENS if access_for(config.api.tokens, page_open_without_login(config.ui)) is None else None
 
 
+def open_api_warning(config) -> str | None:
+    """A warning for an API that answers anyone reaching it with every scope (no tokens, --open beyond loopback or
+    behind a proxy): said at start, since `manage` lets them add sources and watches. None: no such exposure."""
+    ui = config.ui
+    if config.api.tokens or not (ui.beyond_loopback or ui.behind_proxy):
+        return None
+    return (
+        "warning: the API answers anyone who reaches this port, with every scope (manage too: streams and watches "
+        "added or removed), because of --open without API tokens; give --api-tokens-file FILE to require tokens"
+    )
+
+
 def start_api(config, assistant, options, history, runtime: RuntimeWatches) -> RunningApi:
     """Builds the API for `assistant` (subscribed to its bus) over the run's runtime watches. ApiRefused when
     no token is given where one is needed."""
@@ -64,6 +77,9 @@ def start_api(config, assistant, options, history, runtime: RuntimeWatches) -> R
     access = access_for(settings.tokens, page_open_without_login(config.ui))
     if access is None:
         raise ApiRefused(NEEDS_TOKENS)
+    warning = open_api_warning(config)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     feed = EventFeed(replay=settings.replay, queue=settings.sse_queue, max_clients=settings.sse_clients)
     asks = Asks(assistant, per_token=settings.questions_per_token)
     for subscriber in (feed, asks):

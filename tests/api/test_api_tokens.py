@@ -4,6 +4,7 @@ refused beyond loopback without them (exit 2 before the model loads)."""
 import pytest
 
 from api.auth import LOCAL, Access, AuthError, access_for, given_tokens, parse_tokens
+from api.server import open_api_warning
 from app.cli import parse_args
 from app.config import AppConfig
 
@@ -95,3 +96,21 @@ def test_access_checks_scopes_and_tokens_in_constant_time():
     assert err.value.status == 403
     assert access_for((), page_open_without_login=True).check(None, "manage") is LOCAL
     assert access_for((), page_open_without_login=False) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "warned"),
+    [
+        (["--host", "0.0.0.0", "--open"], True),  # anyone on the LAN: every scope, with no word said once
+        (["--allowed-host", "cams.example", "--open"], True),  # behind a proxy
+        ([], False),  # loopback: this machine only
+        (["--host", "0.0.0.0", "--api-tokens-file", "TOKENS"], False),
+    ],
+)
+def test_an_api_open_to_anyone_beyond_loopback_is_warned_about(tmp_path, monkeypatch, argv, warned):
+    path = tokens_file(tmp_path, f"{GOOD} read")
+    argv = [str(path) if a == "TOKENS" else a for a in argv]
+    warning = open_api_warning(config_from(["--api", "--model", "tiny", *argv], monkeypatch))
+    assert (warning is not None) is warned
+    if warned:
+        assert "every scope" in warning and "--api-tokens-file" in warning
