@@ -11,6 +11,7 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends, Header, HTTPException, Query
 from fastapi.responses import StreamingResponse
 
+from api.config import LOCAL
 from api.context import ApiContext, refusal
 from api.feed import FeedClient, FeedFull, FeedItem, Resume
 from api.models import FeedStatus, StatusView, refusals
@@ -48,7 +49,8 @@ def router(ctx: ApiContext) -> APIRouter:
         ctx.stream_named(stream)
         last = _last_id(last_event_id)
         try:
-            client, resume = ctx.feed.subscribe(asyncio.get_running_loop(), wanted, stream, last)
+            owner = None if token is LOCAL else token.name  # without tokens (loopback) no share per owner
+            client, resume = ctx.feed.subscribe(asyncio.get_running_loop(), wanted, stream, last, owner)
         except FeedFull as err:
             raise refusal(err) from None
         return StreamingResponse(_feed(ctx, client, resume), media_type="text/event-stream", headers=SSE_HEADERS)

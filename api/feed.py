@@ -37,6 +37,7 @@ class FeedClient:
     types: frozenset[str] | None = None
     stream: str | None = None
     dropped: bool = False
+    owner: str | None = None  # the token's name (None: no token is needed here)
 
     def wants(self, item: FeedItem) -> bool:
         return (self.types is None or item.type in self.types) and (self.stream is None or item.stream == self.stream)
@@ -82,7 +83,8 @@ class FeedFull(Exception):
 @dataclass
 class EventFeed:
     """replay: events kept for clients coming back with Last-Event-ID. queue: events waiting per client before
-    it is dropped. max_clients: SSE clients at once."""
+    it is dropped. max_clients: SSE clients at once; one token may hold at most half of them (at least one), so
+    that one reader never takes every feed."""
 
     replay: int = 1000
     queue: int = 256
@@ -115,15 +117,23 @@ class EventFeed:
         types: frozenset[str] | None,
         stream: str | None,
         last_id: int | None,
+        owner: str | None = None,
     ) -> tuple[FeedClient, Resume]:
         """A new client and what it gets first (Resume): after `last_id`, the kept events it wants (None: none).
         An id this run never gave (an earlier run's, or one from the future) is a reset. FeedFull when
-        max_clients are connected."""
-        client = FeedClient(Mailbox(loop, self.queue), types, stream)
+        max_clients are connected, or `owner` (a token's name) holds its share of them."""
+        client = FeedClient(Mailbox(loop, self.queue), types, stream, owner=owner)
         with self._lock:
             if len(self._clients) >= self.max_clients:
                 self.stats.refused_clients += 1
                 raise FeedFull(f"{self.max_clients} event feeds are open, the most allowed (--api-sse-clients)")
+            share = max(1, self.max_clients // 2)
+            if owner is not None and sum(1 for c in self._clients if c.owner == owner) >= share:
+                self.stats.refused_clients += 1
+                raise FeedFull(
+                    f"this token has {share} event feeds open, the most one token may (half of --api-sse-clients); "
+                    "close one first"
+                )
             self._clients.append(client)
             self.stats.clients = len(self._clients)
             if last_id is None:

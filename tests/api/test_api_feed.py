@@ -93,3 +93,23 @@ def test_ids_grow_across_restarts_and_an_earlier_runs_id_is_a_reset():
     assert earlier.reset and [i.id for i in earlier.kept] == [i.id for i in after._items] and earlier.missed == 2
     assert future.reset and future.kept == earlier.kept
     assert not now.reset and now.kept == [] and now.missed == 0
+
+
+def test_one_token_holds_at_most_half_of_the_feeds():
+    """With 4 feeds allowed, the reader token gets 2 and is refused the third; another token still gets the rest;
+    without tokens (owner None) there is no share."""
+
+    async def scenario():
+        feed = EventFeed(replay=10, queue=10, max_clients=4, first_id=1)
+        loop = asyncio.get_running_loop()
+        for _ in range(2):
+            feed.subscribe(loop, None, None, None, owner="dashboard")
+        with pytest.raises(FeedFull, match="this token has 2 event feeds open"):
+            feed.subscribe(loop, None, None, None, owner="dashboard")
+        phone = [feed.subscribe(loop, None, None, None, owner="phone")[0] for _ in range(2)]
+        feed.unsubscribe(phone[0])
+        feed.subscribe(loop, None, None, None, owner=None)
+        return feed
+
+    feed = asyncio.run(scenario())
+    assert feed.stats.clients == 4 and feed.stats.refused_clients == 1
