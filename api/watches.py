@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Response
 
 from api.context import ApiContext, refusal
 from api.models import WatchAdd, WatchChange, WatchView, refusals
-from watches.runtime import RuntimeWatch
+from watches.runtime import Conflict, RuntimeWatch
 from watches.spec import WatchSpec
 
 REFUSALS = refusals(401, 403, 404, 409, 422, 429)
@@ -63,8 +63,18 @@ def router(ctx: ApiContext) -> APIRouter:
             raise refusal(err) from None
         return spec_view(watch.spec, "runtime", watch)
 
+    def check_owner(name: str, token) -> None:
+        """A watch another token set is that token's to change or remove (409); MQTT's (no token) any manager's."""
+        try:
+            owner = ctx.watches.get(name).owner
+        except ValueError:
+            return  # not a runtime watch: the change or removal itself says why (404, 409 for a configured one)
+        if owner != token.name and owner in {t.name for t in ctx.access.tokens}:
+            raise refusal(Conflict(f"watch {name!r} was set by the token {owner!r}; change or remove it with that one"))
+
     @api.patch("/api/v1/watches/{name}", response_model=WatchView, responses=REFUSALS, summary="Change a watch")
     def change(name: str, body: WatchChange, token=manager):
+        check_owner(name, token)
         changes = {k: v for k, v in asdict(body).items() if v is not None and k != "never_expires"}
         if body.never_expires:
             changes["expires_in_s"] = None
@@ -76,6 +86,7 @@ def router(ctx: ApiContext) -> APIRouter:
 
     @api.delete("/api/v1/watches/{name}", status_code=204, responses=REFUSALS, summary="Remove a watch")
     def remove(name: str, token=manager):
+        check_owner(name, token)
         try:
             ctx.watches.remove(name)
         except ValueError as err:

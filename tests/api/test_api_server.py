@@ -320,6 +320,15 @@ def test_a_watch_in_mqtts_spellings_watches_the_stream_named_at_that_pace(client
     assert client.delete("/api/v1/watches/parcel", headers=headers).status_code == 204
 
 
+def test_a_manage_token_changes_and_removes_only_its_own_watches(client):
+    """Two `manage` tokens: the one that did not set a watch gets 409 naming the owner; the owner may."""
+    added = client.post("/api/v1/watches", json={"name": "mine", "question": "Is it mine?"}, headers=auth(ADMIN))
+    assert added.status_code == 201
+    for reply in (client.delete("/api/v1/watches/mine", headers=auth(LIMITED)),
+                  client.patch("/api/v1/watches/mine", json={"every": 20}, headers=auth(LIMITED))):  # fmt: skip
+        assert reply.status_code == 409 and "set by the token 'admin'" in reply.json()["detail"]
+    assert client.delete("/api/v1/watches/mine", headers=auth(ADMIN)).status_code == 204
+
 def test_a_token_past_its_watch_limit_gets_429_and_the_assistant_keeps_answering(client):
     headers = auth(LIMITED)
     made = [
