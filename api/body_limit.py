@@ -13,10 +13,6 @@ from api.openai_errors import refusal_body
 API_PREFIXES = ("/api/", "/v1/")
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
 async def _refuse(send, path: str, status: int, message: str, close: bool = False) -> None:
     body = json.dumps(refusal_body(path, status, message) or {"detail": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -50,7 +46,7 @@ class BodyLimit:
         seen = 0
         started = False
         body_done = False
-        timed_out = False
+        timed_out = False  # the reply was given here (408, 413): the route's is dropped
         deadline = time.monotonic() + self.timeout_s
 
         async def counted():
@@ -69,8 +65,11 @@ class BodyLimit:
                 return {"type": "http.disconnect"}
             if event["type"] == "http.request":
                 seen += len(event.get("body", b""))
-                if seen > self.max_bytes:
-                    raise BodyTooLarge
+                if seen > self.max_bytes:  # a chunked body past the bound: 413 now, the route sees a disconnect
+                    timed_out = True  # (the route's own reply is dropped: the 413 was it)
+                    if not started:
+                        await _refuse(send, scope["path"], 413, message, close=True)
+                    return {"type": "http.disconnect"}
             body_done = event["type"] != "http.request" or not event.get("more_body", False)
             return event
 
@@ -82,8 +81,4 @@ class BodyLimit:
                 started = True
             await send(event)
 
-        try:
-            await self.app(scope, counted, watched)
-        except BodyTooLarge:
-            if not started:
-                await _refuse(send, scope["path"], 413, message)
+        await self.app(scope, counted, watched)

@@ -156,6 +156,13 @@ def test_refusals_in_front_of_the_routes_are_error_objects_under_v1_only(http):
     huge = http.post("/v1/chat/completions", content=b"x" * 4096, headers=headers)
     assert huge.status_code == 413 and "--api-max-body-kb" in error_of(huge)["message"]
     assert "--api-max-body-kb" in http.post("/api/v1/ask", content=b"x" * 4096, headers=headers).json()["detail"]
+
+    def chunked():  # no Content-Length: the bound is found while it arrives (was 400 "error parsing the body")
+        yield from (b"x" * 1000 for _ in range(10))
+
+    for path in ("/v1/chat/completions", "/api/v1/ask"):
+        sent = http.post(path, content=chunked(), headers=headers)
+        assert sent.status_code == 413 and "--api-max-body-kb" in sent.text, (path, sent.text)
     foreign = http.get("/v1/models", headers={**headers, "Host": "evil.example"})
     assert foreign.status_code == 421 and "--allowed-host" in error_of(foreign)["message"]
     assert http.get("/api/v1/streams", headers={**headers, "Host": "evil.example"}).json() == {
