@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -261,7 +262,9 @@ class RuntimeWatches:
 
     # -- inside -------------------------------------------------------------------------------------
 
-    def _spec(self, settings: dict[str, Any]) -> WatchSpec:
+    def _spec(self, settings: dict[str, Any], streams_running: bool = True) -> WatchSpec:
+        """The checked spec of `settings`; streams_running: its streams must run now (not for a kept watch, which
+        waits for its stream after a restart)."""
         unknown = sorted(set(settings) - set(TABLE_KEYS) - {"name"})
         if unknown:
             raise ValueError(f"unknown watch setting(s) {', '.join(unknown)}; allowed: name, {', '.join(TABLE_KEYS)}")
@@ -279,7 +282,7 @@ class RuntimeWatches:
                 f"got {spec.every!r}"
             )
         missing = [s for s in spec.streams or () if s not in self.assistant.streams]
-        if missing:
+        if missing and streams_running:
             known = ", ".join(self.assistant.streams)
             raise NotFound(f"watch {spec.name!r} names unknown stream(s) {', '.join(missing)}; streams: {known}")
         return spec
@@ -347,39 +350,83 @@ class RuntimeWatches:
             logger.info("runtime watches ended: %s", ", ".join(f"{n} ({r})" for n, r in gone.items()))
 
     def _load(self) -> list[RuntimeWatch]:
-        if self.path is None or not self.path.exists():
+        """The kept watches, the state file treated as hostile input: read bounded, never through a link nor from
+        another user's file; each entry checked as an added one is (its settings, every, the limits per owner and
+        in all), a bad one skipped with a warning. A file that cannot be read is kept aside (`.unreadable`), not
+        overwritten by the next save."""
+        if self.path is None or not (self.path.exists() or self.path.is_symlink()):
             return []
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            records = data["watches"] if isinstance(data, dict) else []
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            logger.warning("runtime watches file %s cannot be read (%s): starting without them", self.path, err)
+            data = json.loads(_read_state(self.path))
+            records = data["watches"] if isinstance(data, dict) else None
+            if not isinstance(records, list):
+                raise ValueError("no list of watches in it")
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as err:
+            aside = self.path.with_name(self.path.name + ".unreadable")
+            try:
+                os.replace(self.path, aside)
+            except OSError:
+                aside = None
+            logger.warning(
+                "runtime watches file %s cannot be read (%s): starting without them%s", self.path, str(err)[:200],
+                f"; it is kept as {aside}" if aside else "",
+            )  # fmt: skip
             return []
-        watches = []
-        for record in records:
+        watches: list[RuntimeWatch] = []
+        for record in records[: self.limits.total + len(self.configured)]:
             try:
                 watch = RuntimeWatch.from_record(record)
-            except (KeyError, TypeError, ValueError) as err:
-                logger.warning("runtime watches file %s: an entry is skipped (%s)", self.path, err)
+                spec = asdict(watch.spec)
+                if spec["streams"] is not None:
+                    spec["streams"] = list(spec["streams"])
+                watch = replace(watch, spec=self._spec(spec, streams_running=False))  # an added watch's checks
+                if watch.spec.name in self.configured or any(w.spec.name == watch.spec.name for w in watches):
+                    continue
+                if sum(1 for w in watches if w.owner == watch.owner) >= self.limits.per_owner:
+                    raise ValueError(f"{watch.owner or 'its owner'} holds {self.limits.per_owner} watches already")
+            except (KeyError, TypeError, ValueError, AttributeError) as err:
+                logger.warning("runtime watches file %s: an entry is skipped (%s)", self.path, str(err)[:200])
                 continue
-            if watch.spec.name not in self.configured:
-                watches.append(watch)
+            watches.append(watch)
+            if len(watches) >= self.limits.total:
+                break
         return watches
 
     def _save(self) -> None:
-        """Writes the registry to the state file (0600, in a 0700 folder; replaced whole, never half written)."""
+        """Writes the registry to the state file (0600, in a 0700 folder; replaced whole, never half written,
+        never through a link planted as its `.part`)."""
         if self.path is None:
             return
         data = {"version": STATE_VERSION, "watches": [w.record() for w in self._watches.values()]}
         try:
             make_private_dir(self.path.parent)
             part = self.path.with_name(self.path.name + ".part")
-            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            part.unlink(missing_ok=True)  # whatever was left there (a link too): the file is made anew
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as out:
                 json.dump(data, out, indent=1)
             os.replace(part, self.path)
         except OSError as err:
             logger.warning("runtime watches not saved to %s (%s): they will not survive a restart", self.path, err)
+
+
+STATE_MAX_BYTES = 4 << 20  # 256 watches of long questions are well under 1 MiB
+
+
+def _read_state(path: Path) -> str:
+    """The state file's text: a regular file of this user, not a link, at most STATE_MAX_BYTES; OSError, or
+    ValueError saying why."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_uid != os.geteuid():
+            raise ValueError(f"it belongs to another user (uid {info.st_uid})")
+        data = file.read(STATE_MAX_BYTES + 1)
+    if len(data) > STATE_MAX_BYTES:
+        raise ValueError(f"larger than {STATE_MAX_BYTES >> 20} MiB")
+    return data.decode("utf-8")
 
 
 def _flag(value: object, name: str) -> bool:

@@ -171,13 +171,59 @@ def test_watches_survive_a_restart_in_a_private_file_until_they_expire(tmp_path)
     assert [w.spec.name for w in late.list()] == ["forever"]
 
 
-def test_a_damaged_state_file_starts_without_it(tmp_path):
+@pytest.mark.parametrize(
+    "text",
+    ["{not json", "[" * 100_000 + "]" * 100_000, '{"watches": {"a": 1}}', '{"watches": ["x", 3, null]}', "[]"],
+)
+def test_a_damaged_state_file_starts_without_it_and_keeps_it_aside(tmp_path, text):
+    """Not JSON, nested past the decoder, or not a list of watches: no traceback, the file is kept aside as
+    `.unreadable` (the next save would overwrite it), and watches added now are saved."""
     path = state_path(tmp_path)
-    path.write_text("{not json")
+    path.write_text(text)
     watches = RuntimeWatches(FakeAssistant(), path=path)
     watches.start()
+    watches.add({"name": "new", "question": "Is it new?"})
     watches.close()
+    assert [w.spec.name for w in watches.list()] == ["new"]
+    if text.startswith('{"watches": ["x"'):  # a list whose entries are skipped one by one: nothing to keep aside
+        return
+    assert path.with_name(path.name + ".unreadable").read_text() == text
+
+
+def test_hostile_entries_are_checked_as_added_ones_and_limits_hold(tmp_path):
+    """Entries written by hand past the API's checks: a check every 0.01 s, a question past the limit, a spec with
+    an unknown key, and more watches of one owner than it may hold; each bad one skipped, the rest kept."""
+    path = state_path(tmp_path)
+
+    def entry(name, owner="phone", **spec):
+        return {"spec": {"name": name, "question": "Is it there?", **spec}, "owner": owner}
+
+    records = [entry("fast", every=0.01), entry("long", question="x" * 500), entry("odd", colour="red")]
+    records += [entry(f"w{i}") for i in range(5)] + [entry("other", owner="tablet"), entry("ghost", owner="tablet", streams=["gone"])]
+    path.write_text(json.dumps({"version": 1, "watches": records}))
+    watches = RuntimeWatches(FakeAssistant(), path=path, limits=WatchLimits(per_owner=3, total=10))
+    watches.start()
+    watches.close()
+    kept = [w.spec.name for w in watches.list()]
+    assert kept == ["w0", "w1", "w2", "other", "ghost"]  # ghost's stream may come back: it waits for it
+
+
+def test_the_state_file_is_never_read_or_written_through_a_link(tmp_path):
+    """A link planted as the state file is not followed (its target is neither read nor overwritten: it is moved
+    aside as the link it is); one planted as the `.part` the save writes first is replaced, not written through."""
+    secret = tmp_path / "elsewhere.json"
+    secret.write_text(json.dumps({"version": 1, "watches": [{"spec": {"name": "planted", "question": "q?"}}]}))
+    path = state_path(tmp_path / "data")
+    path.parent.mkdir(mode=0o700)
+    path.symlink_to(secret)
+    path.with_name(path.name + ".part").symlink_to(secret)
+    watches = RuntimeWatches(FakeAssistant(), path=path)
+    watches.start()
     assert watches.list() == []
+    watches.add({"name": "mine", "question": "Is it mine?"})
+    watches.close()
+    assert "planted" in secret.read_text() and "mine" not in secret.read_text()
+    assert not path.is_symlink() and "mine" in path.read_text()
 
 
 def wait_for(condition, timeout=5.0):
