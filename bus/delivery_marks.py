@@ -31,6 +31,9 @@ logger = logging.getLogger(__name__)
 
 FILE_NAME = "delivered.log"
 KEEP = 4096  # keys kept per output
+MAX_OUTPUTS = 64  # outputs whose marks are read back (a head has a few)
+MAX_KEY = 256  # characters of a key read back (event keys are short)
+MAX_BYTES = 16 << 20  # the end of the file read back at start (KEEP keys of a few outputs fit in far less)
 
 
 def output_id(output: str) -> str:
@@ -89,14 +92,29 @@ class DeliveryMarks:
             keys.popitem(last=False)
 
     def _load(self) -> bool:
-        """Reads the marks; True when the last line was torn."""
+        """Reads the marks, bounded whatever the file holds (a hostile one of 2 million ids once took 1.28 GB at
+        start): its last MAX_BYTES only, at most MAX_OUTPUTS outputs and keys of MAX_KEY characters; True when
+        the last line was torn."""
         try:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
+            with open(self.path, "rb") as file:
+                size = file.seek(0, os.SEEK_END)
+                file.seek(max(size - MAX_BYTES, 0))
+                data = file.read(MAX_BYTES)
         except FileNotFoundError:
             return False
-        for line in text.split("\n")[:-1]:  # a torn last line (killed mid-write: no newline) is left out
-            ident, _, key = line.partition(" ")
-            if len(ident) == 16 and key:
+        text = data.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if size > MAX_BYTES:
+            lines = lines[1:]  # the first is cut by where the read began
+        marks = [line.partition(" ") for line in lines[:-1]]  # a torn last line (killed mid-write) is left out
+        marks = [(ident, key) for ident, _, key in marks if len(ident) == 16 and key and len(key) <= MAX_KEY]
+        newest: dict[str, None] = {}  # the outputs of the newest marks, MAX_OUTPUTS at most
+        for ident, _ in reversed(marks):
+            if len(newest) >= MAX_OUTPUTS:
+                break
+            newest.setdefault(ident)
+        for ident, key in marks:
+            if ident in newest:
                 self._remember(ident, key)
                 self._lines += 1
         return not text.endswith("\n") and text != ""

@@ -4,6 +4,7 @@ import stat
 
 import pytest
 
+from bus import delivery_marks
 from bus.delivery_marks import FILE_NAME, DeliveryMarks, output_id
 
 SECRET_HOOK = "webhook https://hooks.example/hook/token-s3cret"
@@ -67,3 +68,19 @@ def test_a_mark_after_close_is_logged_not_raised(tmp_path, caplog):
     marks.close()
     marks.add(SECRET_HOOK, "late:1")
     assert "a delivery mark was not written" in caplog.text
+
+
+def test_a_hostile_file_is_read_back_bounded(tmp_path, monkeypatch):
+    """A planted file of 40,000 outputs' ids (2 million once took 1.28 GB), keys of a megabyte and a mark of a real
+    output at its end: what is read back is at most MAX_OUTPUTS outputs from the file's last MAX_BYTES (made small
+    here), the long key is skipped, and the newest real mark still counts."""
+    monkeypatch.setattr(delivery_marks, "MAX_BYTES", 1 << 20)
+    real = output_id("mqtt broker")
+    lines = [f"{i:016x} k{i}\n" for i in range(40_000)] + [f"{real} {'x' * 1_000_000}\n", f"{real} s:7\n"]
+    (tmp_path / FILE_NAME).write_text("".join(lines))
+    marks = DeliveryMarks(tmp_path)
+    try:
+        assert len(marks._marks) <= delivery_marks.MAX_OUTPUTS
+        assert marks.has("mqtt broker", "s:7") and not marks.has("mqtt broker", "x" * 1_000_000)
+    finally:
+        marks.close()
