@@ -135,8 +135,14 @@ class RunCommands:
             raise CommandError(str(err), _code(err)) from None
 
     def _list(self) -> list[dict[str, Any]]:
+        """Every watch; an owner other than these commands' is shown as "api": the result topic is read by every
+        subscriber of the broker, and the API's token names are not theirs to learn."""
         configured = [view(spec) for spec in self.watches.configured.values()]
-        return configured + [view(w.spec, w) for w in self.watches.list()]
+        runtime = [view(w.spec, w) for w in self.watches.list()]
+        for record in runtime:
+            if record["owner"] != self.owner:
+                record["owner"] = "api"
+        return configured + runtime
 
     def _check_owner(self, name: str) -> None:
         """Commands change and remove only the watches they set (the API's and the TOML's stay theirs)."""
@@ -144,7 +150,8 @@ class RunCommands:
             raise CommandError(f"watch {name!r} is configured at start (--alert, [alerts.NAME]); not here", CONFLICT)
         owner = self.watches.get(name).owner
         if owner != self.owner:
-            raise CommandError(f"watch {name!r} was set by {owner!r}, not by {self.owner}; change it there", CONFLICT)
+            message = f"watch {name!r} was set through the API, not by {self.owner}; change it there"
+            raise CommandError(message, CONFLICT)
 
 
 def view(spec: WatchSpec, runtime: RuntimeWatch | None = None) -> dict[str, Any]:

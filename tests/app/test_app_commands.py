@@ -93,7 +93,10 @@ def test_bad_watch_commands_are_refused_with_a_code_changing_nothing(command, co
 def test_commands_touch_only_their_own_watches_and_count_against_the_same_limits():
     _, watches, commands = run_commands(per_owner=2, total=3)
     watches.add({"name": "api-one", "question": "q?"}, owner="phone")  # the API's
-    assert refused(commands.watch, {"action": "remove", "name": "api-one"}).code == "conflict"
+    gone = refused(commands.watch, {"action": "remove", "name": "api-one"})
+    assert gone.code == "conflict" and "phone" not in str(gone)  # every subscriber reads the result topic
+    listed = {w["name"]: w["owner"] for w in commands.watch({"action": "list"})["watches"] if "owner" in w}
+    assert listed == {"api-one": "api"}  # nor the token's name in a list
     assert refused(commands.watch, {"action": "change", "name": "api-one", "every": 5}).code == "conflict"
     commands.watch({"action": "add", "question": "one?"})
     commands.watch({"action": "add", "question": "two?"})
