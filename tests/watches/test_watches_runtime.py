@@ -199,7 +199,8 @@ def test_hostile_entries_are_checked_as_added_ones_and_limits_hold(tmp_path):
         return {"spec": {"name": name, "question": "Is it there?", **spec}, "owner": owner}
 
     records = [entry("fast", every=0.01), entry("long", question="x" * 500), entry("odd", colour="red")]
-    records += [entry(f"w{i}") for i in range(5)] + [entry("other", owner="tablet"), entry("ghost", owner="tablet", streams=["gone"])]
+    records += [entry(f"w{i}") for i in range(5)] + [entry("other", owner="tablet")]
+    records.append(entry("ghost", owner="tablet", streams=["gone"]))
     path.write_text(json.dumps({"version": 1, "watches": records}))
     watches = RuntimeWatches(FakeAssistant(), path=path, limits=WatchLimits(per_owner=3, total=10))
     watches.start()
