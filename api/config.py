@@ -21,6 +21,8 @@ from bus.private_file import read_private_text
 TOKENS_ENV = "EDGE_ASSISTANT_API_TOKENS"
 SCOPES = ("read", "ask", "manage")
 MIN_TOKEN_CHARS = 16
+MIN_TOKEN_DISTINCT = 8  # different characters: "aaaa..." or "abcabc..." is a guess, not a secret
+MAKE_TOKEN = "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
 MAX_TOKENS_FILE_BYTES = 64 * 1024
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 
@@ -42,7 +44,7 @@ LOCAL = ApiToken("local", frozenset(SCOPES))  # who calls where no token is need
 
 def parse_tokens(text: str, where: str) -> tuple[ApiToken, ...]:
     """The tokens of `text` (lines `TOKEN SCOPES [NAME]`); ValueError naming `where` and the line, never the
-    token, for a short token, an unknown scope, a repeated token or name."""
+    token, for a short or repetitive token, an unknown scope, a repeated token or name."""
     tokens: list[ApiToken] = []
     for number, line in enumerate(text.splitlines(), 1):
         line = line.strip()
@@ -56,7 +58,13 @@ def parse_tokens(text: str, where: str) -> tuple[ApiToken, ...]:
         if len(secret) < MIN_TOKEN_CHARS:
             raise ValueError(
                 f"{where} line {number}: the token is shorter than {MIN_TOKEN_CHARS} characters; make one with "
-                "python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
+                + MAKE_TOKEN
+            )
+        if (distinct := len(set(secret))) < MIN_TOKEN_DISTINCT:
+            raise ValueError(
+                f"{where} line {number}: the token has {distinct} different character{'s' * (distinct > 1)} (at "
+                f"least {MIN_TOKEN_DISTINCT}: a repeated letter or pattern is easy to guess); make one with "
+                + MAKE_TOKEN
             )
         scopes = frozenset(s.strip() for s in scope_text.split(",") if s.strip())
         unknown = sorted(scopes - set(SCOPES))

@@ -34,7 +34,7 @@ from ui.access import PageLogin, open_warning, page_login, ready_lines, url_host
 from ui.connection_limit import AnonymousRequestLimit, ConnectionLimits, raise_fd_limit
 from ui.connection_limit import install as install_connection_limit
 from ui.controls import Controls
-from ui.guard import HostRule, PageGuard
+from ui.guard import HostRule, PageGuard, drop_gradio_cors
 from ui.login_throttle import LoginThrottle
 from ui.page import build_page, preview_folder
 from ui.preview_files import PreviewFiles
@@ -139,6 +139,7 @@ def _launch(page: gr.Blocks, ui: UIConfig, login: PageLogin | None, middleware: 
         enable_monitoring=False,
         mcp_server=False,
     )
+    drop_gradio_cors(page.server_app)
 
 
 def page_api(config: AppConfig, running: Running, options: CaptureOptions, history) -> RunningApi | None:

@@ -321,7 +321,7 @@ class BoundedCache(DynamicCache):
         view = self.token_view(target)
         pinned = None if self.pinned is None else torch.isin(view.position, self.pinned)
         picture = self.picture_of(view.frame, view.region)
-        keep = select_keep(self.policy, view, pinned, picture)  # [L, B, H_kv, K]
+        keep = select_keep(self.policy, view, pinned, picture, self.config.selection == "shared")  # [L, B, H_kv, K]
         keep = keep.to(self.kv_layers[0].keys.device)
         for layer, index in zip(self.kv_layers, keep, strict=True):
             layer.keep(index)

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from cache.policies import POLICIES, POOL_MODES, PolicySettings
 from cache.store.kv_quant import QUANT_MODES
 
-__all__ = ["POOL_MODES", "POSITION_MODES", "STORAGE_MODES", "CacheConfig"]
+__all__ = ["POOL_MODES", "POSITION_MODES", "SELECTION_MODES", "STORAGE_MODES", "CacheConfig"]
 
 POSITION_MODES = ("rerotate", "original")
+SELECTION_MODES = ("per-head", "shared")
 STORAGE_MODES = ("static", "dynamic")
 
 
@@ -34,6 +35,10 @@ class CacheConfig:
     pin_picture: the newest version of every visual region the cache received (the current picture) is never
                evicted; the policy chooses the rest of the budget (cache/policies/picture.py). No effect on `full`
                or on text-only streams.
+    selection: how an attention-scored policy (inf-mllm, snapkv, h2o) chooses: "per-head" lets every layer and
+               KV head keep the tokens it attends to (the papers' way); "shared" keeps one set for all of them,
+               chosen by their mean score, so every layer sees the same tokens (the demo model, trained on one
+               set for all layers, needs it: docs/demo-model.md). No effect on the recency policies.
     storage:   "static" keeps each layer's tokens in preallocated buffers filled and compacted in place, so
                decode steps have static shapes (cache/static_layer.py, cache/decode.py; default); "dynamic"
                keeps transformers' DynamicLayer storage, concatenated at every step.
@@ -88,6 +93,14 @@ class CacheConfig:
             "inside the budget, the policy chooses the rest (--no-pin-picture: the policy chooses everything)"
         },
     )
+    selection: str = field(
+        default="per-head",
+        metadata={
+            "help": "attention-scored policies: per-head (each layer and KV head keeps what it attends to) or "
+            "shared (one set of tokens for every layer and head, by their mean score)",
+            "choices": SELECTION_MODES,
+        },
+    )
     storage: str = "static"
     policy_settings: PolicySettings | None = None
 
@@ -121,5 +134,7 @@ class CacheConfig:
             raise ValueError(f"unknown positions mode {self.positions!r}; allowed: {', '.join(POSITION_MODES)}")
         if not isinstance(self.pin_picture, bool):
             raise ValueError(f"pin_picture (--pin-picture) must be true or false, got {self.pin_picture!r}")
+        if self.selection not in SELECTION_MODES:
+            raise ValueError(f"unknown selection {self.selection!r}; allowed: {', '.join(SELECTION_MODES)}")
         if self.storage not in STORAGE_MODES:
             raise ValueError(f"unknown storage {self.storage!r}; allowed: {', '.join(STORAGE_MODES)}")

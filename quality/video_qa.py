@@ -91,6 +91,37 @@ def count_past(name: str, stream: Stream, t: float) -> Question:
     return Question(f"How many times did {name} appear?", str(count), "count_past")
 
 
+# How often a generated stream shows no person, as odds: P(person) / P(no person) at a training question
+# (quality: measured on 4,000 streams of the training's lengths: 17% now, 24% so far).
+PERSON_ODDS = {"exists_now": 0.2, "exists_past": 0.3}
+PERSON_QUESTIONS = 0.3  # the share of yes/no questions that may be about a person
+
+
+def yes_no_name(rng: np.random.Generator, shown: list[Thing], person_odds: float) -> str | None:
+    """A name for "Is there ...?" / "Did ... appear?" whose wording never gives the answer away: for each form of
+    name (a person; a kind, "a ball"; a colour and kind, "a red ball") "yes" and "no" come about equally often.
+
+    A kind or a colour-and-kind is asked only where some of its names are shown and some are not, one of each
+    side at even odds. "A person" is asked in a share of the draws: always when a person is shown, and when none
+    is, at `person_odds` (how rare a person is), so that over many streams it is as often "no" as "yes".
+    None: nothing to ask fairly.
+    (Drawing names without this taught the second and third weights to answer from the wording: a bare kind
+    was "yes" 78% of the time and a colour-and-kind 38%, and they said so whatever the picture showed.)"""
+    things = [x for x in shown if x.kind != "person"]
+    choices = {}  # form -> (names shown, names not shown), both non-empty
+    for form, names in (("kind", [f"a {k}" for k in KINDS[:-1]]), ("thing", every_name()[len(KINDS) :])):
+        present = [n for n in names if any(matches(n)(x) for x in things)]
+        absent = [n for n in names if n not in present]
+        if present and absent:
+            choices[form] = (present, absent)
+    if rng.random() < PERSON_QUESTIONS and (any(x.kind == "person" for x in shown) or rng.random() < person_odds):
+        return "a person"
+    if not choices:
+        return None
+    present, absent = choices[str(rng.choice(list(choices)))]
+    return str(rng.choice(present if rng.random() < 0.5 else absent))
+
+
 def sample_question(rng: np.random.Generator, stream: Stream, t: float, kind: str) -> Question:
     """A question of `kind` about the stream at `t`, yes/no ones half yes and half no where possible."""
     shown = stream.visible(t) if kind.endswith("now") else stream.things_until(t)
@@ -98,11 +129,9 @@ def sample_question(rng: np.random.Generator, stream: Stream, t: float, kind: st
         return describe(stream, t, rng)
     if kind in ("exists_now", "exists_past"):
         ask = exists_now if kind == "exists_now" else exists_past
-        names = [x.name for x in shown] + [f"a {x.kind}" for x in shown if x.kind != "person"]
-        if names and rng.random() < 0.5:
-            name = str(rng.choice(names))
-        else:
-            name = str(rng.choice(every_name()))
+        name = yes_no_name(rng, shown, PERSON_ODDS[kind])
+        if name is None:  # nothing shown and no question about a person drawn: no yes/no question is fair
+            return describe(stream, t, rng)
         return ask(name, stream, t, suffix=bool(rng.random() < 0.5))
     kinds = [x.kind for x in shown if x.kind != "person"] if kind.startswith("colour") else list(KINDS)
     if kind.startswith("colour"):

@@ -63,6 +63,7 @@ class Setup:
     int8: bool = False
     last_frames_only: bool = False
     unbounded: bool = False
+    selection: str = "per-head"
 
 
 DEFAULT = Setup("default")
@@ -80,6 +81,7 @@ SETUPS = {
         replace(DEFAULT, name="no-drop", drop_unchanged=False),
         replace(DEFAULT, name="no-pin", pin_picture=False),
         replace(DEFAULT, name="int8", int8=True),
+        replace(DEFAULT, name="shared", selection="shared"),
     )
 }
 
@@ -107,6 +109,7 @@ def session_for(loaded, setup: Setup, budget: int) -> StreamingSession:
         budget=1 << 16 if setup.unbounded else budget,
         recall=setup.recall,
         pin_picture=setup.pin_picture,
+        selection=setup.selection,
     )
     change = ChangeConfig(drop_unchanged=setup.drop_unchanged)
     return StreamingSession(loaded, cache, SessionConfig(max_new_tokens=ANSWER_TOKENS, change=change))

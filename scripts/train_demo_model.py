@@ -69,7 +69,7 @@ class TrainConfig:
     drop_unchanged_share: float = 0.8  # streams ingested as the session does by default
     evict_share: float = 0.3  # older clips that lose a random share of their tokens
     ask_share: float = 0.35  # clips followed by questions (the last one always is)
-    question_mix: tuple[float, ...] = (0.25, 0.2, 0.07, 0.08, 0.2, 0.1, 0.1)  # NOW_KINDS + PAST_KINDS
+    question_mix: tuple[float, ...] = (0.2, 0.27, 0.07, 0.08, 0.2, 0.09, 0.09)  # NOW_KINDS + PAST_KINDS
     eval_every: int = 250
     seeing_weight: float = 1.0  # the per-token loss that teaches the vision tower what lies under each token
     seeing_thing_weight: float = 5.0  # a token with a thing on it counts this many background tokens (they are rare)

@@ -161,3 +161,16 @@ class PageGuard:
             await send(message)
 
         await self.app(scope, receive, watch)
+
+
+def drop_gradio_cors(app) -> bool:
+    """Removes Gradio's CORS middleware from its app (returns whether it was there). Gradio adds it outside every
+    middleware of ours and answers a preflight from any other localhost port itself, credentials allowed, before
+    the guard sees it: a page of another local program could then call the assistant with the browser's login
+    cookie. Without it the guard decides (another origin: 403), and the page's own requests need no CORS. Called
+    right after launch: Starlette builds its middleware stack at the first request and again once it is reset."""
+    kept = [m for m in app.user_middleware if getattr(m.cls, "__name__", "") != "CustomCORSMiddleware"]
+    dropped = len(kept) != len(app.user_middleware)
+    app.user_middleware = kept
+    app.middleware_stack = None  # rebuilt from the list above at the next request
+    return dropped

@@ -118,6 +118,7 @@ def select_keep(
     view: TokenView,
     pinned: torch.Tensor | None = None,
     picture: torch.Tensor | None = None,
+    shared: bool = False,
 ) -> torch.Tensor:
     """Indices of the tokens to keep, in their original order: [L, B, H_kv, view.target] (int64).
 
@@ -126,8 +127,14 @@ def select_keep(
     (cache/policies/picture.py), never evicted; the policy's scores choose the rest. With a picture, an eviction
     that cannot keep it, the retrieval window and the policy's `KEEP` tokens raises `PictureOverflow`; recalled
     tokens come next (they are in the host store: where they do not all fit, some of them go).
+    `shared`: one selection for every layer and head, by the mean of their scores (`CacheConfig.selection`);
+    every layer and head must then hold the same tokens, as a cache that always shares holds them.
     """
     scores = policy.score(view).expand(*view.shape, view.n)
+    if shared and policy.per_head:
+        if not bool((view.position == view.position[:1, :, :1]).all()):
+            raise RuntimeError("a shared selection needs every layer and head to hold the same tokens")
+        scores = scores.mean(dim=(0, 2), keepdim=True).expand_as(scores)
     if picture is None:
         if pinned is not None:
             scores = scores.masked_fill(pinned.to(scores.device), KEEP)

@@ -17,14 +17,15 @@ from api.feed import EventFeed
 from api.server import RunningApi, api_routes, headless_app
 from app.front_door import TimelineHistory
 from bus import EventBus
+from tests.support.api_tokens import make_token
 from timeline import TimelineConfig
 from timeline.store import Row, TimelineStore
 from ui.guard import HostRule
 from ui.login_throttle import LoginThrottle
 from watches.spec import WatchSpec
 
-READER = "r" * 24
-ASKER = "a" * 24
+READER = make_token("reader")
+ASKER = make_token("asker")
 HEADERS = {"Authorization": f"Bearer {READER}"}
 T0 = time.time() - 3600.0  # the rows: T0 + seconds (the API's periods end at the real now)
 ROUTES = ("/api/v1/history/summary", "/api/v1/history/recap")

@@ -14,12 +14,13 @@ from api.context import ApiContext
 from api.feed import EventFeed
 from api.server import RunningApi, api_routes, headless_app
 from bus import EventBus
+from tests.support.api_tokens import make_token
 from timeline.reader import Moment
 from ui.guard import HostRule
 from ui.login_throttle import LoginThrottle
 from watches.runtime import MAX_EVERY_S, MAX_EXPIRY_S, MIN_EVERY_S
 
-ADMIN = "m" * 24
+ADMIN = make_token("admin")
 HEADERS = {"Authorization": f"Bearer {ADMIN}"}
 
 

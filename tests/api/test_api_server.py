@@ -14,9 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.api_tokens import make_token
 from tests.support.app_helpers import app_command, video
 
-READER, ASKER, ADMIN, LIMITED = "r" * 20 + "-read", "a" * 20 + "-ask", "m" * 20 + "-all", "l" * 20 + "-lim"
+READER, ASKER, ADMIN, LIMITED = (make_token(label) for label in ("read", "ask", "all", "lim"))
 TOKENS = f"""# token scopes name
 {READER} read reader
 {ASKER} ask asker
@@ -328,6 +329,7 @@ def test_a_manage_token_changes_and_removes_only_its_own_watches(client):
                   client.patch("/api/v1/watches/mine", json={"every": 20}, headers=auth(LIMITED))):  # fmt: skip
         assert reply.status_code == 409 and "set by the token 'admin'" in reply.json()["detail"]
     assert client.delete("/api/v1/watches/mine", headers=auth(ADMIN)).status_code == 204
+
 
 def test_a_token_past_its_watch_limit_gets_429_and_the_assistant_keeps_answering(client):
     headers = auth(LIMITED)

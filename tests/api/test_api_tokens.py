@@ -7,8 +7,9 @@ from api.auth import LOCAL, Access, AuthError, access_for, given_tokens, parse_t
 from api.server import open_api_warning
 from app.cli import parse_args
 from app.config import AppConfig
+from tests.support.api_tokens import make_token
 
-GOOD = "t" * 24
+GOOD = make_token("good")
 
 
 def config_from(argv, monkeypatch, env=None):
@@ -27,7 +28,7 @@ def tokens_file(tmp_path, text, mode=0o600):
 
 
 def test_a_private_tokens_file_gives_named_tokens_with_scopes(tmp_path, monkeypatch):
-    path = tokens_file(tmp_path, f"# comment\n\n{GOOD} read,ask phone\n{'u' * 20} manage\n")
+    path = tokens_file(tmp_path, f"# comment\n\n{GOOD} read,ask phone\n{make_token('second')} manage\n")
     config = config_from(["--api", "--model", "tiny", "--api-tokens-file", str(path)], monkeypatch)
     phone, second = config.api.tokens
     assert (phone.name, phone.scopes) == ("phone", frozenset({"read", "ask"}))
@@ -42,6 +43,8 @@ def test_a_private_tokens_file_gives_named_tokens_with_scopes(tmp_path, monkeypa
         (f"{GOOD} read\n", 0o644, "other users may read it"),
         (f"{GOOD} read,admin\n", 0o600, "unknown scope(s) admin"),
         ("short read\n", 0o600, "shorter than 16"),
+        ("a" * 40 + " read\n", 0o600, "1 different character"),  # once accepted: any length of one letter
+        ("abcabcabcabcabcabcab read\n", 0o600, "3 different characters"),
         (f"{GOOD}\n", 0o600, "expected TOKEN SCOPE"),
         (f"{GOOD} read a\n{GOOD} ask b\n", 0o600, "repeats"),
         ("# nothing\n", 0o600, "no token"),
@@ -55,7 +58,8 @@ def test_bad_tokens_files_are_refused_without_quoting_the_token(tmp_path, text, 
 
 
 def test_tokens_from_the_environment(monkeypatch):
-    config = config_from(["--api", "--model", "tiny"], monkeypatch, env=f"{GOOD} ask;{'v' * 20} read reader")
+    env = f"{GOOD} ask;{make_token('reader')} read reader"
+    config = config_from(["--api", "--model", "tiny"], monkeypatch, env=env)
     assert [t.name for t in config.api.tokens] == ["token-1", "reader"]
 
 

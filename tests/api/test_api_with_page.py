@@ -10,9 +10,10 @@ import httpx
 import pytest
 
 from tests.api.test_api_server import free_port
+from tests.support.api_tokens import make_token
 from tests.support.app_helpers import app_command, video
 
-TOKEN = "t0ken-" + "x" * 40
+TOKEN = make_token("page")
 
 
 class Page:

@@ -22,10 +22,11 @@ from api.openai_request import without_evidence
 from api.server import RunningApi, api_routes, headless_app
 from bus import Answer, AnswerPiece, AnswerStart, AnswerStats, ErrorEvent, EventBus, EvidenceSpan
 from bus.input_limits import InputLimits
+from tests.support.api_tokens import make_token
 from ui.guard import HostRule
 from ui.login_throttle import LoginThrottle
 
-ASKER, READER = "a" * 24, "r" * 24
+ASKER, READER = make_token("asker"), make_token("reader")
 PIECES = ("A", " red", " van", " at", " the", " door", ".")
 PROMPT_TOKENS = 9
 BASE = "http://127.0.0.1"

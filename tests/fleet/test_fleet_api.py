@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.api.test_api_server import free_port, parse_sse
+from tests.support.api_tokens import make_token
 from tests.support.app_helpers import app_command, video
 from tests.support.ray_cluster import lease_for
 from timeline.config import DATA_ENV
@@ -28,7 +29,7 @@ openai = pytest.importorskip("openai")
 
 WAIT_S = 240  # bound on the start (two hosts load the tiny model)
 TIMEOUT_S = 120  # bound on each request
-ADMIN, READER = "m" * 20 + "-all", "r" * 20 + "-read"
+ADMIN, READER = make_token("all"), make_token("read")
 TOKENS = f"{ADMIN} read,ask,manage admin\n{READER} read reader\n"
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import collections
+
+import numpy as np
 import pytest
 
-from capture.scenes import Scene, Stream, Thing
+from capture.scenes import Scene, Stream, Thing, random_stream
 from quality.video_plan import DELAYS_S, long_stream
 from quality.video_qa import (
     Question,
@@ -14,6 +17,7 @@ from quality.video_qa import (
     exists_now,
     exists_past,
     matches,
+    sample_question,
 )
 
 STREAM = Stream(
@@ -83,3 +87,25 @@ def test_a_benchmark_stream_plans_each_delay_and_answers_from_its_truth():
 def test_a_benchmark_stream_too_short_for_its_questions_is_refused():
     with pytest.raises(ValueError, match="720"):
         long_stream(0, duration_s=300.0)
+
+
+@pytest.mark.parametrize("kind", ["exists_now", "exists_past"])
+def test_a_yes_no_questions_wording_does_not_give_its_answer(kind):
+    # The old sampler drew a shown name or any name: a bare kind was "yes" 78% of the time and a colour-and-kind
+    # 38%, and the weights trained on it answered from the wording. Each form must be as often "no" as "yes"
+    # over streams of the training's lengths (the person's share rests on a measured rate: within 0.4-0.6).
+    rng = np.random.default_rng(11)
+    answers = collections.defaultdict(list)
+    for _ in range(3000):
+        clips = int(rng.integers(1, 9))
+        stream = random_stream(rng, clips * 4 + int(rng.integers(0, 8)))
+        question = sample_question(rng, stream, float(rng.integers(0, clips)) * 4 + 3, kind)
+        if question.kind != kind:
+            continue  # nothing fair to ask here: a description instead
+        name = question.text.split("?")[0].removeprefix("Is there ").removeprefix("Did ").removesuffix(" appear")
+        form = "person" if name == "a person" else ("kind" if len(name.split()) == 2 else "colour and kind")
+        answers[form].append(question.answer == "yes")
+    assert set(answers) == {"person", "kind", "colour and kind"}
+    for form, said in answers.items():
+        assert len(said) > 200, form
+        assert 0.4 <= sum(said) / len(said) <= 0.6, (form, sum(said) / len(said))

@@ -97,6 +97,23 @@ def test_a_request_from_another_site_is_refused(served):
         assert refused.status_code == 403, origin
 
 
+PREFLIGHT = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"}
+
+
+def test_a_preflight_from_another_local_port_gets_no_cors_grant(served):
+    # Gradio's own CORS middleware once answered a localhost:OTHER-PORT preflight with credentials allowed: a page
+    # of another local program (or user) could then call the assistant with the browser's login cookie.
+    base, _, _ = served
+    port = int(base.rsplit(":", 1)[1])
+    for host in ("localhost", "127.0.0.1"):
+        headers = {"Host": f"{host}:{port}", "Origin": f"http://{host}:{port + 1}", **PREFLIGHT}
+        preflight = httpx.options(f"{base}/gradio_api/queue/join", headers=headers)
+        assert preflight.status_code == 403, (host, preflight.status_code, dict(preflight.headers))
+        assert not any(k.lower().startswith("access-control-allow") for k in preflight.headers), preflight.headers
+    own = httpx.options(f"{base}/gradio_api/queue/join", headers={"Origin": base, **PREFLIGHT})
+    assert own.status_code != 403  # the page's own origin is not refused
+
+
 @pytest.mark.parametrize("served", [PageLogin("ann", "right-password")], indirect=True)
 def test_with_a_login_every_endpoint_private_ones_too_needs_it(served):
     base, page, _ = served
