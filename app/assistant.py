@@ -15,7 +15,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from app.answering import Answerer, Notes, Question
@@ -98,6 +98,7 @@ class Assistant:
         self._adding = threading.Lock()  # one stream added at a time: names and admission see the ones before
         self._removing = threading.Lock()  # a removal is done once, by the worker or by the caller
         self._runtime_watches: tuple[WatchSpec, ...] = ()  # set while running; the worker's own
+        self._runtime_owners: dict[str, str] = {}  # who set each of them (watch name -> owner), the worker's own
         self._worker = threading.Thread(target=self._work, name="model-worker", daemon=True)
 
     # -- commands (any thread) ----------------------------------------------------------------------
@@ -193,12 +194,18 @@ class Assistant:
         self._wakeup.set()
         return [s.name for s in targets]
 
-    def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str] | None = None) -> None:
+    def set_runtime_watches(
+        self,
+        specs: Sequence[WatchSpec],
+        reasons: dict[str, str] | None = None,
+        owners: Mapping[str, str] | None = None,
+    ) -> None:
         """Replaces the watches set while running (watches.runtime) by `specs`, on every stream they watch,
         next to the configured ones (any thread; the worker applies it between clips). reasons: why a watch went
-        (by name: "expired", "one-shot"), said in the end of its alert if it was on. AssistantBusy when too many
-        commands wait."""
-        self._command("watches", None, (tuple(specs), dict(reasons or {})))
+        (by name: "expired", "one-shot"), said in the end of its alert if it was on. owners: who set each (by
+        name), so that one owner's many watches never hold back another's checks (app/watch_checks.py).
+        AssistantBusy when too many commands wait."""
+        self._command("watches", None, (tuple(specs), dict(reasons or {}), dict(owners or {})))
 
     def stop_stream(self, stream: str | None = None) -> None:
         self._command("stop_stream", self._stream(stream), None)
@@ -324,13 +331,13 @@ class Assistant:
         elif name == "add":
             capture, down, admission = payload
             self._status(stream, StatusKind.STREAM_ADDED, f"stream added; memory: {admission}")
-            apply_runtime_watches(stream, (), self._runtime_watches, self._events)
+            apply_runtime_watches(stream, (), self._runtime_watches, self._events, owners=self._runtime_owners)
             self._start_capture(stream, capture, down)
         elif name == "watches":
-            specs, reasons = payload
+            specs, reasons, owners = payload
             for each in list(self.streams.values()):
-                apply_runtime_watches(each, self._runtime_watches, specs, self._events, reasons)
-            self._runtime_watches = specs
+                apply_runtime_watches(each, self._runtime_watches, specs, self._events, reasons, owners)
+            self._runtime_watches, self._runtime_owners = specs, owners
         elif name == "remove":
             self._remove(stream, payload)
         elif name == "stop_stream":

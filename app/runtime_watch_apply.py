@@ -6,7 +6,7 @@ and when it ends there for good, so outputs make and remove what shows it (Home 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from app.stream import Stream
 from app.stream_events import StreamEvents
@@ -25,9 +25,11 @@ def apply_runtime_watches(
     after: Sequence[WatchSpec],
     events: StreamEvents,
     reasons: dict[str, str] | None = None,
+    owners: Mapping[str, str] | None = None,
 ) -> None:
     """Replaces the runtime watches `before` by `after` on `stream` (the worker's thread only). reasons: why a
-    watch went, by name, for its alert's end (default "removed", or "changed" when it comes back changed)."""
+    watch went, by name, for its alert's end (default "removed", or "changed" when it comes back changed).
+    owners: who set each new watch, by name (its checks take turns with other owners')."""
     old = {spec.name for spec in before}
     wanted = {spec.name: spec for spec in after if spec.watches(stream.name)}
     kept: list[Watch] = []
@@ -45,7 +47,7 @@ def apply_runtime_watches(
             if name not in wanted:
                 events.publish(WatchEvent, stream, alert=name, change=WatchLifecycle.ENDED, reason=reason)
     for spec in wanted.values():
-        kept.append(Watch(spec, stream.name, runtime=True))
+        kept.append(Watch(spec, stream.name, runtime=True, owner=(owners or {}).get(spec.name, "")))
         events.publish(WatchEvent, stream, alert=spec.name, change=WatchLifecycle.SET)
     stream.watches = kept
 

@@ -32,8 +32,9 @@ def run_checks(
 
     budget: how many checks, and how many milliseconds of checks, this clip allows (audit T1: watches never slow
     the video). A due check beyond it is owed: it runs after a later clip, before the checks due then;
-    configured watches go first, then runtime ones by how long they have waited (each is owed one check at most:
-    a watch waiting for its check is not asked again). At least one check runs after every clip."""
+    configured watches go first, then runtime ones, their owners taking turns (each owner's longest waiting
+    first: one owner's 64 watches never hold back another's), by how long they have waited (each is owed one
+    check at most: a watch waiting for its check is not asked again). At least one check runs after every clip."""
     budget = budget or CheckBudget()
     due: list[Watch] = []
     for watch in stream.watches:
@@ -43,7 +44,7 @@ def run_checks(
                 continue
             watch.owed_since = clip.t_end
         due.append(watch)
-    due.sort(key=lambda w: (w.runtime, w.owed_since))  # stable: in the stream's order at equal keys
+    due = in_turn(due)
     done, spent_ms = 0, 0.0
     for watch in due:
         if done and (done >= budget.checks or spent_ms >= budget.ms):
@@ -72,6 +73,21 @@ def run_checks(
         change = watch.state.update(verdict.p_yes, clip.t_end, time.time())
         if change is not None:
             publish_alert(stream, watch, change, clip, events)
+
+
+def in_turn(due: list[Watch]) -> list[Watch]:
+    """The order the due checks run in: configured watches by how long they have waited, then the runtime ones in
+    rounds, each owner's longest waiting watch in a round, the round by how long they have waited (stable: in
+    the stream's order at equal keys)."""
+    due = sorted(due, key=lambda w: (w.runtime, w.owed_since))
+    turn: dict[str, int] = {}
+    rounds = []
+    for watch in due:
+        rounds.append(turn.get(watch.owner, 0) if watch.runtime else 0)
+        if watch.runtime:
+            turn[watch.owner] = rounds[-1] + 1
+    order = sorted(range(len(due)), key=lambda i: (due[i].runtime, rounds[i], due[i].owed_since, i))
+    return [due[i] for i in order]
 
 
 @dataclass(frozen=True)

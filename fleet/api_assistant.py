@@ -139,5 +139,10 @@ class FleetAssistant:
     def remove_stream(self, name: str) -> None:
         self.coordinator.remove_stream(name)
 
-    def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str] | None = None) -> None:
-        self.coordinator.set_runtime_watches(specs, reasons)
+    def set_runtime_watches(
+        self,
+        specs: Sequence[WatchSpec],
+        reasons: dict[str, str] | None = None,
+        owners: dict[str, str] | None = None,
+    ) -> None:
+        self.coordinator.set_runtime_watches(specs, reasons, owners)

@@ -65,6 +65,7 @@ class Coordinator:
         self._retry_at: dict[str, float] = {}
         self._starts: dict[Any, tuple[str, str]] = {}  # start ref -> (stream, host)
         self.runtime_watches: tuple[WatchSpec, ...] = ()  # set while running (the API), every host runs them
+        self.runtime_owners: dict[str, str] = {}  # who set each of them, by name
         self._watches_version = 0  # increases with each change, so a host never goes back to an older set
         self._stop = threading.Event()
         self._loop = threading.Thread(target=self._run, name="fleet-coordinator", daemon=True)
@@ -163,15 +164,21 @@ class Coordinator:
         self._wait_hosts(refs, "the question")
         return asked
 
-    def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str] | None = None) -> None:
+    def set_runtime_watches(
+        self,
+        specs: Sequence[WatchSpec],
+        reasons: dict[str, str] | None = None,
+        owners: dict[str, str] | None = None,
+    ) -> None:
         """The watches set while running (held on the head: fleet/api_assistant.py), sent to every ready host,
         which runs those of its streams (a host still loading, or a stream placed later, gets them with a stream's
-        start). reasons: why a watch went (by name), for the end of its alert. ValueError when a host refuses them
-        (busy) or does not take them in time; a lost host is left out (its streams get them where they go next)."""
+        start). reasons: why a watch went (by name), for the end of its alert; owners: who set each (by name).
+        ValueError when a host refuses them (busy) or does not take them in time; a lost host is left out (its
+        streams get them where they go next)."""
         with self._lock:
-            self.runtime_watches = tuple(specs)
+            self.runtime_watches, self.runtime_owners = tuple(specs), dict(owners or {})
             self._watches_version += 1
-            call = (self.runtime_watches, dict(reasons or {}), self._watches_version)
+            call = (self.runtime_watches, dict(reasons or {}), self._watches_version, self.runtime_owners)
             refs = [h.actor.set_runtime_watches.remote(h.key, *call) for h in self.hosts.values() if h.ready]
         self._wait_hosts(refs, "the watches", lost_ok=True)
 
@@ -354,7 +361,8 @@ class Coordinator:
     def _start_on(self, stream: str, host: HostHandle) -> None:
         host.starting.add(stream)
         if self._watches_version:  # the runtime watches first (the host keeps only the newest it was sent)
-            host.actor.set_runtime_watches.remote(host.key, self.runtime_watches, {}, self._watches_version)
+            call = (self.runtime_watches, {}, self._watches_version, self.runtime_owners)
+            host.actor.set_runtime_watches.remote(host.key, *call)
         self._starts[host.actor.start_stream.remote(host.key, self.streams[stream])] = (stream, host.name)
 
     def _lost(self, host: HostHandle, why: str) -> None:

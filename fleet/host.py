@@ -78,6 +78,7 @@ class FleetHost:
         self.assistant: Assistant | None = None
         self._starting = threading.Lock()  # the actor runs calls on several threads (a drain waits meanwhile)
         self._runtime_watches: tuple[WatchSpec, ...] = ()  # the head's runtime watches (set_runtime_watches)
+        self._runtime_owners: dict[str, str] = {}  # who set each of them, by name
         self._watches_version = 0
 
     def describe(self) -> HostInfo:
@@ -113,7 +114,7 @@ class FleetHost:
             self.assistant = self._assistant(first)
             self.assistant.start()
             if self._runtime_watches:
-                self.assistant.set_runtime_watches(self._runtime_watches)
+                self.assistant.set_runtime_watches(self._runtime_watches, owners=self._runtime_owners)
             self.assistant.watch(capture, stream=stream.name, allow_down=True)
             return admission
         return self.assistant.add_stream(stream.name, capture, allow_down=True, schedule=stream.schedule)
@@ -125,16 +126,19 @@ class FleetHost:
             raise ValueError(f"host {self.name} runs no stream")
         self.assistant.ask(question, stream, request=request)
 
-    def set_runtime_watches(self, specs: Sequence[WatchSpec], reasons: dict[str, str], version: int) -> None:
+    def set_runtime_watches(
+        self, specs: Sequence[WatchSpec], reasons: dict[str, str], version: int, owners: dict[str, str] | None = None
+    ) -> None:
         """The fleet's runtime watches (kept on the head), run on this host's streams that they watch, now and on
         streams started here later. A set older than one already taken (`version`: calls may arrive out of order)
-        is ignored. reasons: why a watch went, for the end of its alert."""
+        is ignored. reasons: why a watch went, for the end of its alert; owners: who set each (by name)."""
         with self._starting:
             if version <= self._watches_version:
                 return
             self._watches_version, self._runtime_watches = version, tuple(specs)
+            self._runtime_owners = dict(owners or {})
             if self.assistant is not None:
-                self.assistant.set_runtime_watches(self._runtime_watches, reasons)
+                self.assistant.set_runtime_watches(self._runtime_watches, reasons, self._runtime_owners)
 
     def remove_stream(self, name: str) -> None:
         """Stops and forgets one of this host's streams (its first too). Its last stream goes with the assistant:

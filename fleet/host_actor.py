@@ -39,9 +39,11 @@ class GuardedHost:
         self._access.check_key(key, self._name)
         self._host.ask(question, stream, request)
 
-    def set_runtime_watches(self, key: str, specs: Sequence[WatchSpec], reasons: dict[str, str], version: int) -> None:
+    def set_runtime_watches(
+        self, key: str, specs: Sequence[WatchSpec], reasons: dict[str, str], version: int, owners: dict[str, str]
+    ) -> None:
         self._access.check_key(key, self._name)
-        self._host.set_runtime_watches(specs, reasons, version)
+        self._host.set_runtime_watches(specs, reasons, version, owners)
 
     def remove_stream(self, key: str, name: str) -> None:
         self._access.check_key(key, self._name)

@@ -60,7 +60,12 @@ class Applies(Protocol):
 
     def check_question(self, question: str) -> str: ...
 
-    def set_runtime_watches(self, specs: Iterable[WatchSpec], reasons: dict[str, str] | None = None) -> None: ...
+    def set_runtime_watches(
+        self,
+        specs: Iterable[WatchSpec],
+        reasons: dict[str, str] | None = None,
+        owners: dict[str, str] | None = None,
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -323,7 +328,8 @@ class RuntimeWatches:
         self._save()
 
     def _apply(self, reasons: dict[str, str]) -> None:
-        self.assistant.set_runtime_watches([w.spec for w in self._watches.values()], reasons)
+        owners = {name: w.owner for name, w in self._watches.items()}
+        self.assistant.set_runtime_watches([w.spec for w in self._watches.values()], reasons, owners)
 
     def _keep(self) -> None:
         """Ends expired watches and one-shot watches that began; wakes at the next expiry, a begin, or each 1 s."""

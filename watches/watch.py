@@ -17,11 +17,13 @@ class Watch:
     """`spec` on the stream `stream`: checked every `spec.every` seconds of that stream's time (with
     `spec.on_change`: only when the stream changed since the last check). runtime: set while running (the API,
     MQTT), not configured at start. owed_since: the stream time its due check has waited since, when the check
-    budget of a clip left it for a later clip (app/watch_checks.py); None when no check is owed."""
+    budget of a clip left it for a later clip (app/watch_checks.py); None when no check is owed. owner: who set a
+    runtime watch (the API token's name, "mqtt"; "" unknown): owners take turns for the checks a clip allows."""
 
-    def __init__(self, spec: WatchSpec, stream: str, runtime: bool = False) -> None:
+    def __init__(self, spec: WatchSpec, stream: str, runtime: bool = False, owner: str = "") -> None:
         self.spec = spec
         self.runtime = runtime
+        self.owner = owner
         self.owed_since: float | None = None
         self.schedule = StandingQuestion(spec.question, spec.every)
         self.gate = ChangeGate(spec.on_change)

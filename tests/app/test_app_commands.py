@@ -32,7 +32,7 @@ class FakeAssistant:
         self.asked.append((text, stream, request))
         return [stream] if stream else list(self.streams)
 
-    def set_runtime_watches(self, specs, reasons=None) -> None:
+    def set_runtime_watches(self, specs, reasons=None, owners=None) -> None:
         pass
 
 

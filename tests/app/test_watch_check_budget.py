@@ -99,6 +99,29 @@ def test_within_the_budget_every_due_watch_is_checked_after_its_clip():
     assert all(w.owed_since is None for w in stream.watches)
 
 
+def test_owners_take_turns_so_one_owners_many_watches_never_hold_back_anothers():
+    """One token's 64 watches owed since the first clip, another's single watch set after the fourth: with 8 checks
+    a clip it runs after every clip from then on (it waited less than any of the 64, so by waiting alone it would
+    come after all of them: 8 clips later), while the 64 still each get their turn."""
+    stream = stream_with(0, 64, ms=1.0)
+    for watch in stream.watches:
+        watch.owner = "flood"
+    bus, seen = EventBus(), []
+    bus.subscribe(lambda e: seen.append(e.alert) if isinstance(e, Check) else None)
+    per_clip = []
+    for clip in clips(24):
+        if clip.index == 4:
+            late = Watch(WatchSpec("phone", "Is the door open?", every=1.0), "door", runtime=True, owner="phone")
+            stream.watches.append(late)
+        before = len(seen)
+        run_checks(stream, clip, StreamEvents(bus), budget=CheckBudget(checks=8))
+        per_clip.append(seen[before:])
+    assert all("phone" in names for names in per_clip[4:]), per_clip[4:]
+    flood = [name for names in per_clip for name in names if name != "phone"]
+    assert set(flood) == {f"r{i}" for i in range(64)}  # every one of the 64 was checked too
+    assert all(len(names) == 8 for names in per_clip)
+
+
 @pytest.mark.parametrize(
     "settings, message",
     [

@@ -28,10 +28,11 @@ class FakeAssistant:
     def check_question(self, question: str) -> str:
         return self.limits.check(question)
 
-    def set_runtime_watches(self, specs, reasons=None) -> None:
+    def set_runtime_watches(self, specs, reasons=None, owners=None) -> None:
         if self.busy:
             raise AssistantBusy("busy: try again")
         self.applied.append((list(specs), dict(reasons or {})))
+        self.owners = dict(owners or {})
 
 
 class Clock:
@@ -54,7 +55,7 @@ def test_a_watch_is_added_applied_listed_changed_and_removed(tmp_path):
     assistant, _, watches = registry(tmp_path)
     added = watches.add({"name": "person", "question": "Is there a person?", "every": 2}, owner="phone")
     assert added.spec == WatchSpec("person", "Is there a person?", every=2)
-    assert assistant.applied[-1] == ([added.spec], {})
+    assert assistant.applied[-1] == ([added.spec], {}) and assistant.owners == {"person": "phone"}
     assert [w.spec.name for w in watches.list()] == ["person"]
     changed = watches.change("person", {"threshold": 0.8, "streams": ["door"]})
     assert changed.spec.threshold == 0.8 and changed.spec.streams == ("door",) and changed.owner == "phone"
@@ -264,8 +265,9 @@ def test_applying_keeps_unchanged_watches_and_ends_the_alerts_of_removed_ones():
     configured = Watch(WatchSpec("person", "Is there a person?"), "door")
     gate_spec, cat_spec = WatchSpec("gate", "Is the gate open?"), WatchSpec("cat", "Is there a cat?", streams=("yard",))
     stream = SimpleNamespace(name="door", stream_time=50.0, watches=[configured])
-    apply_runtime_watches(stream, (), [gate_spec, cat_spec], StreamEvents(bus))
+    apply_runtime_watches(stream, (), [gate_spec, cat_spec], StreamEvents(bus), owners={"gate": "phone"})
     assert [w.spec.name for w in stream.watches] == ["person", "gate"]  # cat watches the yard only
+    assert [w.owner for w in stream.watches] == ["", "phone"]  # who set it: its checks take turns by owner
     assert [(e.stream, e.alert, e.change) for e in events] == [("door", "gate", WatchLifecycle.SET)]
     events.clear()
 
