@@ -13,7 +13,7 @@ from fastapi.responses import StreamingResponse
 from api.asking import PendingAsk
 from api.auth import question_owner
 from api.context import ApiContext, refusal
-from api.models import AskRequest, AskResult, Problem, refusals
+from api.models import BODY_UNREADABLE, AskRequest, AskResult, Problem, refusals
 from api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
 from bus import Answer, AnswerPiece, AnswerStart, ErrorEvent, to_record
 
@@ -79,7 +79,7 @@ def router(ctx: ApiContext) -> APIRouter:
     @api.post(
         "/api/v1/ask",
         response_model=AskResult,
-        responses={**REFUSALS, 504: {"model": Problem}, 200: {"content": {"text/event-stream": {}}}},
+        responses={**REFUSALS, **BODY_UNREADABLE, 504: {"model": Problem}, 200: {"content": {"text/event-stream": {}}}},
         summary="Ask a question of one stream or every stream",
     )
     async def ask(body: AskRequest, request: Request, token=asker):

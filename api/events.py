@@ -19,6 +19,8 @@ from api.sse import KEEPALIVE, KEEPALIVE_S, SSE_HEADERS, sse
 from bus import EVENT_TYPES
 
 REFUSALS = refusals(401, 403, 404, 422, 429)
+_TYPE = "(" + "|".join(EVENT_TYPES) + ")"
+TYPES_PATTERN = rf"^\s*{_TYPE}?(\s*,\s*{_TYPE}?)*\s*$"  # the schema's; the route refuses others naming them
 LAST_ID = re.compile(r"[0-9]{1,19}")  # ids grow across runs (api/feed.py); never past a 64-bit id
 
 
@@ -36,9 +38,15 @@ def router(ctx: ApiContext) -> APIRouter:
         summary="The live feed of events (Server-Sent Events)",
     )
     async def events(
-        types: str | None = Query(None, description=f"comma-separated types: {', '.join(EVENT_TYPES)}"),
+        types: str | None = Query(
+            None,
+            description=f"comma-separated types: {', '.join(EVENT_TYPES)}",
+            json_schema_extra={"pattern": TYPES_PATTERN},
+        ),
         stream: str | None = Query(None, description="only this stream's events"),
-        last_event_id: str | None = Header(None, description="resume after this event id"),
+        last_event_id: str = Header(
+            "", description="resume after this event id", json_schema_extra={"pattern": r"^\s*([0-9]{1,19})?\s*$"}
+        ),
         token=reader,
     ):
         """A client that falls --api-sse-queue events behind is sent a `dropped` event and closed (counted in

@@ -4,11 +4,12 @@ are the bus's own `Answer` events; feed events are the records of `bus.records`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Annotated, Any
 
 import pydantic
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, StrictBool, model_validator
 
+from bus.names import NAME_PATTERN
 from watches.runtime import MAX_EVERY_S, MAX_EXPIRY_S, MIN_EVERY_S
 from watches.spec import SPELLINGS, respelled
 
@@ -47,6 +48,12 @@ def refusals(*codes: int) -> dict[int, dict[str, Any]]:
     return {code: {"model": Invalid if code == 422 else Problem} for code in codes}
 
 
+BODY_UNREADABLE = {400: {"model": Problem, "description": "a body that is not JSON text (FastAPI's own refusal)"}}
+
+
+Question = Annotated[str, Field(json_schema_extra={"pattern": r"\S"})]  # not blank: the assistant checks it (422)
+
+
 def _bounds(**schema: float) -> Any:
     """JSON-schema bounds of a watch setting, as the watches themselves enforce them (watches.spec,
     watches.runtime: their messages, the same over MQTT); the schema documents them, it does not check them."""
@@ -70,6 +77,7 @@ THRESHOLD = _bounds(minimum=0.0, maximum=1.0)
 CHECKS = _bounds(minimum=1)
 COOLDOWN = _bounds(minimum=0.0)
 EXPIRES_IN = _bounds(exclusiveMinimum=0.0, maximum=MAX_EXPIRY_S)
+STREAM_NAMES = {"minItems": 1, "items": {"type": "string", "pattern": NAME_PATTERN.pattern}}  # schema only: as checked
 STREAMS = "the streams it watches (null: every stream); `stream`: one name, MQTT's spelling"
 EVERY_S = "seconds of stream time between checks; `every_s`: MQTT's spelling"
 
@@ -79,9 +87,9 @@ class AskRequest:
     """question: asked of `stream` (None: every stream). streaming: answer as Server-Sent Events (also when the
     request accepts text/event-stream)."""
 
-    question: str
+    question: Question
     stream: str | None = None
-    streaming: bool = False
+    streaming: StrictBool = False
 
 
 @dataclass
@@ -130,9 +138,9 @@ class WatchAdd:
     (ends itself at its first alert begin). name: made when not given. streams: None watches every stream.
     Unknown keys are refused (422); `stream` and `every_s` (MQTT's spellings) are `streams` and `every`."""
 
-    question: str
+    question: Question
     name: str | None = None
-    streams: list[str] | None = Field(None, description=STREAMS)
+    streams: list[str] | None = Field(None, description=STREAMS, json_schema_extra=STREAM_NAMES)
     every: float = Field(10.0, description=EVERY_S, **EVERY)
     threshold: float = Field(0.5, **THRESHOLD)
     on_after: int = Field(2, **CHECKS)
@@ -153,8 +161,8 @@ class WatchChange:
     """Only the settings given change. never_expires: true drops an expiry (expires_in_s sets a new one). Unknown
     keys are refused (422); `stream` and `every_s` (MQTT's spellings) are `streams` and `every`."""
 
-    question: str | None = None
-    streams: list[str] | None = Field(None, description=STREAMS)
+    question: Question | None = None
+    streams: list[str] | None = Field(None, description=STREAMS, json_schema_extra=STREAM_NAMES)
     every: float | None = Field(None, description=EVERY_S, **EVERY)
     threshold: float | None = Field(None, **THRESHOLD)
     on_after: int | None = Field(None, **CHECKS)

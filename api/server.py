@@ -6,8 +6,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
@@ -17,7 +18,7 @@ from api.auth import access_for
 from api.body_limit import API_PREFIXES, BodyLimit
 from api.context import ApiContext
 from api.feed import EventFeed
-from api.openai_errors import refusal_body
+from api.openai_errors import METHODS, refusal_body
 from ui.connection_limit import ConnectionLimits
 from watches.runtime import RuntimeWatches
 
@@ -103,7 +104,25 @@ def api_routes(context: ApiContext) -> list:
         return schema
 
     routes.append(APIRoute(OPENAPI_PATH, openapi, methods=["GET"], include_in_schema=False))
+    routes.append(unknown_api_route([r for r in routes if isinstance(r, APIRoute) and r.path.startswith("/api/v1/")]))
     return routes
+
+
+def unknown_api_route(served: list[APIRoute]) -> APIRoute:
+    """`/api/v1/{anything}` no route takes as asked: 405 with every method the path is served with in `Allow`
+    (Starlette's own 405 names only the first route that matched the path: `Allow: GET` where POST is served too),
+    404 naming the routes otherwise. Last among the routes; not in the schema."""
+    listed = ", ".join(sorted({r.path for r in served}))
+
+    async def unknown(request: Request) -> JSONResponse:
+        path, method = request.url.path, request.method
+        allowed = sorted({m for r in served if r.path_regex.match(path) for m in r.methods})
+        if allowed:
+            message = f"{method} is not served on {path}; it takes {', '.join(allowed)}"
+            return JSONResponse({"detail": message}, status_code=405, headers={"Allow": ", ".join(allowed)})
+        return JSONResponse({"detail": f"no route {method} {path}; the routes: {listed}"}, status_code=404)
+
+    return APIRoute("/api/v1/{path:path}", unknown, methods=METHODS, include_in_schema=False)
 
 
 def openapi_schema(routes: list) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, HTTPException, Response
 
 from api.context import ApiContext, refusal
-from api.models import Admitted, StreamAdd, StreamView, refusals
+from api.models import BODY_UNREADABLE, Admitted, StreamAdd, StreamView, refusals
 from bus.redact import redact_source
 from capture import SourceError
 
@@ -46,7 +46,7 @@ def router(ctx: ApiContext) -> APIRouter:
         "/api/v1/streams",
         response_model=Admitted,
         status_code=201,
-        responses=REFUSALS,
+        responses={**REFUSALS, **BODY_UNREADABLE},
         summary="Add a stream (rtsp/http(s) URL or a camera configured at start)",
     )
     def add(body: StreamAdd, token=manager):

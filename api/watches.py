@@ -7,7 +7,7 @@ from dataclasses import asdict
 from fastapi import APIRouter, Depends, Response
 
 from api.context import ApiContext, refusal
-from api.models import WatchAdd, WatchChange, WatchView, refusals
+from api.models import BODY_UNREADABLE, WatchAdd, WatchChange, WatchView, refusals
 from watches.runtime import Conflict, RuntimeWatch
 from watches.spec import WatchSpec
 
@@ -39,7 +39,13 @@ def router(ctx: ApiContext) -> APIRouter:
         configured = [spec_view(s, "config") for s in ctx.watches.configured.values()]
         return configured + [spec_view(w.spec, "runtime", w) for w in ctx.watches.list()]
 
-    @api.post("/api/v1/watches", response_model=WatchView, status_code=201, responses=REFUSALS, summary="Add a watch")
+    @api.post(
+        "/api/v1/watches",
+        response_model=WatchView,
+        status_code=201,
+        responses={**REFUSALS, **BODY_UNREADABLE},
+        summary="Add a watch",
+    )
     def add(body: WatchAdd, token=manager):
         """A "tell me when": its alerts go wherever the configured watches' go (events, MQTT, webhooks,
         timeline). 422 for a bad setting, 404 for an unknown stream, 409 for a name in use, 429 past the limits."""
@@ -72,7 +78,12 @@ def router(ctx: ApiContext) -> APIRouter:
         if owner != token.name and owner in {t.name for t in ctx.access.tokens}:
             raise refusal(Conflict(f"watch {name!r} was set by the token {owner!r}; change or remove it with that one"))
 
-    @api.patch("/api/v1/watches/{name}", response_model=WatchView, responses=REFUSALS, summary="Change a watch")
+    @api.patch(
+        "/api/v1/watches/{name}",
+        response_model=WatchView,
+        responses={**REFUSALS, **BODY_UNREADABLE},
+        summary="Change a watch",
+    )
     def change(name: str, body: WatchChange, token=manager):
         check_owner(name, token)
         changes = {k: v for k, v in asdict(body).items() if v is not None and k != "never_expires"}

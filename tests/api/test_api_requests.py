@@ -4,6 +4,8 @@ exist, history of a stream that is gone. The same routes over a real server: tes
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -14,6 +16,7 @@ from api.context import ApiContext
 from api.feed import EventFeed
 from api.server import RunningApi, api_routes, headless_app
 from bus import EventBus
+from bus.names import NAME_PATTERN
 from tests.support.api_tokens import make_token
 from timeline.reader import Moment
 from ui.guard import HostRule
@@ -175,3 +178,43 @@ def test_history_of_a_stream_never_seen_is_404_and_of_a_stream_gone_is_kept(http
     assert no_match.status_code == 200 and no_match.json() == []
     running = http.get("/api/v1/history", params={"stream": "door", "text": "bicycle"}, headers=HEADERS)
     assert running.status_code == 200 and running.json() == []
+
+
+# -- what schemathesis found (scripts/check_clients.py runs it over the whole schema) -----------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/api/v1/watches", "GET, POST"),
+        ("/api/v1/watches/parcel", "DELETE, GET, PATCH"),
+        ("/api/v1/streams", "GET, POST"),
+    ],
+)
+def test_a_method_a_path_does_not_take_is_405_naming_every_method_it_does(http, path, allowed):
+    # Starlette's own 405 named only the first route of the path: `Allow: GET` where POST is served too.
+    reply = http.request("OPTIONS", path, headers=HEADERS)
+    assert reply.status_code == 405 and reply.headers["allow"] == allowed, (reply.status_code, reply.headers)
+    assert allowed in reply.json()["detail"]
+    unknown = http.get("/api/v1/nothing-here", headers=HEADERS)
+    assert unknown.status_code == 404 and "/api/v1/watches" in unknown.json()["detail"]
+
+
+def test_the_schema_says_what_the_server_checks_itself(schema):
+    """What the routes refuse with their own sentence is in the schema too, so a generated valid request is valid:
+    a question is not blank, watched streams are names (one at least), event types are known, a body that is not
+    JSON is 400, and `streaming` is a boolean, not 0 or 1."""
+    parts = schema["components"]["schemas"]
+    assert parts["AskRequest"]["properties"]["question"]["pattern"] == r"\S"
+    assert parts["WatchAdd"]["properties"]["streams"]["minItems"] == 1
+    assert parts["WatchAdd"]["properties"]["streams"]["items"]["pattern"] == NAME_PATTERN.pattern
+    events = {p["name"]: p["schema"] for p in schema["paths"]["/api/v1/events"]["get"]["parameters"]}
+    assert re.search(events["types"]["pattern"], "alert, answer") and not re.search(events["types"]["pattern"], "À")
+    assert events["last-event-id"]["type"] == "string"  # no null: a header has no null
+    for path, method in (("/api/v1/ask", "post"), ("/api/v1/watches", "post"), ("/api/v1/streams", "post")):
+        assert "400" in schema["paths"][path][method]["responses"], path
+
+
+def test_streaming_must_be_a_boolean(http):
+    reply = http.post("/api/v1/ask", json={"question": "What is there?", "streaming": 0}, headers=HEADERS)
+    assert reply.status_code == 422 and problems(reply)[0]["loc"][-1] == "streaming"
