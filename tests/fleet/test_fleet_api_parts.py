@@ -62,13 +62,13 @@ def test_runtime_watches_go_to_every_ready_host_and_with_each_stream_started(tmp
     coordinator, actor = watched_fleet(tmp_path)
     assistant = FleetAssistant(coordinator, EventBus())
     registry = RuntimeWatches(assistant)
-    watch = registry.add({"name": "red", "question": "Is it red?", "streams": ["a"], "every": 2})
-    ((name, specs, reasons, version),) = actor.calls
-    assert (name, specs, reasons, version) == ("set_runtime_watches", (watch.spec,), {}, 1)
+    watch = registry.add({"name": "red", "question": "Is it red?", "streams": ["a"], "every": 2}, owner="phone")
+    ((name, specs, reasons, version, owners),) = actor.calls
+    assert (name, specs, reasons, version, owners) == ("set_runtime_watches", (watch.spec,), {}, 1, {"red": "phone"})
     assert [w.spec.name for w in assistant.streams["a"].watches] == ["red"]
     assert assistant.streams["b"].watches == []
     registry.remove("red")
-    assert actor.calls[-1] == ("set_runtime_watches", (), {"red": "removed"}, 2)
+    assert actor.calls[-1] == ("set_runtime_watches", (), {"red": "removed"}, 2, {})
     with pytest.raises(ValueError, match="unknown stream"):
         registry.add({"question": "q?", "streams": ["garage"]})
     spec = WatchSpec(name="blue", question="Is it blue?")
@@ -76,7 +76,7 @@ def test_runtime_watches_go_to_every_ready_host_and_with_each_stream_started(tmp
     actor.calls.clear()
     coordinator._start_on("b", coordinator.hosts["h1"])  # b placed: the host gets the watches before the stream
     assert [call[0] for call in actor.calls] == ["set_runtime_watches", "start_stream"]
-    assert actor.calls[0][1:] == ((spec,), {}, 3)
+    assert actor.calls[0][1:] == ((spec,), {}, 3, {})
 
 
 def test_streams_are_added_as_on_the_fleets_page(tmp_path):
