@@ -255,7 +255,7 @@ def check_schemathesis(checks: Checks, base: str, stream: str, examples: int, wo
         argv = [st, "--config-file", str(config), "run", f"{base}/api/v1/openapi.json",
                 "-H", f"Authorization: Bearer {TOKEN}", "--max-examples", str(examples),
                 "--seed", "0", "--phases", "examples,coverage,fuzzing"]  # fmt: skip
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=1800, cwd=work)  # its cache: there
         report.write_text(done.stdout + done.stderr)
         tail = [line for line in done.stdout.splitlines() if line.strip()][-3:]
         expect(done.returncode == 0, f"exit {done.returncode} ({report}): {' | '.join(tail)}")
