@@ -57,6 +57,8 @@ def configs_for(args, budget: int) -> dict[str, CacheConfig]:
                 configs[f"{name}+recall"] = dataclasses.replace(
                     configs[name], recall=args.recall, block=args.block, store_quant=args.store_quant
                 )
+            if args.shared and POLICIES[policy].per_head:  # one token set for every layer and head (--selection)
+                configs[f"{name}/shared"] = dataclasses.replace(configs[name], selection="shared")
             if policy == "inf-mllm" and args.pool > 1 and not args.no_published:
                 # Algorithm 1 exactly as published, beside the default (span-pooled) selection
                 settings = dataclasses.replace(configs[name].policy_settings, pool=1)
@@ -132,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool-mode", choices=POOL_MODES, default=InfMllmSettings.pool_mode, help="pooling mode")
     parser.add_argument(
         "--recall", type=int, default=0, help="also run each bounded policy with this recall budget (stream protocol)"
+    )
+    parser.add_argument(
+        "--shared", action="store_true", help="also run each attention-scored policy with --selection shared"
     )
     parser.add_argument("--block", type=int, default=CacheConfig.block, help="host-store block (tokens)")
     parser.add_argument("--store-quant", choices=list(QUANT_MODES), default="none", help="host-store compression")
