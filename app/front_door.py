@@ -52,6 +52,11 @@ class TimelineHistory:
         (PeriodError, a ValueError, saying why otherwise)."""
         return self.day(period(time.time() - seconds, keep_days=self.keep_days), stream=stream)
 
+    def recap_back(self, seconds: float, stream: str | None = None) -> Recap:
+        """The page's Recap view: the recap of the last `seconds` (timeline.recap's default lines and thumbnails),
+        no further back than the timeline keeps (PeriodError, a ValueError, saying why otherwise)."""
+        return self.recap(period(time.time() - seconds, keep_days=self.keep_days), stream=stream)
+
     def names(self) -> tuple[list[str], list[tuple[str, str]]]:
         """Every stream and (stream, watch) the timeline holds a row of."""
         return self._read(lambda reader: reader.names())

@@ -21,7 +21,7 @@ from typing import Any
 import gradio as gr
 from gradio.utils import get_upload_folder
 
-from ui import day_tab, history_tab, page_layout, stream_slots, watch_section
+from ui import day_tab, history_tab, page_layout, recap_tab, stream_slots, watch_section
 from ui.controls import Controls, Feedback, Schedule
 from ui.history import HistorySource
 from ui.page_layout import ChatBox, SourcePicker, StandingEditor, StreamAdder
@@ -74,11 +74,11 @@ def build_page(
                 plots = page_layout.plots(info.memory_label, streams)
                 shown["log"] = page_layout.activity_log()
             with gr.Tab("History", elem_id="history-tab"):
-                history_stream, day_stream = _history_views(history, streams)
+                history_stream, day_stream, recap_stream = _history_views(history, streams)
 
         shown |= {"chat": chat.chat, "ask-stream": chat.stream, "source-stream": picker.stream}
         if history_stream is not None:
-            shown["history-stream"], shown["day-stream"] = history_stream, day_stream
+            shown |= {"history-stream": history_stream, "day-stream": day_stream, "recap-stream": recap_stream}
         if watch is not None:
             shown["watch-stream"] = watch.stream
         wire_timers(
@@ -98,16 +98,18 @@ def build_page(
 
 
 def _history_views(history: HistorySource | None, streams: tuple[str, ...]):
-    """The History tab: Search (ui.history_tab) and Day (ui.day_tab) views; their stream selectors (None, None
-    with the timeline off: the tab says so)."""
+    """The History tab: Search (ui.history_tab), Day (ui.day_tab) and Recap (ui.recap_tab) views; their stream
+    selectors (None, None, None with the timeline off: the tab says so)."""
     if history is None:
-        return history_tab.build(None, streams), None
+        return history_tab.build(None, streams), None, None
     with gr.Tabs(elem_id="history-views"):
         with gr.Tab("Search", elem_id="history-search-tab"):
             search_stream = history_tab.build(history, streams)
         with gr.Tab("Day", elem_id="history-day-tab"):
             day_stream = day_tab.build(history, streams)
-    return search_stream, day_stream
+        with gr.Tab("Recap", elem_id="history-recap-tab"):
+            recap_stream = recap_tab.build(history, streams)
+    return search_stream, day_stream, recap_stream
 
 
 def preview_folder() -> Path:

@@ -26,7 +26,7 @@ FAST_REFRESH_S = 0.3
 PLOT_REFRESH_S = 1.0
 LIVE_OUTPUTS = ("chat", "preview", "caption", "status", "log", "banner", "alerts")
 # the stream selectors, given the names of streams added later
-SELECTORS = ("ask-stream", "source-stream", "history-stream", "day-stream", "watch-stream")
+SELECTORS = ("ask-stream", "source-stream", "history-stream", "day-stream", "recap-stream", "watch-stream")
 
 
 def live_outputs(streams: tuple[str, ...]) -> tuple[str, ...]:

@@ -82,6 +82,7 @@ def selector_updates(snap: Snapshot, seen: dict, values: dict[str, Any]) -> None
     values["source-stream"] = gr.update(choices=names, visible=len(names) > 1)
     values["history-stream"] = gr.update(choices=[history.ALL, *names])  # the History tab's (when it has one)
     values["day-stream"] = gr.update(choices=[history.ALL, *names])  # its Day view's
+    values["recap-stream"] = gr.update(choices=[history.ALL, *names])  # its Recap view's
     values["watch-stream"] = gr.update(choices=[ALL_STREAMS, *names], visible=len(names) > 1)  # "Watch for"
 
 

@@ -7,7 +7,9 @@
 // strip for stream a with answer segments; a real mouse click on one shows, under the strips, that moment's
 // thumbnail (an inline data: JPEG that loaded) and its answer's text. Prints one JSON line with what it saw (the
 // strip labels, the clicked segment's key and title, the detail's text, moment and thumbnail); exits 1 with a
-// message on the first failed check. Screenshots: OUT_DIR/day.png, failure.png.
+// message on the first failed check. Then the Recap view of the same page: Recap (again until a run of answers is
+// in) lists the period's lines, each with its kind, the moments it cites, its text and, for some, a thumbnail that
+// loaded (in `seen.recap`). Screenshots: OUT_DIR/day.png, recap.png, failure.png.
 'use strict';
 
 const path = require('path');
@@ -67,5 +69,36 @@ run('day', outDir, { width: 1280, height: 800 }, async (page, seen, pageErrors) 
   }));
   await page.screenshot({ path: path.join(outDir, 'day.png') });
   check(seen.detail.image && seen.detail.image.naturalWidth > 0, `no thumbnail shown: ${seen.detail.all}`);
+
+  // 3. the Recap view: the period's lines, a run of answers among them, with a thumbnail that loaded
+  await page.getByRole('tab', { name: 'Recap', exact: true }).click();
+  await page.waitForSelector('#recap-run', { timeout: 10000 });
+  await page.locator('#recap-period').click();
+  await page.getByRole('option', { name: 'last 1 h' }).click();
+  let listed = false;
+  for (let i = 0; i < 20 && !listed; i++) {
+    await page.click('#recap-run');
+    try {
+      await page.waitForSelector('#recap-lines .recap-line[data-kind="answers"]', { timeout: 3000 });
+      listed = true;
+    } catch (err) {
+      if (!/Timeout/.test(String(err))) throw err;
+    }
+  }
+  check(listed, `no run of answers in the recap: ${await page.innerText('#recap-lines')}`);
+  await page.waitForFunction(() => [...document.querySelectorAll('#recap-lines img')]
+    .some((img) => img.complete && img.naturalWidth > 0), null, { timeout: 10000, polling: 100 }).catch(() => {});
+  seen.recap = await page.$eval('#recap-lines .recap-view', (view) => ({
+    head: (view.querySelector('.recap-head') || {}).innerText || '',
+    lines: [...view.querySelectorAll('.recap-line')].map((line) => ({
+      kind: line.dataset.kind,
+      moments: line.dataset.moments,
+      stream: line.querySelector('.recap-stream').innerText,
+      text: line.querySelector('.recap-text').innerText,
+      image: line.querySelector('img') ? line.querySelector('img').naturalWidth : null,
+    })),
+  }));
+  await page.screenshot({ path: path.join(outDir, 'recap.png') });
+  check(seen.recap.lines.some((line) => line.image > 0), `no thumbnail loaded in the recap: ${seen.recap.head}`);
   check(pageErrors.length === 0, `errors in the page: ${pageErrors.join('; ')}`);
 });
