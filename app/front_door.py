@@ -57,6 +57,10 @@ class TimelineHistory:
         no further back than the timeline keeps (PeriodError, a ValueError, saying why otherwise)."""
         return self.recap(period(time.time() - seconds, keep_days=self.keep_days), stream=stream)
 
+    def summary_back(self, seconds: float, stream: str | None = None) -> Summary:
+        """The Recap view's counts: the summary of the last `seconds` (as `recap_back`)."""
+        return self.summary(period(time.time() - seconds, keep_days=self.keep_days), stream=stream)
+
     def names(self) -> tuple[list[str], list[tuple[str, str]]]:
         """Every stream and (stream, watch) the timeline holds a row of."""
         return self._read(lambda reader: reader.names())

@@ -3,8 +3,10 @@ alerts, the standing question's answers collapsed into runs, a person's question
 order, each with its time span, its stream, its text, how many answers a run holds, the moments it cites and, for
 those the recap gives one, the moment's thumbnail (an inline `data:` JPEG). Pure: strings from a recap (anything
 with the attributes of `timeline.recap.Recap`: since, until, lines, left_out, message, summary; each line kind,
-stream, start, end, text, count, question, moments, thumbnail). The recap itself comes from a `RecapSource` the app
-passes in (ui/ does not import app/ nor timeline/).
+stream, start, end, text, count, question, moments, thumbnail), under the period's counts (anything with the
+attributes of `timeline.summary.Summary`: per watch how many times it began and how long it was on, per stream its
+answers, alerts and time down). Both come from a `RecapSource` the app passes in (ui/ does not import app/ nor
+timeline/).
 
 Every text is escaped; nothing is fetched from anywhere.
 """
@@ -17,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from bus.clock import clock
 from ui.day import PERIODS, message_html, shown_text
 from ui.history import ALL, THUMB_WIDTH, HistoryUnavailable, jpeg_src, local_time
 
@@ -34,6 +37,8 @@ CSS = """
 .recap-alert .recap-kind { color: #c2410c; }
 .recap-gap .recap-kind { color: #6b7280; }
 .recap-summary { background: #f1f5f9; border-radius: 4px; padding: 6px 8px; }
+.recap-counts { border-collapse: collapse; margin: 4px 0 10px; }
+.recap-counts th, .recap-counts td { border-bottom: 1px solid #e5e7eb; padding: 3px 10px 3px 0; text-align: left; }
 """
 
 
@@ -42,6 +47,9 @@ class RecapSource(Protocol):
     period the timeline cannot answer (its message says why)."""
 
     def recap_back(self, seconds: float, stream: str | None = None) -> Any:  # a timeline.recap.Recap
+        ...
+
+    def summary_back(self, seconds: float, stream: str | None = None) -> Any:  # a timeline.summary.Summary
         ...
 
     def thumbnails(self, row_ids: Sequence[int]) -> Mapping[int, bytes]:  # the JPEGs of those rows that have one
@@ -54,8 +62,10 @@ def recap_view(source: RecapSource | None, period: str, stream: str | None) -> s
         return message_html("The timeline is off: there is nothing to recap.")
     if period not in PERIODS:
         return message_html(f"unknown period {period!r}; pick one of {', '.join(PERIODS)}")
+    which = None if stream in (None, "", ALL) else stream
     try:
-        result = source.recap_back(PERIODS[period], None if stream in (None, "", ALL) else stream)
+        result = source.recap_back(PERIODS[period], which)
+        counts = source.summary_back(PERIODS[period], which)
         wanted = [line.thumbnail for line in result.lines if line.thumbnail is not None]
         jpegs = source.thumbnails(wanted) if wanted else {}
     except (HistoryUnavailable, ValueError) as err:
@@ -63,7 +73,25 @@ def recap_view(source: RecapSource | None, period: str, stream: str | None) -> s
     except Exception as err:  # a bug or an unexpected I/O error: logged with its traceback, shown as a message
         logger.exception("the recap view failed")
         return message_html(f"the recap failed: {type(err).__name__}: {err}")
-    return recap_html(result, jpegs)
+    return counts_html(counts) + recap_html(result, jpegs)
+
+
+def counts_html(summary: Any) -> str:
+    """The period's counts: a row per watch (how many times it began, its time on in all and its longest, whether
+    it is on now), then a row per stream (its answers, alerts begun, time down); nothing when there is none."""
+    rows = [
+        f'<tr data-watch="{html.escape(watch.watch)}"><td>watch {html.escape(shown_text(watch.watch))}</td>'
+        f"<td>{html.escape(shown_text(watch.stream))}</td><td>began {int(watch.began)} time(s)</td>"
+        f"<td>on {clock(watch.on_s)} (longest {clock(watch.longest_s)})</td>"
+        f"<td>{'on now' if watch.on_now else ''}</td></tr>"
+        for watch in summary.watches
+    ] + [
+        f'<tr data-stream="{html.escape(stream.stream)}"><td>stream</td><td>{html.escape(shown_text(stream.stream))}'
+        f"</td><td>{int(stream.answers)} answer(s)</td><td>{int(stream.alerts)} alert(s) begun</td>"
+        f"<td>down {clock(stream.down_s)}</td></tr>"
+        for stream in summary.streams
+    ]
+    return f'<table class="recap-counts">{"".join(rows)}</table>' if rows else ""
 
 
 def recap_html(result: Any, jpegs: Mapping[int, bytes]) -> str:

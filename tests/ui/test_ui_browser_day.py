@@ -3,8 +3,8 @@
 driven by headless chromium (tests/ui_browser/day_test.js): Draw shows stream a's strip with its answer runs; a
 mouse click on one shows that moment's thumbnail (inline JPEG) and its answer's text, which the timeline holds; the
 Recap view of the same page lists the period's runs of answers, each citing moments of stream a whose text it shows.
-The screenshots are kept in artifacts/ui-test/day.png and recap.png (failure.png when a check failed). The app's clean exit on
-Ctrl-C is checked by its last user (tests/ui/test_ui_browser_watches.py) or at the end of the session."""
+The screenshots are kept in artifacts/ui-test/day.png and recap.png (failure.png when a check failed). The app's
+clean exit on Ctrl-C is checked by its last user (tests/ui/test_ui_browser_watches.py) or at the end of the session."""
 
 from __future__ import annotations
 

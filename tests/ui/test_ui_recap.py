@@ -12,6 +12,7 @@ from tests.ui.test_ui_day import HOSTILE, T0, timeline_file
 from tests.ui.test_ui_history import JPEG
 from timeline.period import PeriodError
 from timeline.recap import Recap, RecapLine
+from timeline.summary import StreamSummary, Summary, WatchSummary
 from ui import history, recap
 from ui.history import HistoryUnavailable
 
@@ -28,9 +29,18 @@ def sample(summary: str | None = None) -> Recap:
     return Recap(T0, T0 + 1000, lines, 2, "From here to there: 1 alert(s), 4 answer(s), 1 gap(s).", summary)
 
 
+def counts() -> Summary:
+    door = WatchSummary("cam", "<door>", 2, 3725.0, 3600.0, T0 + 100, T0 + 900, True)
+    return Summary(T0, T0 + 1000, None, [StreamSummary("cam", 4, 2, 100.0)], [door])
+
+
 class FakeSource:
     def __init__(self, result=None, error: Exception | None = None) -> None:
         self.result, self.error, self.calls, self.thumbs = result, error, [], []
+
+    def summary_back(self, seconds, stream=None):
+        self.calls.append(("summary", seconds, stream))
+        return counts()
 
     def recap_back(self, seconds, stream=None):
         self.calls.append((seconds, stream))
@@ -50,7 +60,7 @@ def shown_lines(page: str) -> list[tuple[str, str]]:
 def test_each_line_shows_its_span_stream_count_and_moments_in_order_and_every_text_is_escaped():
     source = FakeSource(sample())
     page = recap.recap_view(source, "last 6 h", "cam")
-    assert source.calls == [(6 * 3600.0, "cam")] and source.thumbs == [[11, 21]]
+    assert source.calls == [(6 * 3600.0, "cam"), ("summary", 6 * 3600.0, "cam")] and source.thumbs == [[11, 21]]
     assert shown_lines(page) == [("answers", "11,14"), ("alert", "21"), ("asked", "30"), ("gap", "")]
     assert "(x3)" in page and page.count("(x") == 1  # only the run counts its answers
     assert f"{history.local_time(T0)} - " in page and "still so" in page
@@ -59,6 +69,16 @@ def test_each_line_shows_its_span_stream_count_and_moments_in_order_and_every_te
     assert "<i>What &lt;b&gt;is&lt;/b&gt; it?</i>" in page  # the person's question, before its answer
     assert "http" not in re.sub(r"&lt;img src=http://evil\.example/x\.png&gt;", "", page)  # nothing to fetch
     assert "1 alert(s), 4 answer(s)" in page and "Written by the model" not in page
+
+
+def test_the_counts_come_first_a_row_per_watch_then_per_stream():
+    page = recap.recap_view(FakeSource(sample()), "last 1 day", history.ALL)
+    assert page.index('class="recap-counts"') < page.index('class="recap-view"')
+    rows = re.findall(r"<tr data-(watch|stream)=\"([^\"]*)\">(.*?)</tr>", page)
+    assert [(kind, name) for kind, name, _ in rows] == [("watch", "&lt;door&gt;"), ("stream", "cam")]
+    assert "began 2 time(s)" in rows[0][2] and "on 01:02:05 (longest 01:00:00)" in rows[0][2] and "on now" in rows[0][2]
+    assert "4 answer(s)" in rows[1][2] and "2 alert(s) begun" in rows[1][2] and "down 00:01:40" in rows[1][2]
+    assert recap.counts_html(Summary(T0, T0 + 1, None, [], [])) == ""
 
 
 def test_the_models_paragraph_is_marked_as_its_own_and_comes_beside_the_lines_not_instead():
@@ -93,4 +113,6 @@ def test_the_pages_source_recaps_a_real_timeline_with_runs_and_thumbnails(timeli
     kinds = [kind for kind, _ in shown_lines(page)]
     assert kinds == ["answers", "answers", "alert"], page  # a cat, then the run of two dogs, then the alert
     assert "a dog" in page and "(x2)" in page and page.count('src="data:image/jpeg;base64,') == 2
+    assert re.search(r'<tr data-watch="dog">.*?began 1 time\(s\).*?on now', page)  # begun, never ended
+    assert re.search(r'<tr data-stream="cam">.*?3 answer\(s\).*?1 alert\(s\) begun', page)
     assert "cannot recap the period" in recap.recap_view(source, "last 7 days", None)  # the timeline keeps 1 day
