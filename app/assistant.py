@@ -27,6 +27,16 @@ from app.stream import Stream, open_capture
 from app.stream_events import StreamEvents
 from app.streams import check_name
 from app.watch_checks import CheckBudget, run_checks
+from app.worker_commands import (
+    AddStream,
+    Command,
+    RemoveStream,
+    ResetStream,
+    SetRuntimeWatches,
+    StopStream,
+    WatchSource,
+    opened_capture,
+)
 from bus import End, EventBus, Status, StatusKind, StreamState
 from bus.input_limits import AssistantBusy, InputLimits
 from cache.runner import PrefillInterrupted
@@ -113,7 +123,7 @@ class Assistant:
         target = self._stream(stream)
         capture, down = open_capture(capture_config, allow_down)
         try:
-            self._command("watch", target, (capture, down))
+            self._command(WatchSource(target, capture, down))
         except ValueError:
             capture.close()
             raise
@@ -138,7 +148,7 @@ class Assistant:
             new.stream.session.stop_requested = self.stop_event.is_set
             before, self.streams = self.streams, {**self.streams, name: new.stream}
             try:
-                self._command("add", new.stream, (new.capture, new.down, new.admission))
+                self._command(AddStream(new.stream, new.capture, new.down, new.admission))
             except ValueError:
                 self.streams = before
                 new.capture.close()
@@ -156,7 +166,7 @@ class Assistant:
         admission) returned. Returns once that is done (or after `timeout` seconds, the worker busy with a long
         answer: it is done then at the worker's next command). ValueError for an unknown name, the first stream
         (the default of the page's buttons and standing question; stop it instead) unless not `first_stays`, and the
-        only stream."""
+        only stream; AssistantBusy (nothing changed) when too many commands wait."""
         with self._adding:
             if self._ending():
                 raise ValueError("the assistant has stopped: no stream can be removed")
@@ -166,12 +176,17 @@ class Assistant:
                 raise ValueError(f"stream {name!r} is the first stream and cannot be removed; stop it instead")
             if not others:
                 raise ValueError(f"stream {name!r} is the only stream and cannot be removed; stop the assistant")
+            before = self.streams, self.default, self.schedule
             if stream is self.default:
                 self.default = next(iter(others.values()))
                 self.schedule = self.default.schedule
             self.streams = others
             done = threading.Event()
-            self._commands.put(("remove", stream, done))
+            try:
+                self._command(RemoveStream(stream, done))
+            except AssistantBusy:
+                self.streams, self.default, self.schedule = before
+                raise
         deadline = time.monotonic() + timeout
         while not done.wait(_POLL_S):
             if not self._worker.is_alive():  # never started, or ended before it got to the command
@@ -205,14 +220,14 @@ class Assistant:
         (by name: "expired", "one-shot"), said in the end of its alert if it was on. owners: who set each (by
         name), so that one owner's many watches never hold back another's checks (app/watch_checks.py).
         AssistantBusy when too many commands wait."""
-        self._command("watches", None, (tuple(specs), dict(reasons or {}), dict(owners or {})))
+        self._command(SetRuntimeWatches(tuple(specs), dict(reasons or {}), dict(owners or {})))
 
     def stop_stream(self, stream: str | None = None) -> None:
-        self._command("stop_stream", self._stream(stream), None)
+        self._command(StopStream(self._stream(stream)))
 
     def reset(self, stream: str | None = None) -> None:
         """Forgets everything a stream (default: the first) has seen (empty cache), keeps watching."""
-        self._command("reset", self._stream(stream), None)
+        self._command(ResetStream(self._stream(stream)))
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Stops every thread and joins them; True if all ended within `timeout` seconds."""
@@ -225,9 +240,10 @@ class Assistant:
         """The default stream's time (seconds)."""
         return self.default.stream_time
 
-    def _command(self, name: str, stream: Stream, payload) -> None:
+    def _command(self, command: Command) -> None:
+        """Queues `command` for the worker without waiting: AssistantBusy when the queue is full."""
         try:
-            self._commands.put_nowait((name, stream, payload))
+            self._commands.put_nowait(command)
         except queue.Full:
             raise AssistantBusy(
                 f"busy: {_MAX_COMMANDS} commands are already waiting for the model; try again in a moment"
@@ -265,13 +281,14 @@ class Assistant:
         """Closes the sources of new captures that were still queued when the worker ended."""
         while True:
             try:
-                name, stream, payload = self._commands.get_nowait()
+                command = self._commands.get_nowait()
             except queue.Empty:
                 return
-            if name in ("watch", "add"):
-                payload[0].close()
-            elif name == "remove":
-                self._remove(stream, payload)
+            capture = opened_capture(command)
+            if capture is not None:
+                capture.close()
+            elif isinstance(command, RemoveStream):
+                self._remove(command.stream, command.done)
 
     def _ending(self) -> bool:
         return self.stop_event.is_set() or self.done.is_set()
@@ -315,7 +332,7 @@ class Assistant:
         while not self._ending():
             command = _take(self._commands)
             if command is not None:
-                self._run_command(*command)
+                self._run_command(command)
                 continue
             if questions is not None and answered >= questions:
                 return
@@ -325,31 +342,33 @@ class Assistant:
             answered += 1
             self._answer_all(batch)
 
-    def _run_command(self, name: str, stream: Stream | None, payload) -> None:
-        if name == "watch":
-            self._start_capture(stream, *payload)
-        elif name == "add":
-            capture, down, admission = payload
-            self._status(stream, StatusKind.STREAM_ADDED, f"stream added; memory: {admission}")
-            apply_runtime_watches(stream, (), self._runtime_watches, self._events, owners=self._runtime_owners)
-            self._start_capture(stream, capture, down)
-        elif name == "watches":
-            specs, reasons, owners = payload
-            for each in list(self.streams.values()):
-                apply_runtime_watches(each, self._runtime_watches, specs, self._events, reasons, owners)
-            self._runtime_watches, self._runtime_owners = specs, owners
-        elif name == "remove":
-            self._remove(stream, payload)
-        elif name == "stop_stream":
-            stream.close_capture()
-            end_open_alerts(stream, STREAM_STOPPED, self._events)  # no clip comes to end them (Home Assistant: off)
-            stream.state = StreamState.IDLE
-            self._status(stream, StatusKind.STREAM_STOPPED, "stream stopped")
-        elif name == "reset":
-            stream.session.reset()
-            stream.schedule.reset()
-            stream.stream_time = 0.0
-            self._status(stream, StatusKind.MEMORY_RESET, "memory reset: the cache is empty")
+    def _run_command(self, command: Command) -> None:
+        """Runs one command on the worker, by its type (app/worker_commands.py)."""
+        match command:
+            case WatchSource(stream, capture, down):
+                self._start_capture(stream, capture, down)
+            case AddStream(stream, capture, down, admission):
+                self._status(stream, StatusKind.STREAM_ADDED, f"stream added; memory: {admission}")
+                apply_runtime_watches(stream, (), self._runtime_watches, self._events, owners=self._runtime_owners)
+                self._start_capture(stream, capture, down)
+            case SetRuntimeWatches(specs, reasons, owners):
+                for each in list(self.streams.values()):
+                    apply_runtime_watches(each, self._runtime_watches, specs, self._events, dict(reasons), owners)
+                self._runtime_watches, self._runtime_owners = specs, dict(owners)
+            case RemoveStream(stream, done):
+                self._remove(stream, done)
+            case StopStream(stream):
+                stream.close_capture()
+                end_open_alerts(stream, STREAM_STOPPED, self._events)  # no clip comes to end them (Home Assistant)
+                stream.state = StreamState.IDLE
+                self._status(stream, StatusKind.STREAM_STOPPED, "stream stopped")
+            case ResetStream(stream):
+                stream.session.reset()
+                stream.schedule.reset()
+                stream.stream_time = 0.0
+                self._status(stream, StatusKind.MEMORY_RESET, "memory reset: the cache is empty")
+            case _:
+                raise TypeError(f"not an assistant command: {command!r}")
 
     def _remove(self, stream: Stream, done: threading.Event) -> None:
         """Joins the removed stream's capture, empties its session and forgets every reference to it."""
