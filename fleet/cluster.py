@@ -6,6 +6,7 @@ for minutes, so the head's port is tried first. The head's driver joins with Ray
 from __future__ import annotations
 
 import socket
+import sys
 from types import ModuleType
 
 from app.fleet_config import split_address
@@ -31,6 +32,20 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
         ) from err
 
 
+WORKER_SETUP = "edge_assistant.ready"
+
+
+def worker_setup() -> dict[str, str] | None:
+    """The runtime environment of this driver's Ray workers. Installed (the rooms inside `edge_assistant`, which
+    this process imported to run), each worker first runs `edge_assistant.ready`, so that it imports the rooms by
+    their names as the driver does; in the repository (`python -m app`) the workers find them on the driver's path
+    and need nothing."""
+    package = sys.modules.get("edge_assistant")
+    if package is None or package.ROOT != package.HERE:
+        return None
+    return {"worker_process_setup_hook": WORKER_SETUP}
+
+
 def connect(address: str) -> ModuleType:
     """Joins the cluster (this process becomes its driver) with Ray's token authentication and returns the `ray`
     module."""
@@ -43,7 +58,13 @@ def connect(address: str) -> ModuleType:
     import ray
 
     try:
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level="WARNING",
+            runtime_env=worker_setup(),
+        )
     except (ConnectionError, RuntimeError, ValueError) as err:
         hint = " (no cluster runs on this machine: `ray start --head` first)" if address == "auto" else ""
         raise FleetError(f"cannot join the Ray cluster at {address}: {err}{hint}") from err

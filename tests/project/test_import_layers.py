@@ -10,15 +10,14 @@ under `if TYPE_CHECKING:` are left out: they name a type for the reader and neve
 """
 
 import ast
+import sys
 from pathlib import Path
 
+from edge_assistant import ROOMS
 from tests.support.fresh_imports import loaded_after_imports
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = (
-    "fleet", "app", "terminal", "api", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "quality",
-    "bus", "monitor",
-)  # fmt: skip
+PACKAGES = (*ROOMS, "quality")  # the installed rooms (edge_assistant.ROOMS, the one list) and the benchmarks' own
 ALLOWED = {  # package -> the project's packages it may import
     "fleet": {"app", "api", "terminal", "watches", "ui", "outputs", "timeline", "capture", "model", "cache", "bus",
               "monitor"},  # fmt: skip
@@ -227,3 +226,22 @@ def test_only_the_program_root_imports_the_fleet():
     """The fleet stands on app/: no room below it reaches up to it, and `python -m app` (the root) is the one way in."""
     users = sorted(module for module, targets in IMPORTS.items() if any(t.split(".")[0] == "fleet" for t in targets))
     assert [m for m in users if not m.startswith("fleet")] == [PROGRAM_ROOT], users
+
+
+NOT_SHIPPED = {"quality", "scripts", "tests"}  # the benchmarks' measures, the scripts, the suite
+
+
+def test_every_package_folder_is_a_room_or_named_as_not_shipped():
+    folders = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"edge_assistant"}
+    assert folders == set(ROOMS) | (NOT_SHIPPED & folders), sorted(folders ^ set(ROOMS))
+
+
+def test_the_installed_name_imports_no_room_when_imported():
+    """edge_assistant/__init__.py runs first in every process of the installed program (and Ray's workers): the
+    standard library only, so that importing it costs nothing and can never fail on a room."""
+    tree = ast.parse((ROOT / "edge_assistant" / "__init__.py").read_text())
+    nodes = list(ast.walk(tree))
+    names = {alias.name.split(".")[0] for node in nodes if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module.split(".")[0] for node in nodes if isinstance(node, ast.ImportFrom) and node.module}
+    assert names and not names & (set(ROOMS) | NOT_SHIPPED), names
+    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names

@@ -2,7 +2,8 @@
 
 The wheel is built from a copy of the tracked files (`git ls-files`: an in-tree build would reuse a stale
 build/ folder), with `pip wheel --no-deps --no-build-isolation --no-index` (nothing downloaded). Then:
-- the wheel holds every module git tracks in the shipped packages, and the C++ sources of the CPU kernels;
+- the wheel installs one top-level name, `edge_assistant` (its `top_level.txt`), holding every module git tracks in
+  the rooms (`edge_assistant.ROOMS`), the C++ sources of the CPU kernels and the demo model;
 - it installs into a fresh virtual environment outside the checkout with `pip install --no-index` and *without*
   `--no-deps`: pip resolves every dependency the wheel declares (and theirs) against what that environment sees
   and installs nothing but the wheel. The fresh environment sees the project's environment through one `.pth`
@@ -10,7 +11,9 @@ build/ folder), with `pip wheel --no-deps --no-build-isolation --no-index` (noth
   so no local wheel folder could fill a missing dependency in. A dependency the wheel declares that is not
   there, or a version that does not match, fails the install;
 - run from a folder outside the checkout, with no PYTHONPATH, the installed `edge-assistant` command answers
-  `--help` and `history --help`, its `app` is the installed copy, and a short `--model tiny` run watches a
+  `--help` and `history --help`; a plain interpreter imports no room (`app`, `cache`, `model`, ...) until it has
+  imported `edge_assistant`, and then the installed copy; `python -m edge_assistant` is the command too; a
+  short `--model tiny` run watches a
   generated video, answers, writes its timeline (`timeline`) and builds the CPU kernels from the wheel's C++
   sources (where the CPU has AVX2).
 """
@@ -34,8 +37,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from edge_assistant import ROOMS
+
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = ("app", "bus", "cache", "capture", "model", "monitor", "ui")
+PACKAGE = "edge_assistant"  # the one installed name
 DIST = "edge-stream-assistant"
 
 
@@ -100,20 +105,26 @@ def installed(tmp_path_factory) -> Installed:
 
 
 def _tracked_modules() -> set[str]:
-    out = subprocess.run(["git", "ls-files", *SHIPPED], cwd=REPO, capture_output=True, text=True, check=True)
-    return {line for line in out.stdout.splitlines() if line.endswith((".py", ".cpp", ".h"))}
+    """The tracked modules and kernel sources of the rooms and of edge_assistant/, as the wheel names them."""
+    out = subprocess.run(["git", "ls-files", PACKAGE, *ROOMS], cwd=REPO, capture_output=True, text=True, check=True)
+    names = [line for line in out.stdout.splitlines() if line.endswith((".py", ".cpp", ".h"))]
+    return {name if name.startswith(f"{PACKAGE}/") else f"{PACKAGE}/{name}" for name in names}
 
 
 def test_the_wheel_holds_every_tracked_module_and_the_kernel_sources(installed):
     names = set(zipfile.ZipFile(installed.wheel).namelist())
     missing = sorted(_tracked_modules() - names)
     assert not missing, f"the wheel leaves out: {missing}"
-    sources = {n for n in names if n.startswith("cache/cpu/csrc/")}
-    assert {"cache/cpu/csrc/bindings.cpp", "cache/cpu/csrc/decode_attention.cpp"} <= sources, sorted(sources)
+    csrc = f"{PACKAGE}/cache/cpu/csrc/"
+    sources = {n for n in names if n.startswith(csrc)}
+    assert {f"{csrc}bindings.cpp", f"{csrc}decode_attention.cpp"} <= sources, sorted(sources)
     assert any(n.endswith(".h") for n in sources), sorted(sources)
-    demo = {n.removeprefix("model/demo_model/") for n in names if n.startswith("model/demo_model/")}
+    demo = {n.removeprefix(f"{PACKAGE}/model/demo_model/") for n in names if "/model/demo_model/" in n}
     assert {"config.json", "model.safetensors", "tokenizer.json", "preprocessor_config.json"} <= demo, sorted(demo)
-    assert not any(n.startswith(("tests/", "scripts/")) for n in names)
+    tops = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
+    assert tops == {PACKAGE}, sorted(tops)  # nothing else lands in site-packages
+    (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+    assert zipfile.ZipFile(installed.wheel).read(top_level).decode().split() == [PACKAGE]
 
 
 def test_the_install_resolved_the_declared_dependencies_and_added_only_the_wheel(installed):
@@ -138,9 +149,17 @@ def test_the_installed_command_runs_outside_the_checkout(installed):
     assert "--budget" in helped.stdout and "--timeline" in helped.stdout
     history = _run([installed.command, "history", "--help"], cwd=installed.home, timeout=120)
     assert history.returncode == 0, history.stderr[-2000:]
-    code = "import app, timeline, cache.cpu.kernels as k; print(app.__file__); print(k.SOURCES[0])"
+    for room in ("app", "cache", "model"):  # a plain interpreter: no generic name of ours
+        plain = _run([installed.python, "-c", f"import {room}"], cwd=installed.home, timeout=60)
+        assert plain.returncode != 0 and "ModuleNotFoundError" in plain.stderr, (room, plain.stderr[-500:])
+    code = (
+        "import edge_assistant, app, timeline, cache.cpu.kernels as k; "
+        "print(edge_assistant.__file__); print(app.__file__); print(k.SOURCES[0])"
+    )
     where = _run([installed.python, "-c", code], cwd=installed.home, timeout=120)
     assert where.returncode == 0, where.stderr[-2000:]
+    as_module = _run([installed.python, "-m", PACKAGE, "history", "--help"], cwd=installed.home, timeout=120)
+    assert as_module.returncode == 0 and as_module.stdout == history.stdout, as_module.stderr[-2000:]
     for path in map(Path, where.stdout.split()):  # the installed copy ran, not the checkout
         assert path.is_relative_to(installed.venv) and not path.resolve().is_relative_to(REPO), path
         assert path.is_file(), path
@@ -168,3 +187,28 @@ def test_the_installed_command_watches_a_video_with_the_tiny_model(installed):
     if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512"):  # built from the wheel's C++ sources
         assert "CPU kernels on" in done.stderr, done.stderr[-2000:]
         assert list((data / "kernels").glob("*/*.so")), "no kernel library was built"
+
+
+RAY_WORKER = """
+import edge_assistant, ray
+from fleet.cluster import worker_setup
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, runtime_env=worker_setup())
+
+@ray.remote
+def rooms():
+    import app, fleet.host_actor
+    return app.__file__
+
+print(ray.get(rooms.remote(), timeout=120))
+ray.shutdown()
+"""
+
+
+def test_a_ray_worker_of_the_installed_program_imports_the_rooms(installed):
+    """A fleet's host runs in a Ray worker, which never ran `edge_assistant`'s import: the driver's runtime
+    environment has it run first (fleet.cluster.worker_setup), so the worker imports the rooms as the driver does.
+    Once, on a local Ray instance of one CPU (seconds), with the installed copy."""
+    done = _run([installed.python, "-c", RAY_WORKER], cwd=installed.home, timeout=300, RAY_USAGE_STATS_ENABLED="0")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    path = Path(done.stdout.split()[-1])
+    assert path.is_relative_to(installed.venv) and path.name == "__init__.py", done.stdout
