@@ -23,7 +23,7 @@ REFUSALS = refusals(401, 403, 404, 413, 422, 429)
 async def open_ask(ctx: ApiContext, question: str, stream: str | None, owner: str) -> PendingAsk:
     """Checks and queues the question (HTTPException: 413 too long, 404 unknown stream, 422, 429). Queued off the
     event loop: on a fleet it waits for the stream's host to take it (fleet/api_assistant.py)."""
-    limit = ctx.assistant.input_limits.max_question_chars
+    limit = ctx.desk.input_limits.max_question_chars
     if isinstance(question, str) and len(question.strip()) > limit:
         raise HTTPException(413, f"the question is too long ({len(question.strip())} characters; at most {limit})")
     ctx.stream_named(stream)

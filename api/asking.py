@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from api.config import LOCAL
 from api.mailbox import Mailbox
 from bus import Answer, AnswerPiece, AnswerStart, ErrorEvent, Event
+from bus.desk import Desk
 
 MAX_EVENTS_PER_ASK = 100_000  # pieces of one request's answers waiting for its client
 
@@ -44,7 +45,7 @@ class PendingAsk:
 class Asks:
     """Bus subscriber + registry of the questions in flight. per_token: questions one token may have waiting."""
 
-    def __init__(self, assistant, per_token: int = 4) -> None:
+    def __init__(self, assistant: Desk, per_token: int = 4) -> None:
         self.assistant = assistant
         self.per_token = per_token
         self._pending: dict[str, PendingAsk] = {}

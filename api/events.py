@@ -66,8 +66,8 @@ def router(ctx: ApiContext) -> APIRouter:
     @api.get("/api/v1/status", response_model=StatusView, responses=REFUSALS, summary="Counts of the running API")
     def status(token=reader):
         return StatusView(
-            streams=len(ctx.assistant.streams),
-            rounds=ctx.assistant.rounds,
+            streams=len(ctx.desk.desk_streams()),
+            rounds=ctx.desk.rounds,
             questions_waiting=ctx.asks.waiting(),
             runtime_watches=len(ctx.watches.list()),
             feed=FeedStatus(**asdict(ctx.feed.stats)),

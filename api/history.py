@@ -34,10 +34,10 @@ def router(ctx: ApiContext) -> APIRouter:
 
         try:
             moments = timeline().search(text or None, since_s, stream, limit)
-            if not moments and stream is not None and stream not in ctx.assistant.streams:
+            if not moments and stream is not None and stream not in ctx.desk.desk_streams():
                 # a stream removed (or lost) keeps its history: 404 only for one the timeline never saw
                 if not timeline().search(None, None, stream, 1):
-                    known = ", ".join(ctx.assistant.streams)
+                    known = ", ".join(ctx.desk.desk_streams())
                     raise HTTPException(404, f"no stream named {stream!r}, now or in the timeline; streams: {known}")
         except HistoryUnavailable as err:
             raise HTTPException(503, str(err)) from None

@@ -119,7 +119,7 @@ def _known_or_404(ctx: ApiContext, stream: str | None, watch: str | None) -> Non
     if stream is None and watch is None:
         return
     streams, watches = _read(ctx, lambda history: history.names())
-    known_streams = sorted(set(streams) | set(ctx.assistant.streams))
+    known_streams = sorted(set(streams) | set(ctx.desk.desk_streams()))
     if stream is not None and stream not in known_streams:
         raise HTTPException(
             404, f"no stream named {stream!r}, now or in the timeline; streams: {_listed(known_streams)}"

@@ -54,7 +54,7 @@ def router(ctx: ApiContext) -> APIRouter:
     started = int(time.time())
 
     def names() -> list[str]:
-        return [ALL, *ctx.assistant.streams]
+        return [ALL, *ctx.desk.desk_streams()]
 
     def unknown_model(model: str) -> OpenAIError:
         return OpenAIError(
@@ -89,11 +89,11 @@ def router(ctx: ApiContext) -> APIRouter:
     )
     async def chat(body: ChatRequest, request: Request, token=asker):
         stream = None if body.model == ALL else body.model
-        if stream is not None and stream not in ctx.assistant.streams:
+        if stream is not None and stream not in ctx.desk.desk_streams():
             raise unknown_model(body.model)
         refuse_unsupported(body)
         limit = token_limit(body)
-        question = question_of(body.messages, ctx.assistant.input_limits.max_question_chars)
+        question = question_of(body.messages, ctx.desk.input_limits.max_question_chars)
         reply = ChatReply(await open_ask(ctx, question, stream, question_owner(token, request.client)), limit)
         if body.stream:
             return StreamingResponse(

@@ -16,9 +16,10 @@ from api import ask, events, history, history_day, history_period, openai_chat, 
 from api.asking import Asks
 from api.auth import access_for
 from api.body_limit import API_PREFIXES, BodyLimit
-from api.context import ApiContext
+from api.context import ApiContext, TimelineReads
 from api.feed import EventFeed
 from api.openai_errors import METHODS, refusal_body
+from bus.desk import Desk
 from ui.connection_limit import ConnectionLimits
 from watches.runtime import RuntimeWatches
 
@@ -44,8 +45,8 @@ class RunningApi:
     routes: list
 
     def close(self) -> None:
-        self.context.assistant.bus.unsubscribe(self.context.feed)
-        self.context.assistant.bus.unsubscribe(self.context.asks)
+        self.context.desk.bus.unsubscribe(self.context.feed)
+        self.context.desk.bus.unsubscribe(self.context.asks)
 
 
 NEEDS_TOKENS = (
@@ -71,9 +72,11 @@ def open_api_warning(config) -> str | None:
     )
 
 
-def start_api(config, assistant, options, history, runtime: RuntimeWatches) -> RunningApi:
-    """Builds the API for `assistant` (subscribed to its bus) over the run's runtime watches. ApiRefused when
-    no token is given where one is needed."""
+def start_api(
+    config, assistant: Desk, options, history: TimelineReads | None, runtime: RuntimeWatches
+) -> RunningApi:
+    """Builds the API for `assistant` (one box's or a fleet's desk, subscribed to its bus) over the run's runtime
+    watches. ApiRefused when no token is given where one is needed."""
     settings = config.api
     access = access_for(settings.tokens, page_open_without_login(config.ui))
     if access is None:

@@ -6,25 +6,26 @@ from fastapi import APIRouter, Depends, HTTPException, Response
 
 from api.context import ApiContext, refusal
 from api.models import BODY_UNREADABLE, Admitted, StreamAdd, StreamView, refusals
+from bus.desk import DeskStream
 from bus.redact import redact_source
 from capture import SourceError
 
 REFUSALS = refusals(401, 403, 404, 409, 422, 429, 507)
 
 
-def view(ctx: ApiContext, stream) -> StreamView:
-    capture = stream.capture
+def view(stream: DeskStream) -> StreamView:
+    """A stream as the API sends it: its source redacted (never a password), times rounded to the ms."""
     return StreamView(
         name=stream.name,
         state=stream.state,
-        source=redact_source(capture.description) if capture is not None else None,
+        source=redact_source(stream.source) if stream.source is not None else None,
         stream_time=round(stream.stream_time, 3),
         clips=stream.clips,
         answers=stream.answers,
         lag_s=round(stream.lag_s, 3),
-        watches=[w.spec.name for w in stream.watches],
-        default=stream is ctx.assistant.default,
-        host=getattr(stream, "host", None),
+        watches=list(stream.watches),
+        default=stream.first,
+        host=stream.host,
     )
 
 
@@ -35,12 +36,12 @@ def router(ctx: ApiContext) -> APIRouter:
 
     @api.get("/api/v1/streams", response_model=list[StreamView], responses=REFUSALS, summary="The streams")
     def streams(token=reader):
-        return [view(ctx, s) for s in list(ctx.assistant.streams.values())]
+        return [view(s) for s in ctx.desk.desk_streams().values()]
 
     @api.get("/api/v1/streams/{name}", response_model=StreamView, responses=REFUSALS, summary="One stream")
     def stream(name: str, token=reader):
         ctx.stream_named(name)
-        return view(ctx, ctx.assistant.streams[name])
+        return view(ctx.desk.desk_streams()[name])
 
     @api.post(
         "/api/v1/streams",
@@ -56,9 +57,9 @@ def router(ctx: ApiContext) -> APIRouter:
         if isinstance(source, str) and source.isdigit():
             source = int(source)
         try:
-            if body.name in ctx.assistant.streams:
+            if body.name in ctx.desk.desk_streams():
                 raise HTTPException(409, f"a stream named {body.name!r} exists already")
-            admission = ctx.assistant.add_stream(body.name, ctx.options.config(source))
+            admission = ctx.desk.add_stream(body.name, ctx.options.config(source))
         except (SourceError, ValueError) as err:
             raise refusal(err) from None
         return Admitted(body.name, admission)
@@ -67,7 +68,7 @@ def router(ctx: ApiContext) -> APIRouter:
     def remove(name: str, token=manager):
         ctx.stream_named(name)
         try:
-            ctx.assistant.remove_stream(name)
+            ctx.desk.remove_stream(name)
         except ValueError as err:
             raise HTTPException(409, str(err)) from None
         return Response(status_code=204)

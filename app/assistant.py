@@ -38,6 +38,7 @@ from app.worker_commands import (
     opened_capture,
 )
 from bus import End, EventBus, Status, StatusKind, StreamState
+from bus.desk import DeskStream
 from bus.input_limits import AssistantBusy, InputLimits
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
@@ -154,6 +155,10 @@ class Assistant:
                 new.capture.close()
                 raise
         return new.admission
+
+    def desk_streams(self) -> dict[str, DeskStream]:
+        """Every stream as the front doors see it (bus.desk): a frozen copy of what it is doing now."""
+        return {name: desk_stream(stream, stream is self.default) for name, stream in list(self.streams.items())}
 
     def check_question(self, question: str) -> str:
         """The question as it would be asked (stripped); ValueError when it is empty or longer than
@@ -460,6 +465,22 @@ class Assistant:
     def _finish(self, reason: str) -> None:
         self._status(None, StatusKind.RUN_FINISHED, f"run finished: {reason}")
         self.done.set()
+
+
+def desk_stream(stream: Stream, first: bool) -> DeskStream:
+    """`stream` now, as a front door sees it."""
+    capture = stream.capture
+    return DeskStream(
+        name=stream.name,
+        state=str(stream.state),
+        source=capture.description if capture is not None else None,
+        stream_time=stream.stream_time,
+        clips=stream.clips,
+        answers=stream.answers,
+        lag_s=stream.lag_s,
+        watches=tuple(watch.spec.name for watch in list(stream.watches)),
+        first=first,
+    )
 
 
 def _take(waiting: queue.Queue):

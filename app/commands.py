@@ -59,8 +59,9 @@ class RunCommands:
     # -- questions ------------------------------------------------------------------------------------
 
     def ask(self, question: str, stream: str | None, request: str) -> list[str]:
-        if stream is not None and stream not in self.assistant.streams:
-            raise CommandError(f"no stream named {stream!r}; streams: {', '.join(self.assistant.streams)}", NOT_FOUND)
+        streams = self.assistant.desk_streams()
+        if stream is not None and stream not in streams:
+            raise CommandError(f"no stream named {stream!r}; streams: {', '.join(streams)}", NOT_FOUND)
         with self._lock:
             now = self.clock()
             self._waiting = {r: w for r, w in self._waiting.items() if now - w[1] < self.answer_timeout_s}

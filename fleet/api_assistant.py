@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bus import Answer, CaptureChange, ClipEvent, End, Event, EventBus, StreamState
+from bus.desk import DeskStream
 from capture import CaptureConfig
 from fleet.coordinator import Coordinator
 from fleet.page_commands import FleetCommands
@@ -122,6 +123,23 @@ class FleetAssistant:
                 host=owner.get(name),
             )
         return views
+
+    def desk_streams(self) -> dict[str, DeskStream]:
+        """Every stream of the fleet as the front doors see it (bus.desk), with its host (None: waiting)."""
+        return {
+            name: DeskStream(
+                name=name,
+                state=view.state,
+                source=view.capture.description,
+                stream_time=view.stream_time,
+                clips=view.clips,
+                answers=view.answers,
+                lag_s=view.lag_s,
+                watches=tuple(watch.spec.name for watch in view.watches),
+                host=view.host,
+            )
+            for name, view in self.streams.items()
+        }
 
     def check_question(self, question: str) -> str:
         return self.input_limits.check(question)

@@ -21,7 +21,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -54,9 +54,9 @@ class TooMany(ValueError):
 
 
 class Applies(Protocol):
-    """What the registry needs of the assistant (app.assistant.Assistant)."""
+    """What the registry needs of the assistant: a subset of the desk (bus.desk.Desk), one box's or a fleet's."""
 
-    streams: dict
+    def desk_streams(self) -> Mapping[str, object]: ...  # the streams by name
 
     def check_question(self, question: str) -> str: ...
 
@@ -286,9 +286,10 @@ class RuntimeWatches:
                 f"watch {spec.name!r}: every must be {MIN_EVERY_S:g} to {MAX_EVERY_S:g} seconds of stream time, "
                 f"got {spec.every!r}"
             )
-        missing = [s for s in spec.streams or () if s not in self.assistant.streams]
+        streams = self.assistant.desk_streams()
+        missing = [s for s in spec.streams or () if s not in streams]
         if missing and streams_running:
-            known = ", ".join(self.assistant.streams)
+            known = ", ".join(streams)
             raise NotFound(f"watch {spec.name!r} names unknown stream(s) {', '.join(missing)}; streams: {known}")
         return spec
 

@@ -46,6 +46,9 @@ class Camera:
         self.silent = self.busy = False
         self.failing: set[str] = set()
 
+    def desk_streams(self):  # the desk's streams by name (bus.desk): only names are read
+        return dict.fromkeys(self.streams)
+
     def ask(self, question: str, stream: str | None = None, request: str | None = None) -> list[str]:
         if self.busy:
             raise self.input_limits.busy()

@@ -22,6 +22,9 @@ class FakeAssistant:
         self.asked: list[tuple] = []
         self.busy = False
 
+    def desk_streams(self):  # the desk's streams by name (bus.desk): only names are read
+        return dict.fromkeys(self.streams)
+
     def check_question(self, question: str) -> str:
         return self.limits.check(question)
 

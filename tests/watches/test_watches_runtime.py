@@ -25,6 +25,9 @@ class FakeAssistant:
         self.applied: list[tuple[list[WatchSpec], dict]] = []
         self.busy = False
 
+    def desk_streams(self):  # the desk's streams by name (bus.desk): only names are read
+        return dict.fromkeys(self.streams)
+
     def check_question(self, question: str) -> str:
         return self.limits.check(question)
 

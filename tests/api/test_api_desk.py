@@ -1,0 +1,105 @@
+"""The desk (bus.desk): one box's assistant and the fleet's (on the head) both satisfy it, and a route written
+once against it (GET /api/v1/streams, the 404 of an unknown stream) answers the same shape on both. The one box is
+a real `Assistant` of two tiny-model streams (not started: nothing is asked of the model); the fleet a real
+`FleetAssistant` over a stand-in coordinator holding one placed and one waiting stream (the cluster itself is
+tested in tests/fleet/)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.asking import Asks
+from api.auth import Access, parse_tokens
+from api.config import ApiConfig
+from api.context import ApiContext
+from api.feed import EventFeed
+from api.server import RunningApi, api_routes, headless_app
+from app.assistant import Assistant, RunLimits
+from app.config import StreamConfig
+from app.stream import Stream
+from bus import EventBus
+from bus.desk import Desk, DeskStream
+from bus.input_limits import InputLimits
+from cache.config import CacheConfig
+from capture import CaptureConfig
+from fleet.api_assistant import WAITING, FleetAssistant
+from model.session import SessionConfig, StreamingSession
+from tests.support.api_tokens import make_token
+from tests.support.session_helpers import loaded
+from ui.guard import HostRule
+from ui.login_throttle import LoginThrottle
+from watches.scheduler import StandingQuestion
+
+ADMIN = make_token("admin")
+HEADERS = {"Authorization": f"Bearer {ADMIN}"}
+SOURCE = "rtsp://user:secret@192.168.1.20/stream"
+
+
+def one_box() -> Assistant:
+    model = loaded("tiny-qwen2-vl")
+    streams = [
+        Stream(name, StreamingSession(model, CacheConfig(budget=64, window=8), SessionConfig(max_new_tokens=2)),
+               StandingQuestion(every_s=0.0))
+        for name in ("door", "yard")
+    ]  # fmt: skip
+    return Assistant(streams, EventBus(), RunLimits())
+
+
+def fleet() -> FleetAssistant:
+    schedule = StandingQuestion(every_s=0.0)
+    streams = {
+        name: StreamConfig(name, CaptureConfig(SOURCE if name == "door" else "rtsp://192.168.1.21/s"), schedule)
+        for name in ("door", "yard")
+    }
+    coordinator = SimpleNamespace(
+        streams=streams, owner={"door": "a-1"}, waiting={"yard"}, runtime_watches=[],
+        config=SimpleNamespace(input_limits=InputLimits(), watches=[], schedule=schedule),
+        tracking=SimpleNamespace(rounds=3),
+    )  # fmt: skip
+    return FleetAssistant(coordinator, EventBus())
+
+
+@pytest.fixture(params=["one box", "fleet"])
+def desk(request) -> Desk:
+    return one_box() if request.param == "one box" else fleet()
+
+
+def client(desk: Desk) -> TestClient:
+    context = ApiContext(
+        desk, None, EventFeed(), Asks(desk), Access(parse_tokens(f"{ADMIN} read admin", "t")), None, None, ApiConfig()
+    )
+    app = headless_app(RunningApi(context, api_routes(context)), HostRule("127.0.0.1"), LoginThrottle())
+    return TestClient(app, base_url="http://127.0.0.1")
+
+
+def test_both_assistants_are_desks_and_see_their_streams_as_frozen_views(desk):
+    assert isinstance(desk, Desk)
+    seen = desk.desk_streams()
+    assert list(seen) == ["door", "yard"] and all(isinstance(s, DeskStream) for s in seen.values())
+    with pytest.raises(AttributeError):
+        seen["door"].state = "changed"  # a copy: a door cannot change (or reach into) the stream
+    assert desk.check_question("  What is there?  ") == "What is there?"
+    with pytest.raises(ValueError):
+        desk.check_question("   ")
+
+
+def test_a_route_written_once_answers_on_both(desk):
+    with client(desk) as http:
+        listed = http.get("/api/v1/streams", headers=HEADERS)
+        missing = http.get("/api/v1/streams/porch", headers=HEADERS)
+    assert listed.status_code == 200, listed.text
+    views = {view["name"]: view for view in listed.json()}
+    assert list(views) == ["door", "yard"]
+    assert set(views["door"]) == {"name", "state", "source", "stream_time", "clips", "answers", "lag_s", "watches",
+                                  "default", "host"}  # fmt: skip
+    assert missing.status_code == 404 and "door, yard" in missing.json()["detail"]
+    if isinstance(desk, Assistant):  # one box: the first stream is the default, no host; no source yet
+        assert views["door"]["default"] and not views["yard"]["default"]
+        assert views["door"]["host"] is None and views["door"]["source"] is None
+    else:  # the fleet: the placed stream's host, the other waiting; the source without its password
+        assert views["door"]["host"] == "a-1" and views["yard"]["state"] == WAITING
+        assert "secret" not in views["door"]["source"] and "192.168.1.20" in views["door"]["source"]
+        assert not any(view["default"] for view in views.values())
