@@ -17,13 +17,13 @@ def main(argv: list[str] | None = None) -> int:
         from fleet.ray_start import main as ray_start
 
         return ray_start(argv[1:])
-    from app.cli import load_config, run_one_box
+    from app.cli import load_config, open_door, run_one_box
 
     config = load_config(argv)
     if config.fleet is not None:
-        from fleet.front_doors import run_fleet
+        from fleet.launch import FLEET
 
-        return run_fleet(config)
+        return open_door(config, FLEET)  # the one-box doors, on the fleet's head
     return run_one_box(config)
 
 

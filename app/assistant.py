@@ -38,7 +38,7 @@ from app.worker_commands import (
     opened_capture,
 )
 from bus import End, EventBus, Status, StatusKind, StreamState
-from bus.desk import DeskStream
+from bus.desk import ONE_BOX_ABILITIES, DeskStream
 from bus.input_limits import AssistantBusy, InputLimits
 from cache.runner import PrefillInterrupted
 from capture import CaptureConfig, CaptureThread, Clip, EndOfStream
@@ -69,6 +69,8 @@ class Assistant:
     `streams` is replaced, never changed in place, when a stream is added: a thread that reads it sees the
     streams before or after, whole.
     """
+
+    abilities = ONE_BOX_ABILITIES  # everything a door may ask (bus.desk)
 
     def __init__(
         self,
@@ -235,8 +237,11 @@ class Assistant:
         self._command(ResetStream(self._stream(stream)))
 
     def stop(self, timeout: float = 10.0) -> bool:
-        """Stops every thread and joins them; True if all ended within `timeout` seconds."""
+        """Stops every thread and joins them; True if all ended within `timeout` seconds (at once if it never
+        started: a door that failed before `start`)."""
         self.stop_event.set()
+        if self._worker.ident is None:
+            return True
         self._worker.join(timeout)
         return not self._worker.is_alive()
 

@@ -15,6 +15,7 @@ from outputs.registry import output_kinds
 
 if TYPE_CHECKING:
     from app.config import AppConfig
+    from app.launch import Launcher
 
 DEFAULT_RECALL = RecallFlags.recall  # the app's --recall (the library's CacheConfig keeps recall=0)
 
@@ -100,17 +101,25 @@ def run_one_box(config: AppConfig) -> int:
     program root's to start (app/__main__.py): it stands on this room, not in it."""
     if config.fleet is not None:
         raise ValueError("--ray runs the fleet: start it with `python -m app`, not app.cli.run_one_box")
+    from app.launch import ONE_BOX
+
+    return open_door(config, ONE_BOX)
+
+
+def open_door(config: AppConfig, launcher: Launcher) -> int:
+    """The front door the config asks for (--api: the headless API; --ui: the page; else the terminal), on the
+    assistant `launcher` starts (app/launch.py: one box, or the fleet's head)."""
     if config.api.headless:
         from app.serve_api import serve_api
 
-        return serve_api(config)
+        return serve_api(config, launcher)
     if config.ui is not None:
         from app.web import serve
 
-        return serve(config)
+        return serve(config, launcher)
     from app.terminal import run_terminal
 
-    return run_terminal(config)
+    return run_terminal(config, launcher)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,6 @@
-"""`python -m app --api`: the HTTP API alone (headless, for a service): load the model, start the assistant,
-serve /api/v1 and /v1 with uvicorn on --host/--port until Ctrl-C (or SIGTERM) or the run's end.
+"""`python -m app --api` (one box, or with --ray the fleet's head): the HTTP API alone (headless, for a service):
+the port answers 503 while the launcher (app/launch.py) loads the model or joins the fleet, then /api/v1 and /v1
+are served with uvicorn on --host/--port until Ctrl-C (or SIGTERM) or the run's end.
 
 Exit code 0 on a normal shutdown, 2 for bad input (an unloadable model, a port in use, no tokens where they are
 needed: beyond loopback, or next to a page login)."""
@@ -16,11 +17,10 @@ import uvicorn
 from api.server import ApiRefused, RunningApi, api_refusal, headless_app, start_api
 from api.starting import StartingApp
 from app.config import AppConfig
-from app.front_door import capture_options, timeline_history
+from app.launch import ONE_BOX, Feeds, Launcher
 from app.signals import SignalStop, StopRequested, run_stoppable
-from app.startup import StartupError, build_assistant, fail, start_session
+from app.startup import StartupError, fail
 from capture import SourceError
-from monitor.memory_monitor import MemoryMonitor
 from ui.access import url_host
 from ui.connection_limit import ConnectionLimits, raise_fd_limit
 from ui.connection_limit import install as install_connection_limit
@@ -31,46 +31,40 @@ START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 1.0  # seconds an open request (an events feed never ends) has to finish at a stop
 
 
-def serve_api(config: AppConfig) -> int:
-    return run_stoppable(lambda signals: _serve(config, signals), "the API was served")
+def serve_api(config: AppConfig, launcher: Launcher = ONE_BOX) -> int:
+    return run_stoppable(lambda signals: _serve(config, launcher, signals), "the API was served")
 
 
-def _serve(config: AppConfig, signals: SignalStop) -> int:
+def _serve(config: AppConfig, launcher: Launcher, signals: SignalStop) -> int:
     ui = config.ui
     assert ui is not None, "serve_api() needs config.ui (--host, --port)"
     refused = api_refusal(config)
     if refused:
         return fail(refused)
     try:  # the port first: 503 and what is going on until the API is ready (api/starting.py)
-        listening = open_port(ui, "loading the model; a first start on this machine also builds its CPU kernels")
+        listening = open_port(ui, launcher.starting)
     except StartupError as err:
         return fail(str(err))
     try:
-        return _serve_on(config, signals, listening)
+        return _serve_on(config, launcher, signals, listening)
     finally:
         listening.close()
 
 
-def _serve_on(config: AppConfig, signals: SignalStop, listening: Listening) -> int:
+def _serve_on(config: AppConfig, launcher: Launcher, signals: SignalStop, listening: Listening) -> int:
     try:
-        loaded, streams, factory = start_session(config)
+        launched = launcher.start(config, Feeds())
     except StartupError as err:
         return fail(str(err))
+    if launched.streams:
+        print(f"streams: {launched.streams}", file=sys.stderr, flush=True)
     listening.starting.stage = "starting the streams"
-    monitor = MemoryMonitor()
-    running = build_assistant(config, streams, monitor, [], factory)
-    assistant = running.assistant
-    options = capture_options(config, loaded.adapter.frame_size())
-    assistant.start()
     api = None
     try:
-        try:
-            api = start_api(config, assistant, options, timeline_history(config), running.watches)
-        except ApiRefused as err:
-            return fail(str(err))
-        running.watch_configured_sources(config, loaded)
-        serve_until(assistant.done, api, config.ui, listening)
-    except (SourceError, StartupError) as err:
+        launched.begin()
+        api = start_api(config, launched.desk, launched.options, launched.history, launched.watches)
+        serve_until(launched.done, api, config.ui, listening)
+    except (ApiRefused, SourceError, StartupError) as err:
         return fail(str(err))
     except StopRequested as stop:
         print(f"\n{stop.signal_name}: stopping ...", file=sys.stderr, flush=True)
@@ -78,7 +72,7 @@ def _serve_on(config: AppConfig, signals: SignalStop, listening: Listening) -> i
         signals.closing()
         if api is not None:
             api.close()
-        running.close()
+        launched.close()
     return 0
 
 

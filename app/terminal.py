@@ -1,76 +1,69 @@
-"""Terminal mode: open the source, load the model, watch and answer until the run ends or Ctrl-C."""
+"""Terminal mode (one box, or with --ray the fleet's head): start the assistant (app/launch.py), watch and answer
+until the run ends or Ctrl-C: every stream's answers and alerts printed, questions typed (`NAME: question`, or a
+plain one for all), `+NAME=SOURCE` / `-NAME`, and the watch commands (terminal/watch_commands.py)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Protocol
 
-from app.assistant import Assistant
 from app.config import AppConfig
+from app.launch import ONE_BOX, Feeds, Launcher
 from app.signals import SignalStop, StopRequested, run_stoppable
-from app.startup import StartupError, build_assistant, fail, start_session
+from app.startup import StartupError, fail
 from app.streams import parse_stream_flag
+from bus.desk import Desk
 from bus.text_safety import printable
 from capture import SourceError
 from capture.options import CaptureOptions
-from monitor.memory_monitor import MemoryMonitor
 from terminal.printer import TerminalPrinter
 from terminal.stdin_questions import StdinQuestions
 from terminal.watch_commands import TerminalWatches
 
 
-class StreamRemover(Protocol):
-    def remove_stream(self, name: str) -> None: ...
+def run_terminal(config: AppConfig, launcher: Launcher = ONE_BOX) -> int:
+    return run_stoppable(lambda signals: _run(config, launcher, signals), "the run started")
 
 
-def run_terminal(config: AppConfig) -> int:
-    return run_stoppable(lambda signals: _run(config, signals), "the run started")
-
-
-def _run(config: AppConfig, signals: SignalStop) -> int:
+def _run(config: AppConfig, launcher: Launcher, signals: SignalStop) -> int:
+    # a fleet's lines always name their stream (its hosts' lines arrive interleaved)
+    several = len(config.streams) > 1 or config.fleet is not None
+    printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=several)
     try:
-        loaded, streams, factory = start_session(config)
-    except StartupError as err:
-        return fail(str(err))
-    names = [stream.name for stream in streams]
-    printer = TerminalPrinter(show_clips=config.show_clips, prefix_streams=len(names) > 1)
-    try:
-        running = build_assistant(config, streams, MemoryMonitor(), [], factory, writers=[printer])
+        launched = launcher.start(config, Feeds(writers=[printer]))
     except StartupError as err:
         return fail(str(err))
     try:
-        running.watch_configured_sources(config, loaded)
+        launched.begin()
     except SourceError as err:
-        running.close()
+        launched.close()
         return fail(str(err))
-    if len(names) > 1:
-        print(
-            f"streams: {', '.join(names)}; type 'NAME: question' for one stream, a plain question for all",
-            file=sys.stderr,
-        )
-    add = stream_adder(running.assistant, config, loaded.adapter.frame_size(), printer)
-    remove = stream_remover(running.assistant)
+    names = list(launched.desk.desk_streams())  # one box without --stream: its default one
+    hint = "type 'NAME: question' for one stream, a plain question for all"
+    if launched.streams:  # a fleet: where each stream runs
+        print(f"streams: {launched.streams}\n{hint}", file=sys.stderr, flush=True)
+    elif len(names) > 1:
+        print(f"streams: {', '.join(names)}; {hint}", file=sys.stderr, flush=True)
+    desk = launched.desk
     questions = StdinQuestions(
-        running.assistant.ask,
+        desk.ask,
         stream_names=names,
-        add=add,
-        remove=remove,
+        add=stream_adder(desk, launched.options, printer),
+        remove=stream_remover(desk),
         max_chars=config.input_limits.max_question_chars,
         say=_say,
-        watches=None if running.watches is None else TerminalWatches(running.watches, _say),
+        watches=None if launched.watches is None else TerminalWatches(launched.watches, _say),
     )
-    running.assistant.start()
     questions.start()
     try:
-        while not running.assistant.done.wait(0.2):
+        while not launched.done.wait(0.2):
             pass
     except StopRequested as stop:
         print(f"\n{stop.signal_name}: stopping ...", file=sys.stderr, flush=True)
     finally:
         signals.closing()
         questions.stop()
-        running.close()
+        launched.close()
     return 0
 
 
@@ -78,19 +71,16 @@ def _say(message: str) -> None:
     print(printable(message), file=sys.stderr, flush=True)
 
 
-def stream_adder(
-    assistant: Assistant, config: AppConfig, frame_size: tuple[int, int], printer: TerminalPrinter
-) -> Callable[[str], str | None]:
+def stream_adder(desk: Desk, options: CaptureOptions, printer: TerminalPrinter) -> Callable[[str], str | None]:
     """What a typed `+NAME=SOURCE` line does: adds that stream, captured like those of the command line, if the
-    source policy allows it (capture.policy: rtsp/http(s) URLs, cameras configured at start), and says so (or why
-    not) on stderr; returns its name, or None when refused."""
-    options = CaptureOptions(max_size=frame_size, policy=config.source_policy(), **config.capture_settings)
+    source policy allows it (capture.policy: rtsp/http(s) URLs, cameras configured at start; a fleet: network
+    streams only), and says so (or why not) on stderr; returns its name, or None when refused."""
 
     def add(text: str) -> str | None:
         try:
             spec = parse_stream_flag(text)
             capture = options.config(spec.source)
-            admission = assistant.add_stream(spec.name, capture)
+            admission = desk.add_stream(spec.name, capture)
         except (SourceError, ValueError) as err:
             print(printable(f"cannot add the stream (type +NAME=SOURCE): {err}"), file=sys.stderr, flush=True)
             return None
@@ -101,13 +91,13 @@ def stream_adder(
     return add
 
 
-def stream_remover(assistant: Assistant | StreamRemover) -> Callable[[str], bool]:
-    """What a typed `-NAME` line does: removes that stream (from this assistant, or the fleet's coordinator) and
-    says so (or why not) on stderr; returns whether it was removed."""
+def stream_remover(desk: Desk) -> Callable[[str], bool]:
+    """What a typed `-NAME` line does: removes that stream and says so (or why not) on stderr; returns whether it
+    was removed."""
 
     def remove(name: str) -> bool:
         try:
-            assistant.remove_stream(name)
+            desk.remove_stream(name)
         except ValueError as err:
             print(f"cannot remove the stream (type -NAME): {err}", file=sys.stderr, flush=True)
             return False

@@ -22,13 +22,12 @@ from api.server import ApiRefused, RunningApi, start_api
 from api.server import middleware as api_middleware
 from app.config import AppConfig, UIConfig
 from app.front_door import capture_options as front_door_options
-from app.front_door import timeline_history
+from app.launch import ONE_BOX, Feeds, Launched, Launcher, RunAbout
 from app.signals import SignalStop, StopRequested, run_stoppable
-from app.startup import Running, StartupError, build_assistant, fail, start_session
+from app.startup import StartupError, fail
 from bus.redact import redact_source
 from capture import SourceError
 from capture.options import CaptureOptions
-from model.loading import LoadedModel
 from monitor.memory_monitor import MemoryMonitor
 from ui.access import PageLogin, open_warning, page_login, ready_lines, url_host
 from ui.connection_limit import AnonymousRequestLimit, ConnectionLimits, raise_fd_limit
@@ -62,18 +61,18 @@ def capture_options(config: AppConfig, max_size: tuple[int, int] | None) -> Capt
     return front_door_options(config, max_size, upload_dirs=(Path(get_upload_folder()),))
 
 
-def page_info(config: AppConfig, loaded: LoadedModel, monitor: MemoryMonitor) -> PageInfo:
+def page_info(config: AppConfig, about: RunAbout) -> PageInfo:
     return PageInfo(
         model=config.model.model,
-        family=loaded.family,
-        device=str(loaded.device),
-        dtype=str(loaded.dtype).removeprefix("torch."),
+        family=about.family,
+        device=about.device,
+        dtype=about.dtype,
         policy=config.cache.policy,
         budget=config.cache.budget,
         window=config.cache.window,
         policy_settings=config.cache.policy_settings.describe(),
-        memory_backend=monitor.backend,
-        memory_label=monitor.label,
+        memory_backend=about.memory_backend,
+        memory_label=about.memory_label,
         random_weights=config.model.model == "tiny",
         demo_weights=config.model.model == "demo",
     )
@@ -142,10 +141,10 @@ def _launch(page: gr.Blocks, ui: UIConfig, login: PageLogin | None, middleware: 
     drop_gradio_cors(page.server_app)
 
 
-def page_api(config: AppConfig, running: Running, options: CaptureOptions, history) -> RunningApi | None:
+def page_api(config: AppConfig, launched: Launched) -> RunningApi | None:
     """The HTTP API served with the page; None (said on stderr) where it would need tokens none were given for."""
     try:
-        return start_api(config, running.assistant, options, history, running.watches)
+        return start_api(config, launched.desk, launched.options, launched.history, launched.watches)
     except ApiRefused as err:
         print(f"api off: {err}", file=sys.stderr, flush=True)
         return None
@@ -173,47 +172,46 @@ def open_page(page: gr.Blocks, ui: UIConfig, api: RunningApi | None = None) -> i
     return None
 
 
-def serve(config: AppConfig) -> int:
+def serve(config: AppConfig, launcher: Launcher = ONE_BOX) -> int:
     def run(signals: SignalStop) -> int:
         with private_upload_folder():
-            return _serve(config, signals)
+            return _serve(config, launcher, signals)
 
     return run_stoppable(run, "the page was served")
 
 
-def _serve(config: AppConfig, signals: SignalStop) -> int:
+def _serve(config: AppConfig, launcher: Launcher, signals: SignalStop) -> int:
     ui = config.ui
     assert ui is not None, "serve() needs config.ui (python -m app --ui)"
+    live = LiveState(budget=config.cache.budget, streams=[stream.name for stream in config.streams])
     try:
-        loaded, streams, factory = start_session(config)
+        launched = launcher.start(config, Feeds(displays=[live], upload_dirs=(Path(get_upload_folder()),)))
     except StartupError as err:
         return fail(str(err))
-
-    monitor = MemoryMonitor()
-    names = tuple(stream.name for stream in streams)
-    live = LiveState(memory_sample=memory_point(monitor), budget=config.cache.budget, streams=names)
-    running = build_assistant(config, streams, monitor, [live], factory)
-    assistant = running.assistant
-    options = capture_options(config, loaded.adapter.frame_size())
-    controls = Controls(assistant, live, options, max_upload_bytes=ui.max_upload_mb * 2**20, streams=names)
-    # the page sends this box to every browser: never with the login (type it again to restart such a source)
-    initial_source = "" if not config.streams else redact_source(str(config.streams[0].capture.source))
-    previews = PreviewFiles(preview_folder(), keep=8 * len(names))  # a few frames per stream for slow tabs
-    info = page_info(config, loaded, monitor)
-    history = timeline_history(config)
-    watches = None if running.watches is None else WatchForm(running.watches, live.note)  # owner "page"
-    page = build_page(live, controls, info, config.schedule, previews, initial_source, history, watches=watches)
-    page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
-
-    assistant.start()
-    api = None
+    desk = launched.desk
+    names = tuple(desk.desk_streams())  # one box without --stream: its default one
+    if launched.about.memory is not None:
+        live.measure_memory(memory_point(launched.about.memory))
+    if launched.streams:
+        print(f"streams: {launched.streams}", file=sys.stderr, flush=True)
+    page, previews, api = None, None, None
     try:
-        api = page_api(config, running, options, history)
-        running.watch_configured_sources(config, loaded)
+        controls = Controls(desk, live, launched.options, max_upload_bytes=ui.max_upload_mb * 2**20, streams=names)
+        # the page sends this box to every browser: never with the login (type it again to restart such a source)
+        in_place = desk.abilities.in_place and config.streams
+        initial_source = redact_source(str(config.streams[0].capture.source)) if in_place else ""
+        previews = PreviewFiles(preview_folder(), keep=8 * len(names))  # a few frames per stream for slow tabs
+        info = page_info(config, launched.about)
+        watches = None if launched.watches is None else WatchForm(launched.watches, live.note)  # owner "page"
+        page = build_page(live, controls, info, desk.schedule, previews, initial_source, launched.history,
+                          abilities=desk.abilities, watches=watches)  # fmt: skip
+        page.queue(default_concurrency_limit=1)  # commands one at a time, in order; the refresh timers are unlimited
+        launched.begin()
+        api = page_api(config, launched)
         code = open_page(page, ui, api)
         if code is not None:
             return code
-        while not assistant.done.wait(0.5):
+        while not launched.done.wait(0.5):
             pass
         print("the run is finished; closing the page", file=sys.stderr, flush=True)
     except SourceError as err:
@@ -222,9 +220,11 @@ def _serve(config: AppConfig, signals: SignalStop) -> int:
         print(f"\n{stop.signal_name}: stopping ...", file=sys.stderr, flush=True)
     finally:
         signals.closing()
-        page.close()
+        if page is not None:
+            page.close()
         if api is not None:
             api.close()
-        running.close()
-        previews.close()
+        launched.close()
+        if previews is not None:
+            previews.close()
     return 0

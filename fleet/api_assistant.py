@@ -1,5 +1,5 @@
-"""The fleet as the HTTP API (api/) sees an assistant: what `api.context.ApiContext` and `watches.runtime` use of
-`assistant`, done on the head by the coordinator, as fleet/page_commands.py does for the page. Questions go to
+"""The fleet's desk (bus.desk): what every front door (the page, the API, the terminal, the runtime watches) asks of
+the running fleet, done on the head by the coordinator (the page's commands: fleet/page_commands.py). Questions go to
 the stream's host with the API request's id (the answer's events carry it back through the head's bus, where the
 API's feed and its questions in flight listen); streams are added (network sources only) and removed; the runtime
 watches are held on the head (one registry and state file for the fleet) and sent to every host, which runs those
@@ -8,26 +8,16 @@ of its streams. A stream's view (state, clips, answers, lag) is what its host's 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bus import Answer, CaptureChange, ClipEvent, End, Event, EventBus, StreamState
-from bus.desk import DeskStream
+from bus.desk import FLEET_ABILITIES, DeskStream
 from capture import CaptureConfig
 from fleet.coordinator import Coordinator
 from fleet.page_commands import FleetCommands
 from watches.spec import WatchSpec
 
 WAITING = "waiting"  # a stream's state while it has no host (being placed, or its host was lost)
-
-
-@dataclass(frozen=True)
-class SourceView:
-    description: str  # redacted by the API
-
-
-@dataclass(frozen=True)
-class NamedWatch:
-    spec: WatchSpec
 
 
 @dataclass
@@ -39,21 +29,6 @@ class Seen:
     clips: int = 0
     answers: int = 0
     lag_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class FleetStream:
-    """One stream of the fleet with the fields `api.streams.view` reads, and the host it runs on (None: waiting)."""
-
-    name: str
-    state: str
-    capture: SourceView
-    stream_time: float
-    clips: int
-    answers: int
-    lag_s: float
-    watches: list[NamedWatch] = field(default_factory=list)
-    host: str | None = None
 
 
 class StreamsSeen:
@@ -81,15 +56,14 @@ class StreamsSeen:
         self.streams.pop(name, None)
 
 
-class FleetAssistant:
-    """What the API needs of an assistant, for a fleet. `default` is None: no stream of a fleet is the first one
-    (any may be removed)."""
+class FleetAssistant(FleetCommands):
+    """The fleet's desk (bus.desk) on the head: the page's commands (FleetCommands: what the fleet cannot do is
+    refused, `abilities` says so) and what the API and the runtime watches ask, over the coordinator."""
 
-    default = None
+    abilities = FLEET_ABILITIES
 
     def __init__(self, coordinator: Coordinator, bus: EventBus) -> None:
-        self.coordinator = coordinator
-        self.commands = FleetCommands(coordinator)
+        super().__init__(coordinator)
         self.bus = bus
         self.input_limits = coordinator.config.input_limits
         self.seen = StreamsSeen()
@@ -102,44 +76,26 @@ class FleetAssistant:
     def rounds(self) -> int:
         return self.coordinator.tracking.rounds
 
-    @property
-    def streams(self) -> dict[str, FleetStream]:
-        """Every stream of the fleet, placed or waiting, in the order they were added."""
+    def desk_streams(self) -> dict[str, DeskStream]:
+        """Every stream of the fleet, placed or waiting, in the order added, with its host (None: waiting)."""
         coordinator = self.coordinator  # copies: the coordinator's loop changes these meanwhile
         configs, owner, waiting = dict(coordinator.streams), dict(coordinator.owner), set(coordinator.waiting)
         specs = [*coordinator.config.watches, *coordinator.runtime_watches]
         views = {}
         for name, config in configs.items():
             seen = self.seen.streams.get(name) or Seen()
-            views[name] = FleetStream(
+            views[name] = DeskStream(
                 name=name,
                 state=WAITING if name in waiting else seen.state,
-                capture=SourceView(config.capture.spec.describe()),
+                source=config.capture.spec.describe(),
                 stream_time=seen.stream_time,
                 clips=seen.clips,
                 answers=seen.answers,
                 lag_s=seen.lag_s,
-                watches=[NamedWatch(spec) for spec in specs if spec.watches(name)],
+                watches=tuple(spec.name for spec in specs if spec.watches(name)),
                 host=owner.get(name),
             )
         return views
-
-    def desk_streams(self) -> dict[str, DeskStream]:
-        """Every stream of the fleet as the front doors see it (bus.desk), with its host (None: waiting)."""
-        return {
-            name: DeskStream(
-                name=name,
-                state=view.state,
-                source=view.capture.description,
-                stream_time=view.stream_time,
-                clips=view.clips,
-                answers=view.answers,
-                lag_s=view.lag_s,
-                watches=tuple(watch.spec.name for watch in view.watches),
-                host=view.host,
-            )
-            for name, view in self.streams.items()
-        }
 
     def check_question(self, question: str) -> str:
         return self.input_limits.check(question)
@@ -150,12 +106,9 @@ class FleetAssistant:
 
     def add_stream(self, name: str, capture_config: CaptureConfig) -> str:
         """As the fleet's page adds one: network sources only, placed by the coordinator where there is room."""
-        admission = self.commands.add_stream(name, capture_config)
+        admission = super().add_stream(name, capture_config)
         self.seen.forget(name)  # a name used before starts its counts again
         return admission
-
-    def remove_stream(self, name: str) -> None:
-        self.coordinator.remove_stream(name)
 
     def set_runtime_watches(
         self,

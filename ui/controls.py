@@ -10,12 +10,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from capture import CaptureConfig, SourceError
+from bus.desk import Desk
+from capture import SourceError
 from capture.options import CaptureOptions
 from ui.source_errors import page_source_error
 from ui.state import LiveState
@@ -27,42 +26,6 @@ SOURCE_KINDS = ("file upload", "path or URL", "camera")
 ALL_STREAMS = "all streams"  # the page's choice of sending a question to every stream
 MAX_STREAMS = 8  # the page has a panel for at most this many streams; adding one more is refused
 NOT_ASKED = "not asked: its stream had no host then (waiting to be placed); ask again once it runs"
-
-
-class Schedule(Protocol):
-    """The standing question as the page shows and edits it (`watches.scheduler.StandingQuestion`, passed in by
-    app/)."""
-
-    question: str
-    every_s: float
-    next_due_s: float
-
-    def update(self, question: str | None = None, every_s: float | None = None, now_s: float = 0.0) -> None: ...
-
-
-class AssistantCommands(Protocol):
-    """What the page needs from `app.assistant.Assistant`. `stream`: a stream's name; None is the first stream
-    (for `ask`: every stream). `schedule` is the first stream's standing question. `ask` may return the streams
-    it asked (a fleet: those on a host then); None: every stream it was sent to."""
-
-    schedule: Schedule
-
-    def watch(self, capture_config: CaptureConfig, stream: str | None = None) -> None: ...
-
-    def check_question(self, question: str) -> str: ...
-
-    def ask(self, question: str, stream: str | None = None) -> Collection[str] | None: ...
-
-    def stop_stream(self, stream: str | None = None) -> None: ...
-
-    def reset(self, stream: str | None = None) -> None: ...
-
-    def add_stream(self, name: str, capture_config: CaptureConfig) -> str: ...
-
-    def remove_stream(self, name: str) -> None: ...
-
-    @property
-    def stream_time(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -106,12 +69,13 @@ def stream_choice(choice: str | None) -> str | None:
 class Controls:
     """Commands from every browser tab. Thread-safe: Gradio runs handlers on worker threads.
 
-    streams: the streams' names (the first is the default; none given: those of `live`); the source buttons act
-    on one of them; `add_stream` adds one."""
+    assistant: the running assistant's desk (bus.desk; one box or a fleet). `stream`: a stream's name; None is the
+    first stream (for `ask`: every stream). streams: the streams' names (the first is the default; none given:
+    those of `live`); the source buttons act on one of them; `add_stream` adds one."""
 
     def __init__(
         self,
-        assistant: AssistantCommands,
+        assistant: Desk,
         live: LiveState,
         options: CaptureOptions,
         max_upload_bytes: int,

@@ -6,10 +6,10 @@ With several streams, each has a panel (frame, caption, status) above the contro
 turn's stream and a selector sends a question to one stream or to all; the source buttons act on the stream
 chosen in theirs.
 
-The page on the head of a fleet (`fleet=True`) leaves out what the fleet cannot do, each stream's cache living on
-its host: Start (a new source in place), Stop, Reset memory and the standing question's editor; and it adds
-network streams only, so its source is the URL box alone (no file upload, no camera). Adding and removing streams
-and asking questions stay.
+The page leaves out what its assistant cannot do (`bus.desk.DeskAbilities`): on a fleet's head, each stream's
+cache living on its host, Start (a new source in place), Stop, Reset memory and the standing question's editor;
+and it adds network streams only there, so its source is the URL box alone (no file upload, no camera). Adding
+and removing streams and asking questions stay.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from typing import Any
 import gradio as gr
 from gradio.utils import get_upload_folder
 
+from bus.desk import ONE_BOX_ABILITIES, DeskAbilities, Schedule
 from ui import day_tab, history_tab, page_layout, recap_tab, stream_slots, watch_section
-from ui.controls import Controls, Feedback, Schedule
+from ui.controls import Controls, Feedback
 from ui.history import HistorySource
 from ui.page_layout import ChatBox, SourcePicker, StandingEditor, StreamAdder
 from ui.page_refresh import clear_chat, live_updates, plot_updates, wire_timers
@@ -44,14 +45,14 @@ def build_page(
     previews: PreviewFiles,
     initial_source: str = "",
     history: HistorySource | None = None,
-    fleet: bool = False,
+    abilities: DeskAbilities = ONE_BOX_ABILITIES,
     watches: WatchForm | None = None,
 ) -> gr.Blocks:
     """The whole page, for the streams `live` was made with. `previews` holds the preview frames as files (see
     `preview_folder`); `initial_source` fills the path box (the first stream's source, if given); `history`
-    searches the timeline (None: the timeline is off; the History tab says so); `fleet`: the page on a fleet's
-    head, without Start, Stop, Reset memory, the standing question's editor and the file and camera sources (the
-    module's docstring); `watches`: the "Watch for" section's commands (None: no such section)."""
+    searches the timeline (None: the timeline is off; the History tab says so); `abilities`: what the
+    assistant can do (bus.desk; a fleet's: no Start, Stop, Reset memory, standing question's editor, file and
+    camera sources, the module's docstring); `watches`: the "Watch for" section's commands (None: no such section)."""
     streams = tuple(view.name for view in live.snapshot().streams)
     multi = len(streams) > 1
     with gr.Blocks(title="Edge streaming video assistant", analytics_enabled=False) as page:
@@ -64,11 +65,13 @@ def build_page(
                     with gr.Column(scale=1):
                         if not multi:
                             shown |= page_layout.one_stream_preview(live)
-                        picker = page_layout.source_picker(streams, initial_source, fleet)
+                        picker = page_layout.source_picker(streams, initial_source, abilities)
                         adder = page_layout.stream_adder()
                     with gr.Column(scale=1):
                         chat = page_layout.chat_box(streams)
-                        standing = None if fleet else page_layout.standing_question(schedule, streams)
+                        standing = None
+                        if abilities.standing_question:
+                            standing = page_layout.standing_question(schedule, streams)
                 watch = None if watches is None else watch_section.build(watches, streams)
                 shown["alerts"] = page_layout.alerts_list()
                 plots = page_layout.plots(info.memory_label, streams)

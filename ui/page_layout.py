@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from bus.desk import DeskAbilities, Schedule
 from ui import alert_view, render, stream_slots
 from ui.alerts import MAX_ALERTS
-from ui.controls import ALL_STREAMS, MAX_STREAMS, SOURCE_KINDS, VIDEO_EXTENSIONS, Schedule
+from ui.controls import ALL_STREAMS, MAX_STREAMS, SOURCE_KINDS, VIDEO_EXTENSIONS
 from ui.state import LiveState
 
 Components = dict[str, gr.components.Component]
@@ -21,7 +22,7 @@ Components = dict[str, gr.components.Component]
 
 @dataclass(frozen=True)
 class InPlaceButtons:
-    """Start (a new source in place), Stop and Reset memory: left off a fleet's page."""
+    """Start (a new source in place), Stop and Reset memory: left off where the assistant cannot (a fleet)."""
 
     start: gr.Button
     stop: gr.Button
@@ -37,7 +38,7 @@ class SourcePicker:
     upload: gr.File
     location: gr.Textbox
     camera: gr.Number
-    in_place: InPlaceButtons | None  # None on a fleet's page
+    in_place: InPlaceButtons | None  # None where the assistant cannot (a fleet)
     remove: gr.Button
     message: gr.Markdown
 
@@ -121,22 +122,23 @@ def one_stream_preview(live: LiveState) -> Components:
     }
 
 
-def source_picker(streams: tuple[str, ...], initial_source: str, fleet: bool) -> SourcePicker:
-    """The source and its buttons; a fleet's page adds network streams only: the URL box alone
-    (FleetCommands.add_stream), and it cannot switch, stop or reset a stream in place."""
+def source_picker(streams: tuple[str, ...], initial_source: str, abilities: DeskAbilities) -> SourcePicker:
+    """The source and its buttons, as the assistant's `abilities` allow: without local sources (a fleet) the URL
+    box alone, for network streams; without in-place commands no Start, Stop or Reset memory."""
+    local, in_place_ok = abilities.local_sources, abilities.in_place
     with gr.Group():
         stream = gr.Dropdown(
             list(streams),
             value=streams[0],
-            label="Stream to remove" if fleet else "Stream the source buttons act on",
+            label="Stream to remove" if not in_place_ok else "Stream the source buttons act on",
             visible=len(streams) > 1,
             elem_id="source-stream",
         )
         kind = gr.Radio(
             list(SOURCE_KINDS),
-            value="path or URL" if initial_source or fleet else "file upload",
+            value="path or URL" if initial_source or not local else "file upload",
             label="Source",
-            visible=not fleet,
+            visible=local,
             elem_id="source-kind",
         )
         upload = gr.File(
@@ -144,23 +146,23 @@ def source_picker(streams: tuple[str, ...], initial_source: str, fleet: bool) ->
             file_types=list(VIDEO_EXTENSIONS),
             type="filepath",
             height=120,
-            visible=not fleet,
+            visible=local,
             elem_id="upload",
         )
         location = gr.Textbox(
             value=initial_source,
-            label="Stream URL (rtsp, http or https)" if fleet else "Path or URL",
+            label="Stream URL (rtsp, http or https)" if not local else "Path or URL",
             placeholder=(
                 "rtsp://camera/stream, https://host/live.m3u8"
-                if fleet
+                if not local
                 else "/path/to/video.mp4, rtsp://camera/stream, https://host/clip.mp4"
             ),
             elem_id="location",
         )
-        camera = gr.Number(value=0, label="Camera index", precision=0, minimum=0, visible=not fleet, elem_id="camera")
+        camera = gr.Number(value=0, label="Camera index", precision=0, minimum=0, visible=local, elem_id="camera")
     with gr.Row():
         in_place = None
-        if not fleet:
+        if in_place_ok:
             in_place = InPlaceButtons(
                 gr.Button("Start", variant="primary", elem_id="start"),
                 gr.Button("Stop", elem_id="stop"),
@@ -209,7 +211,7 @@ def chat_box(streams: tuple[str, ...]) -> ChatBox:
 
 
 def standing_question(schedule: Schedule, streams: tuple[str, ...]) -> StandingEditor:
-    """The standing question's editor (not on a fleet's page: the hosts hold each stream's own copy)."""
+    """The standing question's editor (not where it cannot change: a fleet's hosts hold each stream's own copy)."""
     with gr.Row():
         question = gr.Textbox(
             value=schedule.question,

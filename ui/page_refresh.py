@@ -13,9 +13,9 @@ from typing import Any
 
 import gradio as gr
 
+from bus.desk import Schedule
 from ui import alert_view, render, stream_slots
 from ui.alerts import Alert
-from ui.controls import Schedule
 from ui.evidence import EvidenceThumbs
 from ui.history import HistorySource
 from ui.page_layout import Plots

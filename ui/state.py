@@ -199,6 +199,10 @@ class LiveState:
         self._t0: float | None = None  # wall time of the first plot point
         self._seq = 0
 
+    def measure_memory(self, memory_sample: MemorySampler) -> None:
+        """Plots `memory_sample`'s readings from now on (a door knows its monitor only once the assistant runs)."""
+        self._memory_sample = memory_sample
+
     # -- reading ------------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:

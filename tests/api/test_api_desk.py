@@ -57,7 +57,7 @@ def fleet() -> FleetAssistant:
     coordinator = SimpleNamespace(
         streams=streams, owner={"door": "a-1"}, waiting={"yard"}, runtime_watches=[],
         config=SimpleNamespace(input_limits=InputLimits(), watches=[], schedule=schedule),
-        tracking=SimpleNamespace(rounds=3),
+        tracking=SimpleNamespace(rounds=3, stream_time={"door": 4.0}),
     )  # fmt: skip
     return FleetAssistant(coordinator, EventBus())
 
@@ -103,3 +103,21 @@ def test_a_route_written_once_answers_on_both(desk):
         assert views["door"]["host"] == "a-1" and views["yard"]["state"] == WAITING
         assert "secret" not in views["door"]["source"] and "192.168.1.20" in views["door"]["source"]
         assert not any(view["default"] for view in views.values())
+
+
+def test_each_desk_says_what_it_can_do_and_refuses_the_rest_with_the_reason(desk):
+    """The page's commands are written once against the desk: what a fleet cannot do (its streams' caches live on
+    their hosts) is refused with a reason, and its abilities say so, which the page reads to leave those out."""
+    if isinstance(desk, Assistant):
+        assert desk.abilities.in_place and desk.abilities.local_sources and desk.abilities.standing_question
+        desk.reset("yard")  # queued for the model worker
+        return
+    assert not (desk.abilities.in_place or desk.abilities.local_sources or desk.abilities.standing_question)
+    for refused in (lambda: desk.reset("door"), lambda: desk.stop_stream("door")):
+        with pytest.raises(ValueError, match="its cache lives on its host"):
+            refused()
+    with pytest.raises(ValueError, match="network streams only"):
+        desk.add_stream("porch", CaptureConfig("/videos/porch.mp4"))
+    with pytest.raises(ValueError, match="standing question"):
+        desk.schedule.update(question="Anyone?")
+    assert desk.stream_time == 4.0  # the first stream's time as its host reported it

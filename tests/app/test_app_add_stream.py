@@ -16,6 +16,7 @@ from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.cli import parse_args
 from app.config import AppConfig
+from app.front_door import capture_options
 from app.stream_factory import FreeMemory, StreamFactory
 from app.terminal import stream_adder, stream_remover
 from bus import EventBus, StatusKind
@@ -203,7 +204,7 @@ def test_a_loopback_source_typed_in_the_terminal_is_refused_unless_its_network_i
         config = AppConfig.from_args(parse_args(["--video", "a.mp4", *flags]))
         assistant = Assistant_()
         assistant.added = []
-        add = stream_adder(assistant, config, (64, 64), TerminalPrinter())
+        add = stream_adder(assistant, capture_options(config, (64, 64)), TerminalPrinter())
         with contextlib.redirect_stderr(io.StringIO()) as err:
             name = add("cam=http://127.0.0.1:8080/admin")
         if refused:

@@ -38,15 +38,15 @@ def test_each_stream_is_seen_with_its_host_or_waiting_and_what_its_host_said(tmp
     assistant = FleetAssistant(coordinator, bus)
     bus.publish(ClipEvent(stream="a", index=0, stream_time=4.0, lag_s=0.25))
     bus.publish(Answer(stream="a", stats=AnswerStats(round=1, question="q?", answer="yes"), stream_time=4.0))
-    views = assistant.streams
+    views = assistant.desk_streams()
     assert list(views) == ["a", "b"]
     a, b = views["a"], views["b"]
     assert (a.host, a.state, a.clips, a.answers, a.stream_time, a.lag_s) == ("h1", "watching", 1, 1, 4.0, 0.25)
     assert (b.host, b.state, b.clips) == (None, WAITING, 0)
-    assert "file" in a.capture.description and assistant.default is None and assistant.rounds == 0
+    assert "file" in a.source and not a.first and assistant.rounds == 0
     assistant.close()
     bus.publish(ClipEvent(stream="a", index=1, stream_time=8.0))
-    assert assistant.streams["a"].clips == 1  # unsubscribed
+    assert assistant.desk_streams()["a"].clips == 1  # unsubscribed
 
 
 def test_a_question_carries_its_request_id_to_the_streams_host(tmp_path):
@@ -65,8 +65,8 @@ def test_runtime_watches_go_to_every_ready_host_and_with_each_stream_started(tmp
     watch = registry.add({"name": "red", "question": "Is it red?", "streams": ["a"], "every": 2}, owner="phone")
     ((name, specs, reasons, version, owners),) = actor.calls
     assert (name, specs, reasons, version, owners) == ("set_runtime_watches", (watch.spec,), {}, 1, {"red": "phone"})
-    assert [w.spec.name for w in assistant.streams["a"].watches] == ["red"]
-    assert assistant.streams["b"].watches == []
+    assert assistant.desk_streams()["a"].watches == ("red",)
+    assert assistant.desk_streams()["b"].watches == ()
     registry.remove("red")
     assert actor.calls[-1] == ("set_runtime_watches", (), {"red": "removed"}, 2, {})
     with pytest.raises(ValueError, match="unknown stream"):
@@ -84,8 +84,8 @@ def test_streams_are_added_as_on_the_fleets_page(tmp_path):
     assistant = FleetAssistant(coordinator, EventBus())
     options = CaptureOptions(**coordinator.config.capture_settings)
     assert "placed" in assistant.add_stream("gate", options.config("rtsp://camera.example/gate"))
-    assert assistant.streams["gate"].state == WAITING
+    assert assistant.desk_streams()["gate"].state == WAITING
     with pytest.raises(ValueError, match="network streams only"):
         assistant.add_stream("yard", options.config(str(video(4))))
     assistant.remove_stream("gate")
-    assert "gate" not in assistant.streams
+    assert "gate" not in assistant.desk_streams()

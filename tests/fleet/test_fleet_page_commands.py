@@ -12,10 +12,12 @@ from types import SimpleNamespace
 import pytest
 
 from app.__main__ import main
+from app.assistant import Assistant
 from app.cli import parse_args
 from app.config import AppConfig
 from bus import EventBus
 from capture.options import CaptureOptions
+from fleet.api_assistant import FleetAssistant
 from fleet.coordinator import Coordinator
 from fleet.hosts import HostHandle
 from fleet.nodes import NodeSlots
@@ -184,7 +186,8 @@ def test_the_fleets_page_leaves_out_what_the_fleet_cannot_do(tmp_path, fleet_pag
     controls = Controls(commands, live, CaptureOptions(), max_upload_bytes=2**20)
     info = render.PageInfo("tiny", "-", "1 host", "float32", "inf-mllm", 256, 16, "fleet", "each host's own")
     previews = PreviewFiles(tmp_path / "previews")
-    page = build_page(live, controls, info, commands.schedule, previews, fleet=fleet_page)
+    abilities = FleetAssistant.abilities if fleet_page else Assistant.abilities  # what each desk says it can do
+    page = build_page(live, controls, info, commands.schedule, previews, abilities=abilities)
     try:
         elements = page_elements(page)
     finally:

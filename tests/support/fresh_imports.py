@@ -11,8 +11,8 @@ import sys
 
 from tests.support.app_helpers import REPO
 
-# the headless API and the fleet's head, then every other front door (the page's module app.web among them)
-HEADLESS = ("app.serve_api", "fleet.serve_api", "fleet.terminal")
+# the headless API, the terminal and both launchers, then every other front door (the page: app.web)
+HEADLESS = ("app.serve_api", "app.terminal", "app.launch", "fleet.launch")
 EVERYTHING = HEADLESS + (
     "app.__main__", "app.cli", "app.config", "app.terminal", "app.web", "app.startup", "fleet.coordinator",
     "fleet.host",
