@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from app.config import AppConfig
@@ -50,19 +51,31 @@ class RunAbout:
 
 @dataclass
 class Launched:
-    """A running assistant as a door gets it. streams: a line said once it runs (None: nothing to say); watches:
-    the watches set while running (the API, the page's form, the terminal's commands); history: the timeline to
-    search (None: off)."""
+    """A running assistant as a door gets it. watches: the watches set while running (the API, the page's form,
+    the terminal's commands); streams: a line said once it runs (None: nothing to say); frame_size: the model's
+    frame size, which streams added at run time are resized to (None: each host sizes its own); upload_dirs: the
+    door's (`Feeds`)."""
 
+    config: AppConfig
     desk: Desk
     done: threading.Event  # set when the run has ended (--max-rounds, every file played)
-    options: CaptureOptions  # how a stream added at run time is captured
     watches: RuntimeWatches | None
-    history: TimelineHistory | None
     about: RunAbout
     begin: Callable[[], None]
     closers: list[Callable[[], None]] = field(default_factory=list)  # in order
     streams: str | None = None
+    frame_size: tuple[int, int] | None = None
+    upload_dirs: tuple[Path, ...] = ()
+
+    @cached_property
+    def options(self) -> CaptureOptions:
+        """How a stream added at run time is captured (--fps, --clip-seconds, ...; the source policy)."""
+        return capture_options(self.config, self.frame_size, upload_dirs=self.upload_dirs)
+
+    @cached_property
+    def history(self) -> TimelineHistory | None:
+        """The timeline to search (None: off)."""
+        return timeline_history(self.config)
 
     def close(self) -> None:
         for close in self.closers:
@@ -96,9 +109,10 @@ def start_one_box(config: AppConfig, feeds: Feeds) -> Launched:
         memory_label=monitor.label,
         memory=monitor,
     )
-    options = capture_options(config, loaded.adapter.frame_size(), upload_dirs=feeds.upload_dirs)
-    history = timeline_history(config)
-    return Launched(assistant, assistant.done, options, running.watches, history, about, begin, [running.close])
+    return Launched(
+        config, assistant, assistant.done, running.watches, about, begin, [running.close],
+        frame_size=loaded.adapter.frame_size(), upload_dirs=feeds.upload_dirs,
+    )  # fmt: skip
 
 
 ONE_BOX = Launcher(start_one_box, "loading the model; a first start on this machine also builds its CPU kernels")

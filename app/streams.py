@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bus.names import NAME_PATTERN, NAME_RULE
+from bus.names import check_name
 from bus.redact import redact_source
 
 TABLE_KEYS = ("source", "question", "every", "credentials_file", "node")
@@ -54,12 +54,6 @@ class StreamSpec:
 
 def _negative(source: str | int) -> bool:
     return isinstance(source, int) and source < 0
-
-
-def check_name(name: object) -> str:
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        raise ValueError(f"bad stream name {name!r}: use {NAME_RULE}")
-    return name
 
 
 def parse_stream_flag(text: str) -> StreamSpec:

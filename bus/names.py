@@ -7,3 +7,10 @@ import re
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 NAME_RULE = "lowercase letters, digits, '_' and '-', starting with a letter or digit, at most 32 characters"
+
+
+def check_name(name: object) -> str:
+    """`name` if it follows the rule; ValueError saying the rule otherwise."""
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise ValueError(f"bad stream name {name!r}: use {NAME_RULE}")
+    return name

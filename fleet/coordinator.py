@@ -30,6 +30,7 @@ from app.config import AppConfig, StreamConfig
 from app.fleet_config import FleetConfig
 from bus import Alert, ErrorEvent, Event, EventBus, EventsDropped, Status, StatusKind
 from bus.redact import redacted
+from capture import CaptureConfig
 from fleet.cluster import FleetError
 from fleet.delivery import Delivery
 from fleet.hosts import HostHandle, HostPool, remote_cause
@@ -203,6 +204,11 @@ class Coordinator:
                 raise ValueError(f"a stream named {stream.name!r} exists already: every stream needs its own name")
             self.streams[stream.name] = stream
             self.waiting[stream.name] = ("not placed yet", time.monotonic())
+
+    def add_source(self, name: str, capture_config: CaptureConfig) -> None:
+        """A stream added at run time (the page, the API, the terminal): `capture_config` with the run's standing
+        question, placed as `add_stream` says."""
+        self.add_stream(StreamConfig(name, capture_config, self.config.schedule))
 
     def remove_stream(self, name: str) -> None:
         with self._lock:

@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.admission import AdmissionError
 from app.assistant import Assistant, RunLimits
 from app.config import AppConfig, StreamConfig
 from app.startup import memory_fields, start_publisher, stream_factory
 from app.stream_factory import StreamFactory
 from bus import Alert, Answer, DropOldestQueue, ErrorEvent, Event, EventBus, Status, StatusKind, WarningEvent
 from bus.redact import redacted
+from bus.refusals import AdmissionError
 from cache.attention import register_attention
 from fleet.spools import HostSpools, spool_folder
 from fleet.wire import HostInfo, to_wire

@@ -8,7 +8,6 @@ follow the page's source policy (capture.policy), and then the fleet's: network 
 from __future__ import annotations
 
 from app.config import AppConfig
-from app.front_door import capture_options, timeline_history
 from app.launch import Feeds, Launched, Launcher, RunAbout
 from app.startup import runtime_watches
 from fleet.api_assistant import FleetAssistant
@@ -34,17 +33,16 @@ def start_fleet(config: AppConfig, feeds: Feeds) -> Launched:
         head.bus.unsubscribe(watches)
         watches.close()
 
-    options = capture_options(config, None, upload_dirs=feeds.upload_dirs)  # each host sizes frames for its model
     return Launched(
+        config,
         desk,
         coordinator.done,
-        options,
         watches,
-        timeline_history(config),
         fleet_about(config, coordinator),
         begin=lambda: None,
         closers=[close_watches, desk.close, head.close],  # the hosts stop last
         streams=coordinator.describe(),
+        upload_dirs=feeds.upload_dirs,  # no frame size: each host sizes frames for its model
     )
 
 

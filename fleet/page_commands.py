@@ -4,8 +4,7 @@ fleet cannot do yet is refused with a message the page shows (a ValueError), and
 
 from __future__ import annotations
 
-from app.config import StreamConfig
-from app.streams import check_name
+from bus.names import check_name
 from capture import CaptureConfig
 from fleet.coordinator import Coordinator
 from watches.scheduler import StandingQuestion
@@ -81,8 +80,7 @@ class FleetCommands:
                 "camera lives on one box, and the stream may be placed on another; give those at start with "
                 "--stream NAME=SOURCE (and node = ... in its [streams.NAME] table)"
             )
-        config = self.coordinator.config
-        self.coordinator.add_stream(StreamConfig(name, capture_config, config.schedule))
+        self.coordinator.add_source(name, capture_config)
         return "decided by the host it is placed on (its panel names the host once it runs)"
 
     def remove_stream(self, name: str) -> None:
