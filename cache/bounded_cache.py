@@ -161,6 +161,14 @@ class BoundedCache(DynamicCache):
         self.tokens_seen += 1
         return position + self.position_offset, index
 
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        """Tokens held by attention layer `layer_idx`; asked of a linear-attention layer (the default 0 on Qwen3.5),
+        those of the first attention layer. Transformers before 5.25 answered so; from 5.25 a linear layer counts
+        every token it ever saw, which under eviction is not what the cache holds (masks, headroom, budgets)."""
+        if layer_idx < len(self.layers) and is_state_layer(self.layers[layer_idx]):
+            layer_idx = self.kv_layer_ids[0]
+        return super().get_seq_length(layer_idx)
+
     def kv_bytes(self) -> int:
         """Bytes held by keys and values over all attention layers. Safe to call from another thread (admission
         does): a layer is initialized before its first keys arrive, and transformers' reset drops the tensors before
