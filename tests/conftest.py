@@ -13,7 +13,14 @@ os.environ.update({"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_EN
 from tests.support.ray_auth import ray_auth_env  # noqa: E402
 
 os.environ.update(ray_auth_env())
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+# Threads per test process: the cores shared among pytest-xdist's workers (`-n 2` on 2 cores: one each), so that
+# workers and the programs they start (which inherit OMP_NUM_THREADS) never ask for more threads than there are
+# cores: oversubscribed OpenMP threads wait on each other, and two workers of two threads ran slower than one process.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+THREADS = max(1, min(2, (os.cpu_count() or 1) // _WORKERS))
+if _WORKERS > 1:
+    os.environ["OMP_NUM_THREADS"] = str(THREADS)
+torch.set_num_threads(THREADS)
 
 
 @pytest.fixture(autouse=True)
