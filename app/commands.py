@@ -1,5 +1,6 @@
 """The running assistant as commands from outside see it (`outputs.commands.Commands`: MQTT's, for Home
-Assistant): questions queued on the assistant, watches set on the run's runtime watches, owned by "mqtt".
+Assistant): questions queued on the desk (bus.desk: one box's assistant or the fleet's, written once for both),
+watches set on the run's runtime watches, owned by "mqtt". `take_commands` binds them where the outputs reach them.
 
 Same limits as the API's: a question passes the assistant's input limits and waits with at most
 `--api-questions-per-token` others of the same owner (answered or failed frees its place, or
@@ -15,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from bus import Answer, ErrorEvent, Event
+from bus import Answer, ErrorEvent, Event, EventBus
+from bus.desk import Desk
 from bus.input_limits import AssistantBusy
-from outputs.commands import BUSY, CONFLICT, INVALID, NOT_FOUND, TOO_MANY, CommandError
+from outputs.commands import BUSY, CONFLICT, INVALID, NOT_FOUND, TOO_MANY, CommandError, CommandsSlot
 from watches.runtime import Conflict, NotFound, RuntimeWatch, RuntimeWatches, TooMany
 from watches.spec import SPELLINGS, TABLE_KEYS, WatchSpec, respelled
 
@@ -27,11 +29,11 @@ CHANGE_KEYS = ADD_KEYS | {"never_expires"}
 
 
 class RunCommands:
-    """`Commands` over one run's assistant and runtime watches; also a bus subscriber (it frees a question's
+    """`Commands` over one run's desk and runtime watches; also a bus subscriber (it frees a question's
     place when its answers or errors arrive).
 
     Args:
-        assistant: the run's `app.assistant.Assistant` (ask, streams).
+        assistant: the run's desk (one box's `app.assistant.Assistant`, a fleet's `FleetAssistant`).
         watches: the run's `RuntimeWatches`.
         questions: questions of `owner` that may wait for answers at once.
         answer_timeout_s: a question with no answer by then no longer holds its place.
@@ -40,7 +42,7 @@ class RunCommands:
 
     def __init__(
         self,
-        assistant,
+        assistant: Desk,
         watches: RuntimeWatches,
         questions: int = 4,
         answer_timeout_s: float = 300.0,
@@ -153,6 +155,22 @@ class RunCommands:
         if owner != self.owner:
             message = f"watch {name!r} was set through the API, not by {self.owner}; change it there"
             raise CommandError(message, CONFLICT)
+
+
+def take_commands(
+    slot: CommandsSlot, desk: Desk, watches: RuntimeWatches, bus: EventBus, questions: int, answer_timeout_s: float
+) -> Callable[[], None]:
+    """Binds the outputs' commands (`slot`, which the outputs were started with) to `desk` and `watches`, one box
+    or a fleet alike; returns what unbinds them (commands are refused as not ready after it)."""
+    commands = RunCommands(desk, watches, questions, answer_timeout_s)
+    bus.subscribe(commands)
+    slot.bind(commands)
+
+    def unbind() -> None:
+        slot.unbind()
+        bus.unsubscribe(commands)
+
+    return unbind
 
 
 def view(spec: WatchSpec, runtime: RuntimeWatch | None = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import torch
 
 from app.admission import AdmissionError, CaptureShape
 from app.assistant import Assistant
-from app.commands import RunCommands
+from app.commands import take_commands
 from app.config import AppConfig
 from app.stream import Stream
 from app.stream_factory import StreamFactory
@@ -245,9 +245,7 @@ def build_assistant(
     for writer in queued:
         writer.start()
     watches = runtime_watches(config, assistant)
-    run_commands = RunCommands(assistant, watches, config.api.questions_per_token, config.api.answer_timeout_s)
-    bus.subscribe(run_commands)
-    commands.bind(run_commands)
+    take_commands(commands, assistant, watches, bus, config.api.questions_per_token, config.api.answer_timeout_s)
     return Running(assistant, bus, monitor, log, publisher, timeline, queued, watches, commands)
 
 
@@ -303,7 +301,7 @@ def start_publisher(
     """The configured outputs (`config.outputs`, from outputs/registry.py) behind one bounded queue off the model
     worker, which takes only the event types they want; None when no output is configured. alerts: stream -> the
     names of its watches (announced to Home Assistant). commands: what outputs that take commands reach (None:
-    none taken, a fleet). What they cannot deliver is reported as `error` events (where: outputs), never raised."""
+    none taken). What they cannot deliver is reported as `error` events (where: outputs), never raised."""
     if not config.outputs:
         return None
 

@@ -1,5 +1,6 @@
 """The head of a fleet run, shared by its terminal and its page: the cluster joined, one bus with the head's displays
-and writers (and the event log), the outputs (MQTT, webhooks, the timeline: once for the whole fleet) and the
+and writers (and the event log), the outputs (MQTT with its commands, webhooks, the timeline: once for the whole
+fleet) and the
 coordinator started (a host on every box that offers one, the streams placed). `Head.close()` takes it all down."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from fleet.coordinator import Coordinator
 from fleet.delivery import Delivery
 from fleet.spools import head_folder
 from outputs import OutputPublisher
+from outputs.commands import CommandsSlot
 from outputs.event_log import JsonlLog, queued_log
 from timeline import TimelineError, TimelineWriter
 
@@ -35,9 +37,12 @@ class Head:
     writers: list[QueuedSubscriber] = field(default_factory=list)
     log: JsonlLog | None = None
     marks: DeliveryMarks | None = None
+    commands: CommandsSlot = field(default_factory=CommandsSlot)  # the outputs' commands, bound by the launcher
+
 
     def close(self) -> None:
         """Stops the hosts (their last events reach the outputs), then the outputs, the writers, and leaves Ray."""
+        self.commands.unbind()  # commands arriving from now on are refused as not ready
         if self.coordinator is not None:
             self.coordinator.stop()
         for output in (self.publisher, self.timeline):
@@ -82,7 +87,7 @@ def start_head(config: AppConfig, displays: Sequence[Subscriber] = (), writers: 
             head.bus.subscribe(writer)
             writer.start()
         alerts = {s.name: [w.name for w in config.watches if w.watches(s.name)] for s in config.streams}
-        head.publisher = start_publisher(config, alerts, head.bus)
+        head.publisher = start_publisher(config, alerts, head.bus, head.commands)
         head.timeline = start_timeline_writer(config, head.bus, None)
         head.marks = DeliveryMarks(head_folder())
         head.coordinator = Coordinator(config, config.fleet, head.bus, ray, Delivery(head.marks))

@@ -1,12 +1,14 @@
-"""The fleet's launcher (`FLEET`): what `python -m app --ray ADDRESS` hands the front doors (app/launch.py) instead
-of one box's. The head joins the cluster and starts the coordinator (fleet/head.py: a host on every box that offers
-one, the streams placed, the outputs and the timeline once for the fleet); its desk is `FleetAssistant`, fed by
-the head's bus, where every host's events arrive; its runtime watches are the head's (one registry and state file,
-in the head's data folder, sent to every host); the history is the fleet's one timeline. Streams added at run time
-follow the page's source policy (capture.policy), and then the fleet's: network sources only."""
+"""The fleet's launcher (`FLEET`): what `python -m app --ray ADDRESS` hands the front doors (app/launch.py) instead of
+one box's. The head joins the cluster and starts the coordinator (fleet/head.py: a host on every box that offers
+one, the streams placed, the outputs and the timeline once for the fleet); its desk is `FleetAssistant`, fed by the
+head's bus, where every host's events arrive; its runtime watches are the head's (one registry and state file, in
+the head's data folder, sent to every host), which MQTT's commands reach as on one box (app/commands.py); the
+history is the fleet's one timeline. Streams added at run time follow the page's source policy (capture.policy), and
+then the fleet's: network sources only."""
 
 from __future__ import annotations
 
+from app.commands import take_commands
 from app.config import AppConfig
 from app.launch import Feeds, Launched, Launcher, RunAbout
 from app.startup import runtime_watches
@@ -24,12 +26,15 @@ def start_fleet(config: AppConfig, feeds: Feeds) -> Launched:
     desk = FleetAssistant(coordinator, head.bus)
     try:
         watches = runtime_watches(config, desk)  # kept ones are sent to the hosts now
+        api = config.api
+        untake = take_commands(head.commands, desk, watches, head.bus, api.questions_per_token, api.answer_timeout_s)
     except BaseException:
         desk.close()
         head.close()
         raise
 
     def close_watches() -> None:
+        untake()
         head.bus.unsubscribe(watches)
         watches.close()
 

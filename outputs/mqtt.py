@@ -128,7 +128,7 @@ class MqttSink:
             else None
         )
         if config.commands and commands is None:
-            call_reporter(on_error, f"{self.name}: --mqtt-commands is not available in this run (a fleet); ignored")
+            call_reporter(on_error, f"{self.name}: --mqtt-commands is not available in this run; ignored")
         self._lock = threading.Lock()
         self._connected = False
         self._closing = False

@@ -18,6 +18,7 @@ from api.context import ApiContext
 from api.feed import EventFeed
 from api.server import RunningApi, api_routes, headless_app
 from app.assistant import Assistant, RunLimits
+from app.commands import RunCommands
 from app.config import StreamConfig
 from app.stream import Stream
 from bus import EventBus
@@ -27,10 +28,12 @@ from cache.config import CacheConfig
 from capture import CaptureConfig
 from fleet.api_assistant import WAITING, FleetAssistant
 from model.session import SessionConfig, StreamingSession
+from outputs.commands import NOT_FOUND, CommandError
 from tests.support.api_tokens import make_token
 from tests.support.session_helpers import loaded
 from ui.guard import HostRule
 from ui.login_throttle import LoginThrottle
+from watches.runtime import RuntimeWatches
 from watches.scheduler import StandingQuestion
 
 ADMIN = make_token("admin")
@@ -121,3 +124,28 @@ def test_each_desk_says_what_it_can_do_and_refuses_the_rest_with_the_reason(desk
     with pytest.raises(ValueError, match="standing question"):
         desk.schedule.update(question="Anyone?")
     assert desk.stream_time == 4.0  # the first stream's time as its host reported it
+
+
+def test_mqtt_commands_written_once_answer_on_both(desk):
+    """MQTT's commands (app/commands.py, bound by either launcher) take the desk: the same refusal of an unknown
+    stream, a question queued for its stream, a watch set on the run's runtime watches and owned by "mqtt". On
+    the fleet the question goes to the coordinator (the stream's host) and the watch to every host."""
+    asked, applied = [], []
+    if isinstance(desk, FleetAssistant):
+        desk.coordinator.ask = lambda question, stream, request=None: asked.append((question, stream, request)) or [
+            stream
+        ]
+        desk.coordinator.set_runtime_watches = lambda specs, reasons, owners: applied.append(
+            {spec.name: owners[spec.name] for spec in specs}
+        )
+    commands = RunCommands(desk, RuntimeWatches(desk))
+    with pytest.raises(CommandError) as refused:
+        commands.ask("Anyone?", "porch", "r-1")
+    assert refused.value.code == NOT_FOUND and "door, yard" in str(refused.value)
+    assert commands.ask("Anyone at the door?", "door", "r-2") == ["door"]
+    added = commands.watch({"action": "add", "name": "person", "question": "Is there a person?", "stream": "door"})
+    assert added["watch"]["owner"] == "mqtt" and added["watch"]["streams"] == ["door"]
+    assert [watch["name"] for watch in commands.watch({"action": "list"})["watches"]] == ["person"]
+    if isinstance(desk, FleetAssistant):
+        assert asked == [("Anyone at the door?", "door", "r-2")]
+        assert applied[-1] == {"person": "mqtt"}

@@ -86,9 +86,10 @@ def wait_for_clips(log: Path, streams: set[str]) -> None:
 
 
 def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(shared_ray_cluster, tmp_path):
-    """`python -m app --ray ADDRESS --config site.toml` (the session's cluster): 3 streams on 2 hosts with room for
-    2 each; `door` is pinned to node b. Typed questions reach each stream's host; each answer names and cites its
-    own stream."""
+    """`python -m app --ray ADDRESS --config site.toml --mqtt URL --mqtt-commands` (the session's cluster): 3
+    streams on 2 hosts with room for 2 each; `door` is pinned to node b. Typed questions, and one asked over MQTT
+    (the head takes the commands as one box does), reach each stream's host; each answer names and cites its own
+    stream."""
     clip = video(16)
     site = tmp_path / "site.toml"
     site.write_text(
@@ -97,21 +98,28 @@ def test_the_command_line_places_streams_by_room_and_pin_and_routes_questions(sh
         f'[streams.shop]\nsource = "{clip}"\n'
     )
     log = tmp_path / "events.jsonl"
-    command = [sys.executable, "-m", "app", "--ray", shared_ray_cluster.address, "--config", str(site), "--model",
-               "tiny", "--max-streams", "2", "--every", "0", "--loop", "--max-rounds", "3", "--timeline", "",
-               "--log-jsonl", str(log)]  # fmt: skip
-    with subprocess.Popen(
-        command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **LOOPBACK_ENV},
-    ) as app:  # fmt: skip
-        try:
-            wait_for_clips(log, {"door", "yard", "shop"})  # questions about what each stream has seen
-            app.stdin.write("door: what is at the door?\nyard: what is in the yard?\nshop: what is in the shop?\n")
-            app.stdin.close()
-            app.wait(timeout=WAIT_S)
-        finally:
-            app.kill()
-        stderr = app.stderr.read()
+    with MosquittoBroker(tmp_path) as broker:
+        command = [sys.executable, "-m", "app", "--ray", shared_ray_cluster.address, "--config", str(site),
+                   "--model", "tiny", "--max-streams", "2", "--every", "0", "--loop", "--max-rounds", "3",
+                   "--timeline", "", "--log-jsonl", str(log), "--mqtt", broker.url, "--mqtt-commands"]  # fmt: skip
+        watcher = Watcher(broker.port)
+        with subprocess.Popen(
+            command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, **LOOPBACK_ENV},
+        ) as app:  # fmt: skip
+            try:
+                wait_for_clips(log, {"door", "yard", "shop"})  # questions about what each stream has seen
+                watcher.client.publish("edge-assistant/yard/ask", "what is in the yard?", qos=1)
+                result = watcher.wait_topic("edge-assistant/ask/result").json()
+                assert result["ok"] and result["streams"] == ["yard"], result
+                watcher.wait_for(lambda m: m.topic == "edge-assistant/yard/answer", "the yard's answer over MQTT")
+                app.stdin.write("door: what is at the door?\nshop: what is in the shop?\n")
+                app.stdin.close()
+                app.wait(timeout=WAIT_S)
+            finally:
+                app.kill()
+                watcher.close()
+            stderr = app.stderr.read()
     assert app.returncode == 0, stderr[-3000:]
     events = read_log(log)
     placed = {e.stream: e.message for e in events if isinstance(e, Status) and e.kind is StatusKind.STREAM_PLACED}

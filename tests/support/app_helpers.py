@@ -24,9 +24,9 @@ def video(seconds: float, size: tuple[int, int] = (96, 64), fps: float = 2.0) ->
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"stream_{int(seconds)}s_{size[0]}x{size[1]}_{fps:g}fps.mp4"
     if not path.exists():
-        tmp = path.with_suffix(".part.mp4")
+        tmp = path.with_suffix(f".{os.getpid()}.part.mp4")  # pytest-xdist's workers may each be writing it
         write_video(tmp, size=size, fps=fps, duration_s=seconds, scene_seconds=30.0, options={"preset": "ultrafast"})
-        tmp.rename(path)
+        tmp.replace(path)  # atomic: a reader sees the whole video or none
     return path
 
 

@@ -32,6 +32,19 @@ def server_side_sockets(port: int) -> int:
     )
 
 
+def settles_within_limit(port: int, within_s: float = 5.0) -> bool:
+    """Whether the server's accepted sockets on `port` come down to `max_connections` within `within_s` (polled:
+    on a loaded machine, another pytest-xdist worker beside it, the server in this process closes the ones beyond
+    the limit a little later; without the bound they stay open: heartbeats never end, and half-open requests only
+    after the request timeout)."""
+    deadline = time.monotonic() + within_s
+    while server_side_sockets(port) > LIMITS.max_connections:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def closed_by_server(sock: socket.socket, within_s: float) -> bool:
     """Whether the server closed `sock` (after an answer or none) within `within_s` seconds."""
     sock.settimeout(0.1)
@@ -69,8 +82,8 @@ def test_half_open_connections_are_bounded_and_closed_and_a_login_still_works(he
     with served(limits=LIMITS) as (base, page):
         port = page.server_port
         with flood(port, FLOOD, head) as sockets:
-            time.sleep(0.3)
-            assert server_side_sockets(port) <= LIMITS.max_connections
+            # before the request timeout would close them all anyway: the bound, not the timeout, closed these
+            assert settles_within_limit(port, LIMITS.request_timeout_s * 0.8), server_side_sockets(port)
             refused = sum(closed_by_server(sock, 0.05) for sock in sockets)
             assert refused >= FLOOD - LIMITS.max_connections  # the ones beyond the limit: closed at once
             # no whole request head in time: all closed within the request timeout and a second's slack (polled)
@@ -94,8 +107,7 @@ def test_never_ending_requests_without_a_login_are_bounded():
                 sockets.append(sock)
                 with contextlib.suppress(OSError):
                     sock.sendall(head % n)
-            time.sleep(0.5)
-            assert server_side_sockets(port) <= LIMITS.max_connections
+            assert settles_within_limit(port), server_side_sockets(port)
         finally:
             for sock in sockets:
                 sock.close()
