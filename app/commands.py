@@ -1,6 +1,7 @@
 """The running assistant as commands from outside see it (`outputs.commands.Commands`: MQTT's, for Home
 Assistant): questions queued on the desk (bus.desk: one box's assistant or the fleet's, written once for both),
-watches set on the run's runtime watches, owned by "mqtt". `take_commands` binds them where the outputs reach them.
+watches set on the run's runtime watches, owned by "mqtt". `app.startup.take_commands` binds them where the
+outputs reach them.
 
 Same limits as the API's: a question passes the assistant's input limits and waits with at most
 `--api-questions-per-token` others of the same owner (answered or failed frees its place, or
@@ -16,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from bus import Answer, ErrorEvent, Event, EventBus
+from bus import Answer, ErrorEvent, Event
 from bus.desk import Desk
 from bus.input_limits import AssistantBusy
-from outputs.commands import BUSY, CONFLICT, INVALID, NOT_FOUND, TOO_MANY, CommandError, CommandsSlot
+from outputs.commands import BUSY, CONFLICT, INVALID, NOT_FOUND, TOO_MANY, CommandError
 from watches.runtime import Conflict, NotFound, RuntimeWatch, RuntimeWatches, TooMany
 from watches.spec import SPELLINGS, TABLE_KEYS, WatchSpec, respelled
 
@@ -155,22 +156,6 @@ class RunCommands:
         if owner != self.owner:
             message = f"watch {name!r} was set through the API, not by {self.owner}; change it there"
             raise CommandError(message, CONFLICT)
-
-
-def take_commands(
-    slot: CommandsSlot, desk: Desk, watches: RuntimeWatches, bus: EventBus, questions: int, answer_timeout_s: float
-) -> Callable[[], None]:
-    """Binds the outputs' commands (`slot`, which the outputs were started with) to `desk` and `watches`, one box
-    or a fleet alike; returns what unbinds them (commands are refused as not ready after it)."""
-    commands = RunCommands(desk, watches, questions, answer_timeout_s)
-    bus.subscribe(commands)
-    slot.bind(commands)
-
-    def unbind() -> None:
-        slot.unbind()
-        bus.unsubscribe(commands)
-
-    return unbind
 
 
 def view(spec: WatchSpec, runtime: RuntimeWatch | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import psutil
@@ -14,11 +14,12 @@ import torch
 
 from app.admission import AdmissionError, CaptureShape
 from app.assistant import Assistant
-from app.commands import take_commands
+from app.commands import RunCommands
 from app.config import AppConfig
 from app.stream import Stream
 from app.stream_factory import StreamFactory
 from bus import DEFAULT_STREAM, ErrorEvent, Event, EventBus, Status, StatusKind, Subscriber
+from bus.desk import Desk
 from bus.redact import redact_source, redacted
 from bus.worker import QueuedSubscriber
 from cache.attention import register_attention
@@ -247,6 +248,22 @@ def build_assistant(
     watches = runtime_watches(config, assistant)
     take_commands(commands, assistant, watches, bus, config.api.questions_per_token, config.api.answer_timeout_s)
     return Running(assistant, bus, monitor, log, publisher, timeline, queued, watches, commands)
+
+
+def take_commands(
+    slot: CommandsSlot, desk: Desk, watches: RuntimeWatches, bus: EventBus, questions: int, answer_timeout_s: float
+) -> Callable[[], None]:
+    """Binds the outputs' commands (`slot`, which the outputs were started with) to `desk` and `watches`, one box
+    or a fleet alike; returns what unbinds them (commands are refused as not ready after it)."""
+    commands = RunCommands(desk, watches, questions, answer_timeout_s)
+    bus.subscribe(commands)
+    slot.bind(commands)
+
+    def unbind() -> None:
+        slot.unbind()
+        bus.unsubscribe(commands)
+
+    return unbind
 
 
 def runtime_watches(config: AppConfig, assistant: Assistant) -> RuntimeWatches:

@@ -2,16 +2,15 @@
 one box's. The head joins the cluster and starts the coordinator (fleet/head.py: a host on every box that offers
 one, the streams placed, the outputs and the timeline once for the fleet); its desk is `FleetAssistant`, fed by the
 head's bus, where every host's events arrive; its runtime watches are the head's (one registry and state file, in
-the head's data folder, sent to every host), which MQTT's commands reach as on one box (app/commands.py); the
+the head's data folder, sent to every host), which MQTT's commands reach as on one box (app/startup.py); the
 history is the fleet's one timeline. Streams added at run time follow the page's source policy (capture.policy), and
 then the fleet's: network sources only."""
 
 from __future__ import annotations
 
-from app.commands import take_commands
 from app.config import AppConfig
 from app.launch import Feeds, Launched, Launcher, RunAbout
-from app.startup import runtime_watches
+from app.startup import runtime_watches, take_commands
 from fleet.api_assistant import FleetAssistant
 from fleet.coordinator import Coordinator
 from fleet.head import start_head

@@ -1,14 +1,19 @@
 """`--ui` serves the API on the page's server, before Gradio's routes and behind the page's guard; on loopback
-without a login it needs no token (as the page), and a page login without API tokens leaves the API off."""
+without a login it needs no token (as the page), and a page login without API tokens leaves the API off (decided
+before the page is served: checked in-process, the two pages that serve an API are real programs)."""
 
 import os
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
+from app.cli import parse_args
+from app.config import AppConfig
+from app.web import page_api
 from tests.api.test_api_server import free_port
 from tests.support.api_tokens import make_token
 from tests.support.app_helpers import app_command, video
@@ -55,13 +60,11 @@ def _private(path: Path, text: str) -> Path:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
-    """The three pages, started at once so that their starts overlap; each test checks and stops its own."""
-    folders = {name: tmp_path_factory.mktemp(name) for name in ("open", "login", "login-and-tokens")}
-    login = _private(folders["login"] / "login", "me:a-long-password\n")
+    """The two pages, started at once so that their starts overlap; each test checks and stops its own."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in ("open", "login-and-tokens")}
     both = folders["login-and-tokens"]
     started = {
         "open": Page(folders["open"]),
-        "login": Page(folders["login"], "--auth-file", str(login)),
         "login-and-tokens": Page(
             both,
             "--auth-file",
@@ -94,15 +97,16 @@ def test_the_page_serves_the_api_on_loopback_without_a_token(pages):
         assert page.stop() == 0
 
 
-def test_a_page_login_without_api_tokens_leaves_the_api_off(pages):
-    page = pages["login"]
-    try:
-        output = page.ready()
-        assert "api off:" in output and "--api-tokens-file" in output
-        with httpx.Client(base_url=page.base, timeout=30) as client:
-            assert client.get("/api/v1/streams").status_code in (401, 404)
-    finally:
-        assert page.stop() == 0
+def test_a_page_login_without_api_tokens_leaves_the_api_off(tmp_path, monkeypatch, capsys):
+    """What `--ui --auth-file` (no --api-tokens-file) gives the page to serve: no API, and a line that says why
+    and how to turn it on (the page then mounts none: app/web.py serves `page_api`'s result)."""
+    monkeypatch.delenv("EDGE_ASSISTANT_API_TOKENS", raising=False)
+    login = _private(tmp_path / "login", "me:a-long-password\n")
+    config = AppConfig.from_args(parse_args(["--ui", "--model", "tiny", "--auth-file", str(login)]))
+    launched = SimpleNamespace(desk=None, options=None, history=None, watches=None)  # never reached: refused first
+    assert page_api(config, launched) is None
+    said = capsys.readouterr().err
+    assert "api off:" in said and "--api-tokens-file" in said
 
 
 def test_next_to_a_page_login_the_api_answers_its_own_tokens_and_the_page_still_wants_its_login(pages):
