@@ -32,13 +32,13 @@ def server_side_sockets(port: int) -> int:
     )
 
 
-def settles_within_limit(port: int, within_s: float = 5.0) -> bool:
-    """Whether the server's accepted sockets on `port` come down to `max_connections` within `within_s` (polled:
+def settles_within_limit(port: int, within_s: float = 5.0, limit: int = LIMITS.max_connections) -> bool:
+    """Whether the server's accepted sockets on `port` come down to `limit` within `within_s` (polled:
     on a loaded machine, another pytest-xdist worker beside it, the server in this process closes the ones beyond
     the limit a little later; without the bound they stay open: heartbeats never end, and half-open requests only
     after the request timeout)."""
     deadline = time.monotonic() + within_s
-    while server_side_sockets(port) > LIMITS.max_connections:
+    while server_side_sockets(port) > limit:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
