@@ -192,7 +192,8 @@ def test_the_installed_command_watches_a_video_with_the_tiny_model(installed):
 RAY_WORKER = """
 import edge_assistant, ray
 from fleet.cluster import worker_setup
-ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, runtime_env=worker_setup())
+# address="local": a new instance of its own, never the test cluster another pytest-xdist worker may be running
+ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, runtime_env=worker_setup())
 
 @ray.remote
 def rooms():
