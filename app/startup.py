@@ -246,16 +246,17 @@ def build_assistant(
     for writer in queued:
         writer.start()
     watches = runtime_watches(config, assistant)
-    take_commands(commands, assistant, watches, bus, config.api.questions_per_token, config.api.answer_timeout_s)
+    take_commands(commands, assistant, watches, bus, config)
     return Running(assistant, bus, monitor, log, publisher, timeline, queued, watches, commands)
 
 
 def take_commands(
-    slot: CommandsSlot, desk: Desk, watches: RuntimeWatches, bus: EventBus, questions: int, answer_timeout_s: float
+    slot: CommandsSlot, desk: Desk, watches: RuntimeWatches, bus: EventBus, config: AppConfig
 ) -> Callable[[], None]:
     """Binds the outputs' commands (`slot`, which the outputs were started with) to `desk` and `watches`, one box
-    or a fleet alike; returns what unbinds them (commands are refused as not ready after it)."""
-    commands = RunCommands(desk, watches, questions, answer_timeout_s)
+    or a fleet alike, with the API's limits per owner; returns what unbinds them (commands are then refused as not
+    ready)."""
+    commands = RunCommands(desk, watches, config.api.questions_per_token, config.api.answer_timeout_s)
     bus.subscribe(commands)
     slot.bind(commands)
 

@@ -1,7 +1,7 @@
 """The head of a fleet run, shared by its terminal and its page: the cluster joined, one bus with the head's displays
 and writers (and the event log), the outputs (MQTT with its commands, webhooks, the timeline: once for the whole
-fleet) and the
-coordinator started (a host on every box that offers one, the streams placed). `Head.close()` takes it all down."""
+fleet) and the coordinator started (a host on every box that offers one, the streams placed). `Head.close()` takes
+it all down."""
 
 from __future__ import annotations
 
@@ -38,7 +38,6 @@ class Head:
     log: JsonlLog | None = None
     marks: DeliveryMarks | None = None
     commands: CommandsSlot = field(default_factory=CommandsSlot)  # the outputs' commands, bound by the launcher
-
 
     def close(self) -> None:
         """Stops the hosts (their last events reach the outputs), then the outputs, the writers, and leaves Ray."""

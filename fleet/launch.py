@@ -25,8 +25,7 @@ def start_fleet(config: AppConfig, feeds: Feeds) -> Launched:
     desk = FleetAssistant(coordinator, head.bus)
     try:
         watches = runtime_watches(config, desk)  # kept ones are sent to the hosts now
-        api = config.api
-        untake = take_commands(head.commands, desk, watches, head.bus, api.questions_per_token, api.answer_timeout_s)
+        untake = take_commands(head.commands, desk, watches, head.bus, config)
     except BaseException:
         desk.close()
         head.close()

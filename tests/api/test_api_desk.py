@@ -132,12 +132,15 @@ def test_mqtt_commands_written_once_answer_on_both(desk):
     the fleet the question goes to the coordinator (the stream's host) and the watch to every host."""
     asked, applied = [], []
     if isinstance(desk, FleetAssistant):
-        desk.coordinator.ask = lambda question, stream, request=None: asked.append((question, stream, request)) or [
-            stream
-        ]
-        desk.coordinator.set_runtime_watches = lambda specs, reasons, owners: applied.append(
-            {spec.name: owners[spec.name] for spec in specs}
-        )
+
+        def ask(question, stream, request=None):
+            asked.append((question, stream, request))
+            return [stream]
+
+        def set_runtime_watches(specs, reasons, owners):
+            applied.append({spec.name: owners[spec.name] for spec in specs})
+
+        desk.coordinator.ask, desk.coordinator.set_runtime_watches = ask, set_runtime_watches
     commands = RunCommands(desk, RuntimeWatches(desk))
     with pytest.raises(CommandError) as refused:
         commands.ask("Anyone?", "porch", "r-1")
