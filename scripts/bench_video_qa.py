@@ -15,9 +15,10 @@ is 16 times smaller than the stream. Setups, on the same streams and questions:
     no-drop          default, every clip whole       no-pin         default, the current picture not pinned
     int8             default on the int8 model
 
-Watches ("Is there a person?", "Is there a <kind>?") are checked after every clip under the default setup and
-scored against the generator's intervals: precision and recall per clip, and how many clips late a begin and an
-end come. Writes the per-question CSV, a summary CSV, the Markdown table and the accuracy-by-delay plot.
+Watches ("Is there a person?", "Is there a <kind>?") are checked after every clip under the default setup,
+`shared` and window, and scored against the generator's intervals: precision and recall per clip, and how many
+clips late a begin and an end come. Writes the per-question CSV, a summary CSV, the Markdown table and the
+accuracy-by-delay plot.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Setup:
 
 
 DEFAULT = Setup("default")
+WATCH_SETUPS = ("default", "shared", "window")  # the setups whose watches are checked after every clip
 SETUPS = {
     s.name: s
     for s in (
@@ -133,7 +135,8 @@ def run_setup(models, setup: Setup, seed: int, stream, probes, clips, budget: in
                 truth = any(
                     matches(question.split("?")[0].removeprefix("Is there "))(x) for x in stream.visible(t1 - 1)
                 )
-                watch_rows.append({"seed": seed, "watch": question, "t": t1, "p_yes": round(p_yes, 4), "truth": truth})
+                check = {"setup": setup.name, "seed": seed, "watch": question, "t": t1, "p_yes": round(p_yes, 4)}
+                watch_rows.append({**check, "truth": truth})
         while pending and pending[0].ask_s <= t1 + 1e-9:
             probe = pending.pop(0)
             if setup.last_frames_only:
@@ -200,8 +203,8 @@ def score_watches(rows: list[dict]) -> list[dict]:
     """Per watch: precision and recall of its per-clip state (p_yes >= 0.5), and the clips from the truth's begin
     (end) to the first on (off) check."""
     out = []
-    for watch in sorted({r["watch"] for r in rows}):
-        mine = [r for r in rows if r["watch"] == watch]
+    for setup, watch in sorted({(r["setup"], r["watch"]) for r in rows}):
+        mine = [r for r in rows if r["watch"] == watch and r["setup"] == setup]
         tp = sum(r["p_yes"] >= 0.5 and r["truth"] for r in mine)
         fp = sum(r["p_yes"] >= 0.5 and not r["truth"] for r in mine)
         fn = sum(r["p_yes"] < 0.5 and r["truth"] for r in mine)
@@ -215,6 +218,7 @@ def score_watches(rows: list[dict]) -> list[dict]:
                     ends.append(_lag(series, i, on=False))
         out.append(
             {
+                "setup": setup,
                 "watch": watch,
                 "checks": len(mine),
                 "precision": round(tp / (tp + fp), 3) if tp + fp else math.nan,
@@ -311,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
             for name in args.setups:
                 setup = SETUPS[name]
                 got, watched = run_setup(
-                    models, setup, seed, stream, probes, clips, args.budget, watches if setup == DEFAULT else []
+                    models, setup, seed, stream, probes, clips, args.budget, watches if name in WATCH_SETUPS else []
                 )
                 rows += got
                 watch_rows += watched
@@ -328,11 +332,11 @@ def main(argv: list[str] | None = None) -> None:
         watch_summary = score_watches(watch_rows)
         write_csv(watch_rows, args.out / "watch_checks.csv")
         write_csv(watch_summary, args.out / "watches.csv")
-        text += ["", "| watch | checks | precision | recall | begins | begin late (clips) | end late (clips) |"]
-        text.append("|---|---|---|---|---|---|---|")
+        text += ["", "| setup | watch | checks | precision | recall | begins | begin late (clips) | end late (clips) |"]
+        text.append("|---|---|---|---|---|---|---|---|")
         for w in watch_summary:
             text.append(
-                f"| {w['watch']} | {w['checks']} | {w['precision']} | {w['recall']} | {w['begins']} | "
+                f"| {w['setup']} | {w['watch']} | {w['checks']} | {w['precision']} | {w['recall']} | {w['begins']} | "
                 f"{w['begin_late_clips']} | {w['end_late_clips']} |"
             )
     (args.out / "table.md").write_text("\n".join(text) + "\n")

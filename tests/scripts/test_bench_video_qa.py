@@ -59,7 +59,7 @@ def test_watch_scoring_counts_precision_recall_and_lateness(bench):
     truth = [False, True, True, True, False, False]
     p_yes = [0.1, 0.2, 0.9, 0.8, 0.7, 0.1]  # begins a clip late, ends a clip late
     pairs = enumerate(zip(p_yes, truth, strict=True))
-    rows = [{"seed": 0, "watch": "w", "t": i, "p_yes": p, "truth": t} for i, (p, t) in pairs]
+    rows = [{"setup": "default", "seed": 0, "watch": "w", "t": i, "p_yes": p, "truth": t} for i, (p, t) in pairs]
     (scored,) = bench.score_watches(rows)
     assert scored["precision"] == round(2 / 3, 3) and scored["recall"] == round(2 / 3, 3)
     assert scored["begins"] == 1 and scored["begin_late_clips"] == 1 and scored["end_late_clips"] == 1
