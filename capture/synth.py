@@ -16,7 +16,7 @@ import av
 import cv2
 import numpy as np
 
-from capture.scenes import BACKGROUNDS, COLOURS, DEMO_SCENES, Thing, describe
+from capture.scenes import BACKGROUNDS, COLOURS, DEMO_SCENES, Thing, describe, draw_thing
 
 logger = logging.getLogger(__name__)
 
@@ -79,27 +79,16 @@ def render_frame(
 
     ``texture`` (from ``make_texture``) adds moving detail, so encoded files have a realistic bitrate.
     """
-    caption, background, shape, color = SCENES[int(t // scene_seconds) % len(SCENES)]
+    caption, background, _, _ = SCENES[int(t // scene_seconds) % len(SCENES)]
     img = np.empty((height, width, 3), np.uint8)
     img[:] = background
     if texture is not None:
         shifted = np.roll(texture, (int(t * 40), int(t * 90)), axis=(0, 1))[..., None]
         img[:] = np.clip(img.astype(np.int16) + shifted, 0, 255).astype(np.uint8)
-    u = (t % scene_seconds) / scene_seconds  # progress through the scene, 0..1
-    size = max(3, min(width, height) // 8)
-    x = int(size + u * (width - 2 * size))
-    y = int(height * 0.6 - abs(np.sin(t * 3.0)) * height * 0.3)
-    if shape == "ball":
-        cv2.circle(img, (x, y), size, color, -1, cv2.LINE_AA)
-    elif shape == "square":
-        cv2.rectangle(img, (x - size, y - size), (x + size, y + size), color, -1)
-    elif shape == "triangle":
-        pts = np.array([[x, y - size], [x - size, y + size], [x + size, y + size]], np.int32)
-        cv2.fillPoly(img, [pts], color, cv2.LINE_AA)
-    else:
-        cv2.rectangle(img, (x - 2 * size, y - size // 2), (x + 2 * size, y + size // 2), color, -1)
-        for wx in (x - size, x + size):
-            cv2.circle(img, (wx, y + size // 2), size // 2, (20, 20, 20), -1, cv2.LINE_AA)
+    # drawn as the demo model's training frames draw it (capture/scenes.py): only a ball bounces
+    number = int(t // scene_seconds)
+    _, kind, colour = DEMO_SCENES[number % len(DEMO_SCENES)]
+    draw_thing(img, Thing(kind, colour, number * scene_seconds, (number + 1) * scene_seconds), t)
     scale = max(0.3, height / 720)
     thickness = max(1, int(2 * scale))
     text = f"{caption}  t={t:5.1f}s"

@@ -18,6 +18,7 @@ from quality.video_qa import (
     exists_past,
     matches,
     sample_question,
+    yes_no_name,
 )
 
 STREAM = Stream(
@@ -109,3 +110,25 @@ def test_a_yes_no_questions_wording_does_not_give_its_answer(kind):
     for form, said in answers.items():
         assert len(said) > 200, form
         assert 0.4 <= sum(said) / len(said) <= 0.6, (form, sum(said) / len(said))
+
+
+def test_half_the_no_names_beside_a_thing_are_near_misses():
+    """Beside a red ball, 8 of the 23 absent colour-and-kind names are near misses (another colour of ball, another
+    red thing); drawn evenly they would be 8/23 of the "no"s (0.35), by kind alone a model gets the rest right.
+    Half the "no"s are drawn among them: 0.5 + 0.5 * 8/23 = 0.67."""
+    rng = np.random.default_rng(0)
+    shown = [Thing("ball", "red", 0.0, 10.0)]
+    noes = [n for n in (yes_no_name(rng, shown, 0.0) for _ in range(3000)) if len(n.split()) == 3 and n != "a red ball"]
+    near = sum(n.endswith(" ball") or n.split()[1] == "red" for n in noes) / len(noes)
+    assert 0.6 < near < 0.74, near
+
+
+def test_a_question_about_now_asks_after_what_just_left():
+    """A white car gone, a red ball on screen: "Is there a car?" is one of the three absent kinds, and half the
+    kind-form "no"s are drawn among what was seen earlier (0.5 + 0.5 / 3 = 0.67 of them; 0.33 at random)."""
+    rng = np.random.default_rng(1)
+    shown, gone = [Thing("ball", "red", 5.0, 10.0)], [Thing("car", "white", 0.0, 5.0)]
+    names = [yes_no_name(rng, shown, 0.0, gone) for _ in range(3000)]
+    noes = [n for n in names if len(n.split()) == 2 and n != "a ball"]
+    share = sum(n == "a car" for n in noes) / len(noes)
+    assert 0.6 < share < 0.74, share
