@@ -21,7 +21,7 @@ from model.tiny import _qwen_processor, _qwen_token_ids
 
 DEMO_NAME = "demo"
 DEMO_DIR = Path(__file__).resolve().parent / "demo_model"
-REBUILD = "python scripts/train_demo_model.py (about 45 minutes on 2 CPU cores)"
+REBUILD = "python scripts/train_demo_model.py (about 35 minutes on 2 CPU cores)"
 CHECKPOINT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "preprocessor_config.json")
 
 # the words of every question and answer (quality/video_qa.py) and of the conversation layout, so that each
