@@ -33,6 +33,7 @@ class Question:
     text: str
     answer: str
     kind: str
+    name: str | None = None  # what a yes/no question asks after ("a red ball"); None for the others
 
 
 def every_name() -> list[str]:
@@ -60,12 +61,14 @@ def describe(stream: Stream, t: float, rng: np.random.Generator | None = None) -
 
 def exists_now(name: str, stream: Stream, t: float, suffix: bool = False) -> Question:
     seen = any(matches(name)(x) for x in stream.visible(t))
-    return Question(f"Is there {name}?" + (YES_NO_SUFFIX if suffix else ""), "yes" if seen else "no", "exists_now")
+    text = f"Is there {name}?" + (YES_NO_SUFFIX if suffix else "")
+    return Question(text, "yes" if seen else "no", "exists_now", name)
 
 
 def exists_past(name: str, stream: Stream, t: float, suffix: bool = False) -> Question:
     seen = any(matches(name)(x) for x in stream.things_until(t))
-    return Question(f"Did {name} appear?" + (YES_NO_SUFFIX if suffix else ""), "yes" if seen else "no", "exists_past")
+    text = f"Did {name} appear?" + (YES_NO_SUFFIX if suffix else "")
+    return Question(text, "yes" if seen else "no", "exists_past", name)
 
 
 def colour_now(kind: str, stream: Stream, t: float) -> Question | None:

@@ -1,6 +1,6 @@
 """Train the demo model (`--model demo`) from scratch on generated scenes, on the CPU, deterministically.
 
-    python scripts/train_demo_model.py                      # the shipped weights: ~40 min on 2 CPU cores
+    python scripts/train_demo_model.py                      # the shipped weights: ~35 min on 2 CPU cores
     python scripts/train_demo_model.py --steps 50 --out /tmp/demo   # a quick look
 
 Each training example is one stream conversation exactly as the streaming session builds it (model/adapters):
@@ -37,7 +37,6 @@ import json
 import math
 import multiprocessing
 import pickle
-import re
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -52,7 +51,7 @@ from capture.scenes import COLOURS, KINDS, Thing, draw_thing, random_stream, ren
 from model.adapters.qwen2_vl import Qwen2VLAdapter  # noqa: E402
 from model.change import ChangeConfig, ChangeTracker  # noqa: E402
 from model.demo import DEMO_DIR, build_demo  # noqa: E402
-from quality.video_qa import NOW_KINDS, PAST_KINDS, matches, sample_question  # noqa: E402
+from quality.video_qa import NOW_KINDS, PAST_KINDS, Question, matches, sample_question  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED_STEPS = 5  # losses of the first steps kept in training.json, for the reproducibility test
@@ -107,10 +106,9 @@ def thing_class(thing) -> int:
 
 # one thing of each class but the background, for asking which classes a yes/no question's name covers
 _EXAMPLE_THINGS = [Thing(*c.split()[::-1], 0, 1) for c in THING_CLASSES[1:-1]] + [Thing("person", "red", 0, 1)]
-_ASKED = re.compile(r"^(?:Is there|Did) (an? [a-z ]+?)(?: appear)?\?")
 
 
-def looks(stream, t: float, question: str) -> torch.Tensor:
+def looks(stream, t: float, question: Question) -> torch.Tensor:
     """[5, classes but the background]: which kinds of thing are in view at `t`, which were seen up to `t`, which
     the question names if it is a yes/no one, and which it names and are in view, and named and were seen (the
     last three NaN for another question): the targets of the looking loss."""
@@ -118,11 +116,10 @@ def looks(stream, t: float, question: str) -> torch.Tensor:
     for row, things in enumerate((stream.visible(t), stream.things_until(t))):
         for thing in things:
             out[row, thing_class(thing) - 1] = 1.0
-    asked = _ASKED.match(question)
-    if asked is None:
+    if question.name is None:
         out[2:] = float("nan")
     else:
-        out[2] = torch.tensor([float(matches(asked.group(1))(x)) for x in _EXAMPLE_THINGS])
+        out[2] = torch.tensor([float(matches(question.name)(x)) for x in _EXAMPLE_THINGS])
         out[3:] = out[2] * out[:2]
     return out
 
@@ -203,7 +200,7 @@ def make_example(rng: np.random.Generator, adapter: Qwen2VLAdapter, cfg: TrainCo
             masks.append(mask)
             skips += [0, 0]
             kinds.append(question.kind)
-            looked.append(looks(stream, float(times[-1]), question.text))
+            looked.append(looks(stream, float(times[-1]), question))
     return Example(segments, masks, kinds, seen, skips, looked)
 
 
