@@ -61,9 +61,12 @@ def record_library(folder: Path, library: Path) -> None:
     (folder / DIGEST_FILE).write_text(_sha256(library) + "\n")
 
 
-def discard_build(folder: Path) -> None:
-    """Empties the folder (a library that does not match its record is not trusted, nor what built it)."""
+def discard_build(folder: Path, keep: str = "") -> None:
+    """Empties the folder but for `keep` (a library that does not match its record is not trusted, nor what built
+    it; the build lock the caller holds stays)."""
     for entry in folder.iterdir():
+        if entry.name == keep:
+            continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)
         else:

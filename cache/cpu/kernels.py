@@ -16,7 +16,9 @@ faster than one on that CPU.
 They are compiled with torch's C++ extension builder (g++ and ninja, the four sources side by side on all
 cores) once per machine and torch version (about 20 s on 2 cores; most of it is parsing torch's headers, so each
 source includes only those it uses: with `ATen/ATen.h` the build took 1.5 times the CPU time) into
-`build_directory()`, a private folder of the machine's cache checked before each load (`kernel_folder`), as
+`build_directory()`, a private folder of the machine's cache checked before each load (`kernel_folder`), one
+process at a time (`build_lock`: a lock the system frees when its holder dies, so a build killed mid-way never
+leaves the next start waiting), as
 torch operators registered in C++ (a Python custom op cost
 15 us a call, about 3 ms a step for the reference model's 210 products), so that a compiled decode step
 calls each as one opaque op. `kernels_ready()` says whether they can be used; where the CPU lacks AVX2,
@@ -26,11 +28,14 @@ MKL (same results up to float rounding).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -45,7 +50,8 @@ SOURCES = [
 ]
 DISABLE_VARIABLE = "EDGE_ASSISTANT_CPU_KERNELS"
 LIBRARY = "edge_assistant_cpu_kernels"
-STALE_LOCK_SECONDS = 600  # a build takes tens of seconds; a lock this old was left by a killed build
+LOCK_FILE = "build.flock"
+BUILD_WAIT_SECONDS = 300  # a build takes tens of seconds; longer than this, another process's build is stuck
 _state: dict[str, bool] = {"enabled": True}  # "built": whether the ops are loaded, once tried
 _building = threading.Lock()  # one build at a time; a second caller waits for its result
 
@@ -99,24 +105,24 @@ def _build() -> bool:
     try:
         directory = build_directory()
         library = directory / f"{LIBRARY}.so"
-        if library.exists() and not kernel_folder.library_matches(directory, library):
-            logger.warning("%s does not match the library built there: building it again", library)
-            kernel_folder.discard_build(directory)
-        if not library.exists():
-            logger.info("building the CPU decode kernels into %s (once per machine, tens of seconds)", directory)
-        clear_stale_lock(directory)
-        load(
-            name=LIBRARY,
-            sources=[str(s) for s in SOURCES],
-            # -fopenmp: at::parallel_for runs its threads only in code compiled with it (ATen's OpenMP backend
-            # is a pragma in a header); the library links torch's own libgomp, already loaded by torch
-            extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
-            extra_ldflags=["-fopenmp"],
-            build_directory=str(directory),
-            is_python_module=False,  # loading the library registers its ops with torch
-        )
-        kernel_folder.record_library(directory, library)
-    except (RuntimeError, OSError, ImportError) as e:  # no compiler, no ninja, a failed build, an unsafe folder
+        with build_lock(directory):  # checked under the lock: a build in progress has no matching library yet
+            if library.exists() and not kernel_folder.library_matches(directory, library):
+                logger.warning("%s does not match the library built there: building it again", library)
+                kernel_folder.discard_build(directory, keep=LOCK_FILE)
+            if not library.exists():
+                logger.info("building the CPU decode kernels into %s (once per machine, tens of seconds)", directory)
+            load(
+                name=LIBRARY,
+                sources=[str(s) for s in SOURCES],
+                # -fopenmp: at::parallel_for runs its threads only in code compiled with it (ATen's OpenMP backend
+                # is a pragma in a header); the library links torch's own libgomp, already loaded by torch
+                extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
+                extra_ldflags=["-fopenmp"],
+                build_directory=str(directory),
+                is_python_module=False,  # loading the library registers its ops with torch
+            )
+            kernel_folder.record_library(directory, library)
+    except (RuntimeError, OSError, ImportError) as e:  # no compiler or ninja, a failed or stuck build, an unsafe folder
         logger.warning("CPU decode kernels not built (%s: %s); using SDPA and MKL", type(e).__name__, e)
         return False
     _register_fakes()
@@ -143,19 +149,32 @@ def _sources_digest() -> str:
     return digest.hexdigest()[:12]
 
 
-def clear_stale_lock(directory: Path) -> bool:
-    """Removes a build lock left by a killed build; returns whether it did. torch's builder waits for a lock
-    to go away, so a stale one would hang every later start without a word."""
-    lock = directory / "lock"
+@contextlib.contextmanager
+def build_lock(directory: Path, wait_seconds: float = BUILD_WAIT_SECONDS) -> Iterator[None]:
+    """Holds the folder's build lock (`flock` on `build.flock`: the system releases it when its holder exits or
+    is killed). torch's builder has a lock of its own, a file whose presence means "building" and which it waits
+    on forever: one left by a killed build would hang every later start. Every build here takes this lock first,
+    so a torch lock found while holding it is such a leftover, and is removed. TimeoutError when another process
+    holds the lock for more than `wait_seconds` (its build is stuck; the caller runs on SDPA and MKL)."""
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        age = time.time() - lock.stat().st_mtime
-    except FileNotFoundError:
-        return False
-    if age < STALE_LOCK_SECONDS:
-        return False  # another process may be building right now: torch waits for it
-    logger.warning("removing %s, left %.0f s ago by a build that did not finish", lock, age)
-    lock.unlink(missing_ok=True)
-    return True
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    stuck = f"another process has been building in {directory} for {wait_seconds:.0f} s"
+                    raise TimeoutError(stuck) from None
+                time.sleep(0.2)
+        leftover = directory / "lock"
+        if leftover.exists():
+            logger.warning("removing %s, left by a build that did not finish", leftover)
+            leftover.unlink(missing_ok=True)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def fits(*tensors: torch.Tensor) -> bool:
@@ -178,3 +197,10 @@ def _register_fakes() -> None:
     @torch.library.register_fake("edge_assistant::int8_linear")
     def _(x, packed, weight_scale, bias, out_features):  # x [..., in] -> [..., out]
         return x.new_empty(*x.shape[:-1], out_features)
+
+
+if __name__ == "__main__":  # `python -m cache.cpu.kernels`: builds them now (.ci/run does, before the tests)
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    sys.exit(0 if kernels_ready() else 1)

@@ -10,8 +10,10 @@ products for head sizes that are not a multiple of 8.
 
 import logging
 import os
+import subprocess
+import sys
 import threading
-import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,6 +23,7 @@ from cache.cpu import kernels as cpu_kernels
 from cache.cpu.layouts import OneRowLinear, tune_linear_layouts
 from tests.support.tiny_text_models import VOCAB, build_pair
 
+REPO = Path(__file__).resolve().parents[2]
 FP32 = {"atol": 2e-5, "rtol": 1e-4}  # float32 results against the float64 formula
 
 
@@ -230,17 +233,42 @@ def test_the_switch_variable_turns_them_off(monkeypatch):
     assert not cpu_kernels.kernels_ready()
 
 
-def test_a_lock_left_by_a_killed_build_is_removed_and_a_fresh_one_kept(tmp_path, caplog):
-    lock = tmp_path / "lock"
-    lock.touch()
-    assert not cpu_kernels.clear_stale_lock(tmp_path)  # a build may be running: torch waits for it
-    assert lock.exists()
-    old = time.time() - cpu_kernels.STALE_LOCK_SECONDS - 5
-    os.utime(lock, (old, old))
-    with caplog.at_level(logging.WARNING, logger="cache.cpu.kernels"):
-        assert cpu_kernels.clear_stale_lock(tmp_path)
-    assert not lock.exists() and "did not finish" in caplog.text
-    assert not cpu_kernels.clear_stale_lock(tmp_path)  # nothing to remove
+def test_a_lock_left_by_a_killed_build_is_removed_under_the_build_lock(tmp_path, caplog):
+    """torch's builder waits forever on its `lock` file; one left by a killed build must not hang the next."""
+    leftover = tmp_path / "lock"
+    leftover.touch()
+    with caplog.at_level(logging.WARNING, logger="cache.cpu.kernels"), cpu_kernels.build_lock(tmp_path):
+        assert not leftover.exists() and "did not finish" in caplog.text
+
+
+HOLD_THE_LOCK = """
+import sys, time
+from pathlib import Path
+from cache.cpu import kernels
+with kernels.build_lock(Path(sys.argv[1])):
+    print("holding", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_running_build_is_waited_for_and_a_killed_one_frees_the_lock(tmp_path):
+    """A second builder waits while the first lives (and gives up after its bound, leaving torch's lock alone);
+    once the first is killed (SIGKILL: no clean-up runs), the lock is free at once."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THE_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        (tmp_path / "lock").touch()  # torch's lock of the holder's build in progress
+        with pytest.raises(TimeoutError, match="another process has been building"):
+            with cpu_kernels.build_lock(tmp_path, wait_seconds=0.5):
+                pass
+        assert (tmp_path / "lock").exists()
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    with cpu_kernels.build_lock(tmp_path, wait_seconds=5):
+        assert not (tmp_path / "lock").exists()
 
 
 def test_a_build_in_the_background_is_waited_for_and_never_run_twice(monkeypatch):
@@ -343,4 +371,4 @@ def test_a_library_that_does_not_match_its_build_record_is_built_again(tmp_path,
     if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
         pytest.skip("the kernels are not built without AVX2")
     assert kernels.kernels_ready() is True
-    assert found == [[]] and kernel_folder.library_matches(folder, library)
+    assert found == [[kernels.LOCK_FILE]] and kernel_folder.library_matches(folder, library)  # the lock only
