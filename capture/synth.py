@@ -1,6 +1,6 @@
 """Synthetic videos, rendered with OpenCV drawing and encoded with PyAV: for tests, benchmarks, demos.
 
-Each frame shows a scene (background, a moving shape, a caption) that changes every ``scene_seconds``,
+Each frame shows a scene (background, a moving shape, optionally a caption) that changes every ``scene_seconds``,
 and optionally a strip of black/white blocks at the top encoding the frame index in binary, so a test
 can read back which source frame a sampled frame came from (``read_marker``).
 """
@@ -74,12 +74,14 @@ def render_frame(
     scene_seconds: float = 5.0,
     marker: bool = False,
     texture: np.ndarray | None = None,
+    caption: bool = True,
 ) -> np.ndarray:
     """One ``[height, width, 3]`` uint8 RGB frame of the synthetic scene at time ``t`` seconds.
 
     ``texture`` (from ``make_texture``) adds moving detail, so encoded files have a realistic bitrate.
+    ``caption``: the scene's words and the time written along the bottom (for a person watching).
     """
-    caption, background, _, _ = SCENES[int(t // scene_seconds) % len(SCENES)]
+    words, background, _, _ = SCENES[int(t // scene_seconds) % len(SCENES)]
     img = np.empty((height, width, 3), np.uint8)
     img[:] = background
     if texture is not None:
@@ -89,10 +91,11 @@ def render_frame(
     number = int(t // scene_seconds)
     _, kind, colour = DEMO_SCENES[number % len(DEMO_SCENES)]
     draw_thing(img, Thing(kind, colour, number * scene_seconds, (number + 1) * scene_seconds), t)
-    scale = max(0.3, height / 720)
-    thickness = max(1, int(2 * scale))
-    text = f"{caption}  t={t:5.1f}s"
-    cv2.putText(img, text, (10, height - 12), cv2.FONT_HERSHEY_SIMPLEX, scale, (255, 255, 255), thickness)
+    if caption:
+        scale = max(0.3, height / 720)
+        thickness = max(1, int(2 * scale))
+        text = f"{words}  t={t:5.1f}s"
+        cv2.putText(img, text, (10, height - 12), cv2.FONT_HERSHEY_SIMPLEX, scale, (255, 255, 255), thickness)
     if marker:
         draw_marker(img, index)
     return img
@@ -120,6 +123,7 @@ def write_video(
     scene_seconds: float = 5.0,
     marker: bool = True,
     textured: bool = False,
+    caption: bool = True,
     progress: Callable[[int], object] | None = None,
 ) -> list[float]:
     """Encode a synthetic video; returns the presentation time of each frame written, seconds.
@@ -134,6 +138,7 @@ def write_video(
         options: encoder options (e.g. ``{"preset": "ultrafast"}``).
         marker: draw the frame index strip (see ``read_marker``).
         textured: add moving grain (realistic bitrate and decode cost; used for benchmarks and demos).
+        caption: write each scene's words and the time along the bottom (`render_frame`).
         progress: called with 1 after each frame is encoded (e.g. ``tqdm.update``).
     """
     width, height = size
@@ -156,7 +161,7 @@ def write_video(
         stream.codec_context.time_base = time_base
         for i, p in enumerate(pts):
             t = float(p * time_base)
-            img = render_frame(i, t, width, height, scene_seconds, marker, texture)
+            img = render_frame(i, t, width, height, scene_seconds, marker, texture, caption)
             frame = av.VideoFrame.from_ndarray(img, format="rgb24")
             frame.pts = p
             frame.time_base = time_base

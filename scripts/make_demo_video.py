@@ -1,10 +1,11 @@
-"""Render a demo video: moving shapes in scenes that change every few seconds, with captions.
+"""Render a demo video: moving shapes in scenes that change every few seconds (no text on them unless --caption).
 
     python scripts/make_demo_video.py --duration 300 --out out/demo.mp4     # 640x360, 10 fps: ~25 s on 2 cores
     python scripts/make_demo_video.py --size 1280x720 --fps 30              # full size: ~10x slower to render
 
 The defaults are what the assistant uses of a video: it samples 1 frame/s (`--fps` of the app) and the
-default model reads frames of at most 448x448 pixels, so a larger or faster video only costs rendering time.
+default model reads frames of at most 448x448 pixels (16:9: 588x336), so a larger or faster video only costs
+rendering time.
 
 Also writes ``<out>.scenes.json``: the ground truth (start, end, caption) of every scene, so answers
 about the stream can be checked ("what was on screen at 0:42?").
@@ -43,6 +44,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--codec", default="libx264", help="PyAV encoder (libx264, libx265, libvpx-vp9, mjpeg)")
     p.add_argument("--plain", action="store_true", help="flat backgrounds (smaller, faster to encode)")
     p.add_argument("--marker", action="store_true", help="draw the frame-index strip used by the tests")
+    p.add_argument(
+        "--caption",
+        action="store_true",
+        help="write each scene's words and the time along the bottom, for a person watching (the demo model then "
+        "reads them: its car watch comes on in the triangle scene, docs/demo-model.md)",
+    )
     args = p.parse_args(argv)
     if args.duration <= 0 or args.fps <= 0 or args.scene_seconds <= 0:
         p.error("--duration, --fps and --scene-seconds must be > 0")
@@ -74,6 +81,7 @@ def main(argv: list[str] | None = None) -> None:
             scene_seconds=args.scene_seconds,
             marker=args.marker,
             textured=not args.plain,
+            caption=args.caption,
             progress=bar.update,
         )
     truth = scenes(args.duration, args.scene_seconds)

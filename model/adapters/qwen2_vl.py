@@ -32,6 +32,7 @@ VIDEO_MIN_PIXELS = 128 * 28 * 28
 VIDEO_MAX_PIXELS = 768 * 28 * 28
 # default per-frame pixel cap for streaming: 448x448 -> at most 256 tokens per 2 frames
 STREAM_MAX_FRAME_PIXELS = 448 * 448
+WIDEST_ASPECT = 2  # frame_size(): frames up to 2:1 (16:9, 4:3 ...) reach the processor with all the pixels it keeps
 TEXT, VIDEO = 0, 2  # mm_token_type_ids values
 
 
@@ -100,7 +101,10 @@ class Qwen2VLAdapter(VideoAdapter):
         return types
 
     def frame_size(self) -> tuple[int, int]:
-        side = max(self.factor, math.isqrt(self.max_pixels) // self.factor * self.factor)
+        # The capture's box must not take pixels the processor would keep: smart_resize keeps up to max_pixels
+        # whatever the aspect, so a square of max_pixels cut a 16:9 frame to 56% of them (the demo model, trained
+        # at 140x84, then read 112x56). A side that holds a 2:1 frame of max_pixels keeps them up to 2:1.
+        side = max(self.factor, math.isqrt(self.max_pixels * WIDEST_ASPECT) // self.factor * self.factor)
         return side, side
 
     # ---- clips ----

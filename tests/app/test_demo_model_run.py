@@ -1,12 +1,9 @@
 """`python -m app --model demo --video demo.mp4` answers what is on screen, checked against the video's scenes.json,
 and the recap and summary of its timeline against the same scenes and the run's own events.
 A whole program (in-process) because the command itself is the claim: capture, sampling, change-only ingest, the
-standing question and the timeline writer all stand between the model and what it says. (A watch on the demo video
-that turns on and off with its scene is not checked against the scenes: on the encoded demo video the shipped
-weights' car watch begins a scene early and stays on a scene late, p_yes 0.86 on the yellow triangle and 0.73 on
-the purple ball, though on the same scenes rendered straight into a session it follows the car in 12 clips of 12;
-docs/demo-model.md. The car watch's threshold is 0, so that it begins at its first check whatever the weights, and
-its summary is checked against its alerts.)"""
+standing question, the watch and the timeline writer all stand between the model and what it says. (Through this
+path, not a session fed by hand, the capture's frame box was found to cut the model's 140x84 frames to 112x56:
+model/adapters/qwen2_vl.py frame_size.)"""
 
 from __future__ import annotations
 
@@ -39,7 +36,7 @@ def demo_run(tmp_path_factory):
     video = folder / "demo.mp4"
     maker.main(["--duration", str(DURATION_S), "--out", str(video)])
     log, timeline, config = folder / "events.jsonl", folder / "timeline.sqlite", folder / "watch.toml"
-    car = 'question = "Is there a car?"\nevery = 2\nthreshold = 0.0\non_after = 1\noff_after = 1\n'
+    car = 'question = "Is there a car?"\nevery = 2\nthreshold = 0.5\non_after = 1\noff_after = 1\n'
     config.write_text(f"[alerts.car]\n{car}")
     argv = app_command(
         "--model", "demo", "--video", str(video), "--no-realtime", "--every", str(CLIP_S), "--quiet",
@@ -113,6 +110,20 @@ def test_the_recap_breaks_its_runs_at_every_scene_change_and_never_spans_two_sce
         assert any(change <= end < change + CLIP_S or change - CLIP_S <= end < change for end in ends), (change, ends)
 
 
+def test_the_car_watch_turns_on_and_off_with_the_car_scene(demo_run):
+    """The watch "Is there a car?" at p_yes 0.5 begins once, at the first check after the white car's scene starts
+    (within one clip of it), and ends within one clip of its end; no other scene turns it on."""
+    code, err, records, scenes, _ = demo_run
+    assert code == 0, err
+    (car,) = [s for s in scenes if " car " in s["caption"]]
+    alerts = [(r["state"], r["stream_time"]) for r in of_type(records, "alert") if r["alert"] == "car"]
+    checks = [(r["stream_time"], r["p_yes"]) for r in of_type(records, "check") if r["alert"] == "car"]
+    assert [state for state, _ in alerts] == ["begin", "end"], (alerts, checks)
+    (_, began), (_, ended) = alerts
+    assert car["start_s"] < began <= car["start_s"] + CLIP_S, (alerts, checks)
+    assert car["end_s"] < ended <= car["end_s"] + CLIP_S, (alerts, checks)
+
+
 def test_the_summary_of_the_watch_equals_its_alerts_in_the_run(demo_run):
     """How many times the car watch began and how long it was on, from the timeline, against the alert events the
     run printed (its end: the assistant stopping when the video ended)."""
@@ -120,7 +131,7 @@ def test_the_summary_of_the_watch_equals_its_alerts_in_the_run(demo_run):
     assert code == 0, err
     alerts = [r for r in of_type(records, "alert") if r["alert"] == "car"]
     begins = [r for r in alerts if r["state"] == "begin"]
-    assert begins, "the car watch never began, at threshold 0"
+    assert begins, "the car watch never began"
     with TimelineReader(timeline) as reader:
         summary = reader.summary(Period(0.0, 4e9), watch="car")
     (car,) = summary.watches

@@ -51,15 +51,29 @@ def test_qwen_odd_frame_count_repeats_the_last_frame():
     assert seg.model_inputs["video_grid_thw"].tolist() == [list(grid)]
 
 
-def test_qwen_frame_size_respects_the_pixel_budget():
+@pytest.mark.parametrize("family", QWEN_FAMILIES)
+@pytest.mark.parametrize(("width", "height"), [(1280, 720), (640, 480), (1920, 960), (720, 1280), (600, 600)])
+def test_qwen_frames_fitted_to_the_capture_box_keep_the_tokens_of_the_source(family, width, height):
+    """The capture fits frames into `frame_size()` (aspect kept, never upscaled) before the processor resizes them
+    within its pixel budget: for frames up to 2:1 the box must not cost a token the source would have had (a square
+    of the budget cut a 16:9 frame to 448x252, 144 tokens of 2 frames at Qwen2-VL's cap instead of 252)."""
+    _, _, adapter = tiny(family)
+    box_w, box_h = adapter.frame_size()
+    scale = min(box_w / width, box_h / height, 1.0)
+    fitted = (round(height * scale), round(width * scale))
+    _, direct = adapter.video_pixels(random_frames(2, height, width))
+    _, through_box = adapter.video_pixels(random_frames(2, *fitted))
+    assert through_box[1] * through_box[2] >= direct[1] * direct[2]  # (more where smart_resize's floor cut the source)
+    assert through_box[1] * through_box[2] * adapter.patch_size**2 <= adapter.max_pixels
+
+
+def test_qwen_frame_size_follows_the_checkpoints_pixel_budget():
     _, processor, adapter = tiny("qwen2_vl")
-    assert adapter.frame_size() == (112, 112)
-    _, (_, h, w) = adapter.video_pixels(random_frames(2, 112, 112))
-    assert h * w * 14 * 14 <= adapter.max_pixels
-    # a checkpoint that says nothing about video sizes: transformers' defaults, capped for streaming
+    assert adapter.max_pixels == 112 * 112 and adapter.frame_size() == (140, 140)
+    # a checkpoint that says nothing about video sizes: transformers' defaults, capped for streaming at 448x448
     bare = VisionTextProcessor(processor.tokenizer, processor.image_processor, {})
     model, _, _ = tiny("qwen2_vl")
-    assert Qwen2VLAdapter(model.config, bare).frame_size() == (448, 448)
+    assert Qwen2VLAdapter(model.config, bare).frame_size() == (616, 616)
 
 
 @pytest.mark.parametrize(("height", "width"), [(48, 64), (100, 30), (64, 64)])
