@@ -88,8 +88,9 @@ def test_quick_run_writes_rows_whose_kv_bytes_match_the_config_arithmetic(tmp_pa
         )
         assert float(r["read_bytes_per_token"]) > int(r["decoder_weight_bytes"])  # + the KV of the cached tokens
         assert float(r["decode_ms_per_token"]) > 0 and float(r["bound_ms_per_token"]) > 0
-    # visual tokens of a default clip (4 frames of 640x480, fitted to the frame box), as docs/models.md counts them
-    assert (rows["qwen2-vl"]["visual_tokens_per_clip"], rows["smolvlm2"]["visual_tokens_per_clip"]) == ("384", "324")
+    # visual tokens of a default clip (4 frames of 640x480 fitted to the frame box: 2 x 18 x 13), as docs/models.md
+    # counts them
+    assert (rows["qwen2-vl"]["visual_tokens_per_clip"], rows["smolvlm2"]["visual_tokens_per_clip"]) == ("468", "324")
     steps = list(csv.DictReader((out / "bench_families_steps.csv").open()))
     assert [s["kind"] for s in steps if s["family"] == "smolvlm2"] == ["clip"] * 2 + ["decode"] * 4
     assert (out / "bench_families.png").stat().st_size > 10_000
