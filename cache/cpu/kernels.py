@@ -202,5 +202,5 @@ def _register_fakes() -> None:
 if __name__ == "__main__":  # `python -m cache.cpu.kernels`: builds them now (.ci/run does, before the tests)
     import sys
 
-    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format="cpu kernels: %(message)s")
     sys.exit(0 if kernels_ready() else 1)
